@@ -1,0 +1,223 @@
+// Package config reads parse-mcp's configuration from the environment (envconfig,
+// prefix PARSE_MCP_) and validates it before anything is started, so that a bad
+// setting is reported as one clear line instead of a half-started server.
+package config
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"strings"
+
+	"github.com/kelseyhightower/envconfig"
+)
+
+// Permission tiers, ordered: readonly ⊂ write ⊂ admin.
+const (
+	TierReadonly = "readonly"
+	TierWrite    = "write"
+	TierAdmin    = "admin"
+)
+
+// Config is every PARSE_MCP_* setting. Field tags name the variable so that
+// validation errors can say exactly which one is wrong.
+type Config struct {
+	MongoDBURI       string `envconfig:"MONGODB_URI"`
+	Database         string `envconfig:"DATABASE"`
+	CollectionPrefix string `envconfig:"COLLECTION_PREFIX"`
+	PolicyFile       string `envconfig:"POLICY_FILE"`
+	Permissions      string `envconfig:"PERMISSIONS" default:"readonly"`
+	SessionToken     string `envconfig:"SESSION_TOKEN"`
+	ACLUser          string `envconfig:"ACL_USER"`
+	ACLRole          string `envconfig:"ACL_ROLE"`
+	TenantID         string `envconfig:"TENANT_ID"`
+	HTTPAddr         string `envconfig:"HTTP_ADDR"`
+	APIKey           string `envconfig:"API_KEY"`
+	LogLevel         string `envconfig:"LOG_LEVEL" default:"info"`
+	LogFile          string `envconfig:"LOG_FILE"`
+	// Workers bounds how many tool calls run at once; other requests (ping,
+	// lists) never wait for a worker.
+	Workers int `envconfig:"WORKERS" default:"16"`
+	// DemoDir is where --demo keeps its SQLite files (default: user cache dir).
+	DemoDir string `envconfig:"DEMO_DIR"`
+
+	// Demo is set by the --demo flag, not the environment.
+	Demo bool `ignored:"true"`
+
+	Gates Gates `ignored:"true"`
+}
+
+// Gates are the operator kill switches (PARSE_AGENT_ALLOW_*). They are read
+// outside the PARSE_MCP_ prefix on purpose: they are meant to be set by whoever
+// launches the process, separately from the server's own configuration.
+type Gates struct {
+	WriteTools bool // PARSE_AGENT_ALLOW_WRITE_TOOLS
+	RawCRUD    bool // PARSE_AGENT_ALLOW_RAW_CRUD
+	SchemaOps  bool // PARSE_AGENT_ALLOW_SCHEMA_OPS
+	RawSchema  bool // PARSE_AGENT_ALLOW_RAW_SCHEMA
+}
+
+// Error is a configuration error: it names the variable and the fix.
+type Error struct {
+	Variable string
+	Problem  string
+	Fix      string
+}
+
+func (e *Error) Error() string {
+	msg := e.Variable + ": " + e.Problem
+	if e.Fix != "" {
+		msg += " (" + e.Fix + ")"
+	}
+	return msg
+}
+
+// Load reads the PARSE_MCP_* variables and the PARSE_AGENT_ALLOW_* gates from
+// the process environment.
+func Load() (*Config, error) {
+	var c Config
+	if err := envconfig.Process("PARSE_MCP", &c); err != nil {
+		// envconfig's ParseError names the field; translate it to the variable.
+		if pe, ok := err.(*envconfig.ParseError); ok {
+			return nil, &Error{Variable: envName(pe.KeyName), Problem: fmt.Sprintf("cannot parse %q as %s", pe.Value, pe.TypeName), Fix: "set a valid value"}
+		}
+		return nil, &Error{Variable: "PARSE_MCP_*", Problem: err.Error()}
+	}
+	c.Gates = Gates{
+		WriteTools: Truthy(os.Getenv("PARSE_AGENT_ALLOW_WRITE_TOOLS")),
+		RawCRUD:    Truthy(os.Getenv("PARSE_AGENT_ALLOW_RAW_CRUD")),
+		SchemaOps:  Truthy(os.Getenv("PARSE_AGENT_ALLOW_SCHEMA_OPS")),
+		RawSchema:  Truthy(os.Getenv("PARSE_AGENT_ALLOW_RAW_SCHEMA")),
+	}
+	return &c, nil
+}
+
+// Truthy reports whether an env gate value means "on": 1, true, yes, on (any case).
+func Truthy(v string) bool {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "1", "true", "yes", "on":
+		return true
+	}
+	return false
+}
+
+// Validate checks the configuration as a whole. It returns the first problem
+// as an *Error.
+func (c *Config) Validate() error {
+	switch c.Permissions {
+	case TierReadonly, TierWrite, TierAdmin:
+	default:
+		return &Error{"PARSE_MCP_PERMISSIONS", fmt.Sprintf("unknown tier %q", c.Permissions), "use readonly, write or admin"}
+	}
+	if !c.Demo {
+		if c.MongoDBURI == "" {
+			return &Error{"PARSE_MCP_MONGODB_URI", "is required", "set it to your Parse app's MongoDB connection string, or run with --demo"}
+		}
+		if !strings.HasPrefix(c.MongoDBURI, "mongodb://") && !strings.HasPrefix(c.MongoDBURI, "mongodb+srv://") {
+			return &Error{"PARSE_MCP_MONGODB_URI", "must start with mongodb:// or mongodb+srv://", "check the connection string"}
+		}
+		if c.DatabaseName() == "" {
+			return &Error{"PARSE_MCP_DATABASE", "no database name in PARSE_MCP_MONGODB_URI and PARSE_MCP_DATABASE is empty", "add /dbname to the URI or set PARSE_MCP_DATABASE"}
+		}
+	}
+	n := 0
+	for _, v := range []string{c.SessionToken, c.ACLUser, c.ACLRole} {
+		if v != "" {
+			n++
+		}
+	}
+	if n > 1 {
+		return &Error{"PARSE_MCP_SESSION_TOKEN/PARSE_MCP_ACL_USER/PARSE_MCP_ACL_ROLE", "more than one identity is set", "set at most one of them"}
+	}
+	if c.ACLUser != "" && !validObjectID(c.ACLUser) {
+		return &Error{"PARSE_MCP_ACL_USER", "is not a Parse objectId", "use the _User objectId (letters, digits, _ and -)"}
+	}
+	switch strings.ToLower(c.LogLevel) {
+	case "trace", "debug", "info", "warn", "error", "fatal", "panic", "disabled":
+	default:
+		return &Error{"PARSE_MCP_LOG_LEVEL", fmt.Sprintf("unknown level %q", c.LogLevel), "use debug, info, warn or error"}
+	}
+	if c.Workers < 1 || c.Workers > 1024 {
+		return &Error{"PARSE_MCP_WORKERS", fmt.Sprintf("%d is out of range", c.Workers), "use a number from 1 to 1024"}
+	}
+	if c.HTTPAddr != "" {
+		host, _, err := net.SplitHostPort(c.HTTPAddr)
+		if err != nil {
+			return &Error{"PARSE_MCP_HTTP_ADDR", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
+		}
+		if !IsLoopbackHost(host) && c.APIKey == "" {
+			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key or bind 127.0.0.1"}
+		}
+	}
+	if c.APIKey != "" && len(c.APIKey) < 16 {
+		return &Error{"PARSE_MCP_API_KEY", "is shorter than 16 characters", "use a long random key"}
+	}
+	return nil
+}
+
+// DatabaseName is PARSE_MCP_DATABASE, or the path of the connection string.
+func (c *Config) DatabaseName() string {
+	if c.Database != "" {
+		return c.Database
+	}
+	u, err := url.Parse(c.MongoDBURI)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimPrefix(u.Path, "/")
+}
+
+// RedactedURI is the connection string with any password removed, for messages.
+func RedactedURI(uri string) string {
+	u, err := url.Parse(uri)
+	if err != nil {
+		return "(unparseable URI)"
+	}
+	if u.User != nil {
+		u.User = url.User(u.User.Username())
+	}
+	u.RawQuery = ""
+	return u.String()
+}
+
+// IsLoopbackHost reports whether host (no port) is a loopback name or address.
+func IsLoopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// Identity describes which identity scope is configured, for logs and describe.
+func (c *Config) Identity() string {
+	switch {
+	case c.SessionToken != "":
+		return "session_token"
+	case c.ACLUser != "":
+		return "acl_user"
+	case c.ACLRole != "":
+		return "acl_role"
+	}
+	return "master"
+}
+
+func validObjectID(s string) bool {
+	if len(s) == 0 || len(s) > 32 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+func envName(key string) string {
+	if strings.HasPrefix(key, "PARSE_MCP_") {
+		return key
+	}
+	return "PARSE_MCP_" + key
+}
