@@ -8,8 +8,10 @@
 package toolerror
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 )
 
@@ -91,3 +93,29 @@ func AsViolation(err error) (*Violation, bool) {
 	}
 	return nil, false
 }
+
+// recorderKey carries a request's *Recorder through the context.
+type recorderKey struct{}
+
+// Recorder remembers a security violation raised while handling one request.
+// The transport layer creates it; the policy middleware fills it; the
+// transport then answers -32602 instead of the -32603 a Go error would become.
+type Recorder struct {
+	v atomic.Pointer[Violation]
+}
+
+// WithRecorder returns a context carrying a fresh Recorder.
+func WithRecorder(ctx context.Context) (context.Context, *Recorder) {
+	r := &Recorder{}
+	return context.WithValue(ctx, recorderKey{}, r), r
+}
+
+// RecordViolation stores v in the context's Recorder, if there is one.
+func RecordViolation(ctx context.Context, v *Violation) {
+	if r, ok := ctx.Value(recorderKey{}).(*Recorder); ok {
+		r.v.Store(v)
+	}
+}
+
+// Violation returns the recorded violation, or nil.
+func (r *Recorder) Violation() *Violation { return r.v.Load() }

@@ -1,0 +1,111 @@
+package parsedb
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// The v2 driver sends no maxTimeMS derived from a context deadline for
+// operations that return a cursor, and it dropped the per-operation MaxTime
+// options. Every read therefore runs as an explicit database command carrying
+// maxTimeMS, so that the server itself stops work when a tool times out,
+// instead of the client merely walking away from a still-running query.
+
+// FindSpec describes a find.
+type FindSpec struct {
+	Filter     bson.D
+	Projection bson.D
+	Sort       bson.D
+	Skip       int64
+	Limit      int64
+	BatchSize  int32
+}
+
+func withMaxTime(ctx context.Context, cmd bson.D) bson.D {
+	if mt := MaxTimeMS(ctx); mt > 0 {
+		cmd = append(cmd, bson.E{Key: "maxTimeMS", Value: mt.Milliseconds()})
+	}
+	return cmd
+}
+
+// FindCommand builds the exact find command sent for a class (golden tests).
+func (s *Store) FindCommand(ctx context.Context, class string, spec FindSpec) bson.D {
+	filter := spec.Filter
+	if filter == nil {
+		filter = bson.D{}
+	}
+	cmd := bson.D{{Key: "find", Value: s.Prefix + class}, {Key: "filter", Value: filter}}
+	if len(spec.Projection) > 0 {
+		cmd = append(cmd, bson.E{Key: "projection", Value: spec.Projection})
+	}
+	if len(spec.Sort) > 0 {
+		cmd = append(cmd, bson.E{Key: "sort", Value: spec.Sort})
+	}
+	if spec.Skip > 0 {
+		cmd = append(cmd, bson.E{Key: "skip", Value: spec.Skip})
+	}
+	if spec.Limit > 0 {
+		cmd = append(cmd, bson.E{Key: "limit", Value: spec.Limit})
+	}
+	if spec.BatchSize > 0 {
+		cmd = append(cmd, bson.E{Key: "batchSize", Value: spec.BatchSize})
+	}
+	return withMaxTime(ctx, cmd)
+}
+
+// Find runs a find and returns the cursor.
+func (s *Store) Find(ctx context.Context, class string, spec FindSpec) (*mongo.Cursor, error) {
+	return s.DB.RunCommandCursor(ctx, s.FindCommand(ctx, class, spec))
+}
+
+// AggregateCommand builds the exact aggregate command sent (golden tests).
+func (s *Store) AggregateCommand(ctx context.Context, collection string, pipeline bson.A) bson.D {
+	return withMaxTime(ctx, bson.D{
+		{Key: "aggregate", Value: collection},
+		{Key: "pipeline", Value: pipeline},
+		{Key: "cursor", Value: bson.D{}},
+	})
+}
+
+// Aggregate runs a pipeline on a class's collection.
+func (s *Store) Aggregate(ctx context.Context, class string, pipeline bson.A) (*mongo.Cursor, error) {
+	return s.DB.RunCommandCursor(ctx, s.AggregateCommand(ctx, s.Prefix+class, pipeline))
+}
+
+// Count counts a class's documents matching filter the way the driver's
+// CountDocuments does ($match + $group $sum), with maxTimeMS.
+func (s *Store) Count(ctx context.Context, class string, filter bson.D) (int64, error) {
+	if filter == nil {
+		filter = bson.D{}
+	}
+	pipeline := bson.A{
+		bson.D{{Key: "$match", Value: filter}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+	}
+	cur, err := s.Aggregate(ctx, class, pipeline)
+	if err != nil {
+		return 0, err
+	}
+	defer cur.Close(ctx)
+	if !cur.Next(ctx) {
+		return 0, cur.Err()
+	}
+	var res struct {
+		N any `bson:"n"`
+	}
+	if err := cur.Decode(&res); err != nil {
+		return 0, err
+	}
+	switch n := res.N.(type) {
+	case int32:
+		return int64(n), nil
+	case int64:
+		return n, nil
+	case float64:
+		return int64(n), nil
+	}
+	return 0, fmt.Errorf("count: unexpected type %T", res.N)
+}

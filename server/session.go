@@ -1,0 +1,123 @@
+package server
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+)
+
+// Session is one client connection: the stdio process itself, or one HTTP
+// session. Notifications that belong to no request (resource updates, list
+// changes, log messages outside a call) go to Unsolicited; notifications a
+// request emits go to that request's own channel (see requestSession), which
+// is how a request's notifications are written before its response and reach
+// the HTTP stream of the request that caused them.
+type Session struct {
+	id          string
+	initialized atomic.Bool
+	unsolicited chan mcp.JSONRPCNotification
+
+	mu           sync.RWMutex
+	logLevel     mcp.LoggingLevel
+	clientInfo   mcp.Implementation
+	capabilities mcp.ClientCapabilities
+	subs         map[string]bool
+}
+
+// NewSession makes a session with a buffered unsolicited-notification queue.
+func NewSession(id string) *Session {
+	return &Session{id: id, unsolicited: make(chan mcp.JSONRPCNotification, 256), logLevel: mcp.LoggingLevelInfo, subs: map[string]bool{}}
+}
+
+func (s *Session) SessionID() string                                   { return s.id }
+func (s *Session) Initialize()                                         { s.initialized.Store(true) }
+func (s *Session) Initialized() bool                                   { return s.initialized.Load() }
+func (s *Session) NotificationChannel() chan<- mcp.JSONRPCNotification { return s.unsolicited }
+
+// Unsolicited is the queue the transport drains for notifications that belong
+// to no request.
+func (s *Session) Unsolicited() <-chan mcp.JSONRPCNotification { return s.unsolicited }
+
+func (s *Session) SetLogLevel(level mcp.LoggingLevel) {
+	s.mu.Lock()
+	s.logLevel = level
+	s.mu.Unlock()
+}
+
+func (s *Session) GetLogLevel() mcp.LoggingLevel {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.logLevel
+}
+
+func (s *Session) GetClientInfo() mcp.Implementation {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.clientInfo
+}
+
+func (s *Session) SetClientInfo(ci mcp.Implementation) {
+	s.mu.Lock()
+	s.clientInfo = ci
+	s.mu.Unlock()
+}
+
+func (s *Session) GetClientCapabilities() mcp.ClientCapabilities {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.capabilities
+}
+
+func (s *Session) SetClientCapabilities(c mcp.ClientCapabilities) {
+	s.mu.Lock()
+	s.capabilities = c
+	s.mu.Unlock()
+}
+
+func (s *Session) SubscribeToResource(uri string) {
+	s.mu.Lock()
+	s.subs[uri] = true
+	s.mu.Unlock()
+}
+
+func (s *Session) UnsubscribeFromResource(uri string) {
+	s.mu.Lock()
+	delete(s.subs, uri)
+	s.mu.Unlock()
+}
+
+func (s *Session) SubscribedResources() []string {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	out := make([]string, 0, len(s.subs))
+	for u := range s.subs {
+		out = append(out, u)
+	}
+	return out
+}
+
+func (s *Session) IsSubscribedToResource(uri string) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.subs[uri]
+}
+
+// requestSession is the view of a Session that one request's handler sees:
+// everything is the session's, except that notifications go to the request's
+// own channel.
+type requestSession struct {
+	*Session
+	ch chan mcp.JSONRPCNotification
+}
+
+func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return r.ch }
+
+var (
+	_ mcpserver.ClientSession                    = (*Session)(nil)
+	_ mcpserver.SessionWithLogging               = (*Session)(nil)
+	_ mcpserver.SessionWithClientInfo            = (*Session)(nil)
+	_ mcpserver.SessionWithResourceSubscriptions = (*Session)(nil)
+	_ mcpserver.SessionWithLogging               = (*requestSession)(nil)
+)

@@ -1,0 +1,176 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"sync"
+	"time"
+)
+
+// MaxMessageBytes caps one JSON-RPC line on stdio. A longer line is discarded
+// up to its newline and answered with -32600; the server keeps serving.
+const MaxMessageBytes = 4 << 20
+
+// StdioSessionID is the fixed session id of the stdio connection.
+const StdioSessionID = "stdio"
+
+// lineWriter writes whole lines to the client, one at a time. It is the only
+// writer of stdout.
+type lineWriter struct {
+	mu sync.Mutex
+	w  *bufio.Writer
+}
+
+func (l *lineWriter) write(msg []byte) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = l.w.Write(msg)
+	_ = l.w.WriteByte('\n')
+	_ = l.w.Flush()
+}
+
+// ServeStdio serves newline-delimited JSON-RPC from in to out until in reaches
+// EOF or ctx is cancelled. Requests are handled concurrently; each request's
+// notifications are written before its response. On return every in-flight
+// request has been cancelled and finished (bounded by drainTimeout).
+func ServeStdio(ctx context.Context, d *Dispatcher, in io.Reader, out io.Writer) error {
+	sess := NewSession(StdioSessionID)
+	if err := d.mcp.RegisterSession(ctx, sess); err != nil {
+		return err
+	}
+	defer d.mcp.UnregisterSession(context.Background(), sess.SessionID())
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w := &lineWriter{w: bufio.NewWriterSize(out, 64<<10)}
+
+	// Unsolicited notifications (resource updates, list changes).
+	unsolicitedDone := make(chan struct{})
+	go func() {
+		defer close(unsolicitedDone)
+		for {
+			select {
+			case n := <-sess.Unsolicited():
+				if b, err := EncodeNotification(n); err == nil {
+					w.write(b)
+				}
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+
+	lines := make(chan []byte)
+	readErr := make(chan error, 1)
+	go func() {
+		readErr <- readLines(ctx, in, lines, func() {
+			w.write(ErrorResponse(nil, codeInvalidRequest, "Invalid Request: message exceeds 4 MiB"))
+		})
+	}()
+
+	var wg sync.WaitGroup
+	var err error
+loop:
+	for {
+		select {
+		case line := <-lines:
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if resp := d.Handle(ctx, sess, line, w.write); resp != nil {
+					w.write(resp)
+				}
+			}()
+		case err = <-readErr:
+			break loop
+		case <-ctx.Done():
+			break loop
+		}
+	}
+	// EOF: the client is gone or done writing. Requests that finish within a
+	// short grace period still get their answers (so `printf … | parse-mcp`
+	// works); then in-flight work is cancelled and given a bounded time to
+	// unwind. A signal cancels at once.
+	if errors.Is(err, io.EOF) && ctx.Err() == nil {
+		waitTimeout(&wg, eofGrace)
+	}
+	cancel()
+	waitTimeout(&wg, drainTimeout)
+	<-unsolicitedDone
+	if errors.Is(err, io.EOF) {
+		return nil
+	}
+	return err
+}
+
+// eofGrace is how long in-flight requests may still finish after stdin EOF.
+const eofGrace = time.Second
+
+// drainTimeout bounds how long shutdown waits for cancelled calls to return.
+const drainTimeout = 3 * time.Second
+
+func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(d):
+	}
+}
+
+// readLines splits in into lines of at most MaxMessageBytes and sends the
+// non-blank ones to out. A longer line is skipped through its newline and
+// reported with tooLong. It returns io.EOF at end of input.
+func readLines(ctx context.Context, in io.Reader, out chan<- []byte, tooLong func()) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	var buf []byte
+	skipping := false
+	for {
+		frag, err := r.ReadSlice('\n')
+		if len(frag) > 0 {
+			complete := frag[len(frag)-1] == '\n'
+			switch {
+			case skipping:
+			case len(buf)+len(frag) > MaxMessageBytes+1: // +1: the newline
+				skipping = true
+				buf = buf[:0]
+			default:
+				buf = append(buf, frag...)
+			}
+			if complete {
+				if skipping {
+					tooLong()
+					skipping = false
+				} else if line := bytes.TrimSpace(buf); len(line) > 0 {
+					msg := make([]byte, len(line))
+					copy(msg, line)
+					select {
+					case out <- msg:
+					case <-ctx.Done():
+						return ctx.Err()
+					}
+				}
+				buf = buf[:0]
+			}
+		}
+		switch {
+		case err == nil, errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF):
+			if skipping {
+				tooLong()
+			} else if line := bytes.TrimSpace(buf); len(line) > 0 {
+				select {
+				case out <- line:
+				case <-ctx.Done():
+				}
+			}
+			return io.EOF
+		default:
+			return err
+		}
+	}
+}

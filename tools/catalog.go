@@ -1,0 +1,15 @@
+package tools
+
+// Catalog is every tool parse-mcp offers; the policy decides per session
+// which of them are listed and callable.
+func Catalog() []*Tool {
+	var all []*Tool
+	for _, family := range [][]*Tool{
+		DiscoveryTools(),
+		SchemaTools(),
+		QueryTools(),
+	} {
+		all = append(all, family...)
+	}
+	return all
+}

@@ -1,0 +1,125 @@
+package tools
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/parsedb"
+	"github.com/parse-mcp/parse-mcp/toolerror"
+)
+
+// MaxSubQueryResults caps the ids or values a cross-class operator may
+// resolve to; a larger set would make an unbounded $in list.
+const MaxSubQueryResults = 10000
+
+// subQueries resolves $inQuery/$notInQuery/$select/$dontSelect/$relatedTo
+// through the same policy as a top-level read: the sub-query's class passes
+// the class gate and carries every filter and the identity's ACL scope.
+type subQueries struct {
+	d      *Deps
+	schema *parsedb.Schema
+}
+
+func (s *subQueries) target(ctx context.Context, className string, where map[string]any) (*readTarget, error) {
+	cls, err := s.d.Policy.ResolveClass(ctx, s.schema, className)
+	if err != nil {
+		return nil, err
+	}
+	return buildFilter(ctx, s.d, s.schema, cls, where, true)
+}
+
+func (s *subQueries) MatchingIDs(ctx context.Context, className string, where map[string]any) ([]string, error) {
+	t, err := s.target(ctx, className, where)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := s.d.Store.Find(ctx, t.Class.Name, parsedb.FindSpec{Filter: t.Filter, Projection: bson.D{{Key: "_id", Value: 1}}, Limit: MaxSubQueryResults + 1})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	var ids []string
+	for cur.Next(ctx) {
+		if len(ids) == MaxSubQueryResults {
+			return nil, toolerror.New(toolerror.InvalidQuery, "the sub-query on %s matches more than %d objects; narrow its where", className, MaxSubQueryResults)
+		}
+		if id, ok := cur.Current.Lookup("_id").StringValueOK(); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, cur.Err()
+}
+
+func (s *subQueries) SelectValues(ctx context.Context, className string, where map[string]any, key string) ([]any, error) {
+	t, err := s.target(ctx, className, where)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.d.Policy.CheckReadField(t.Class, key); err != nil {
+		return nil, err
+	}
+	storage := parsedb.StorageFieldName(t.Class, key)
+	cur, err := s.d.Store.Find(ctx, t.Class.Name, parsedb.FindSpec{Filter: t.Filter, Projection: bson.D{{Key: storage, Value: 1}}, Limit: MaxSubQueryResults + 1})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	var values []any
+	for cur.Next(ctx) {
+		if len(values) == MaxSubQueryResults {
+			return nil, toolerror.New(toolerror.InvalidQuery, "the $select sub-query on %s matches more than %d objects; narrow its where", className, MaxSubQueryResults)
+		}
+		var doc bson.M
+		if err := bson.Unmarshal(cur.Current, &doc); err != nil {
+			return nil, err
+		}
+		if v, ok := doc[storage]; ok {
+			values = append(values, v)
+		}
+	}
+	return values, cur.Err()
+}
+
+func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key string) ([]string, error) {
+	owner, err := s.d.Policy.ResolveClass(ctx, s.schema, ownerClass)
+	if err != nil {
+		return nil, err
+	}
+	f := owner.Field(key)
+	if f == nil || f.Type != parsedb.TypeRelation {
+		return nil, toolerror.New(toolerror.InvalidQuery, "$relatedTo: %s.%s is not a relation field", ownerClass, key)
+	}
+	if s.d.Policy.Hidden(f.TargetClass) {
+		return nil, toolerror.Denied("hidden_class", "$relatedTo: the relation %s.%s points to a class that is not accessible", ownerClass, key)
+	}
+	// The owner must itself be readable by this session.
+	ot, err := buildFilter(ctx, s.d, s.schema, owner, map[string]any{"objectId": ownerID}, false)
+	if err != nil {
+		return nil, err
+	}
+	n, err := s.d.Store.Count(ctx, owner.Name, ot.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return []string{}, nil
+	}
+	join := s.d.Store.JoinCollection(key, owner.Name)
+	pipeline := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "owningId", Value: ownerID}}}}, bson.D{{Key: "$limit", Value: MaxSubQueryResults + 1}}}
+	cur, err := s.d.Store.DB.RunCommandCursor(ctx, s.d.Store.AggregateCommand(ctx, join.Name(), pipeline))
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	var ids []string
+	for cur.Next(ctx) {
+		if len(ids) == MaxSubQueryResults {
+			return nil, toolerror.New(toolerror.InvalidQuery, "$relatedTo: the relation has more than %d members", MaxSubQueryResults)
+		}
+		if id, ok := cur.Current.Lookup("relatedId").StringValueOK(); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids, cur.Err()
+}
