@@ -131,4 +131,3 @@ func Result(out any) (*mcp.CallToolResult, error) {
 		StructuredContent: json.RawMessage(b),
 	}, nil
 }
-

@@ -152,7 +152,9 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 		}
 		fields = append(fields, fd)
 	}
-	sort.Slice(fields, func(i, j int) bool { return fieldOrder(fields[i].Name) < fieldOrder(fields[j].Name) || fieldOrder(fields[i].Name) == fieldOrder(fields[j].Name) && fields[i].Name < fields[j].Name })
+	sort.Slice(fields, func(i, j int) bool {
+		return fieldOrder(fields[i].Name) < fieldOrder(fields[j].Name) || fieldOrder(fields[i].Name) == fieldOrder(fields[j].Name) && fields[i].Name < fields[j].Name
+	})
 	out := map[string]any{
 		"class_name": cls.Name,
 		"type":       classType(cls),
