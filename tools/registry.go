@@ -59,7 +59,6 @@ var Categories = map[string]string{
 func (t *Tool) MCPTool() mcp.Tool {
 	opts := []mcp.ToolOption{
 		mcp.WithDescription(t.Description),
-		mcp.WithRawInputSchema(json.RawMessage(t.InputSchema)),
 		mcp.WithReadOnlyHintAnnotation(t.ReadOnly),
 		mcp.WithDestructiveHintAnnotation(t.Destructive),
 		mcp.WithOpenWorldHintAnnotation(false),
@@ -68,7 +67,10 @@ func (t *Tool) MCPTool() mcp.Tool {
 	if t.OutputSchema != "" {
 		opts = append(opts, mcp.WithRawOutputSchema(json.RawMessage(t.OutputSchema)))
 	}
-	tool := mcp.NewTool(t.Name, opts...)
+	tool := mcp.NewToolWithRawSchema(t.Name, t.Description, json.RawMessage(t.InputSchema))
+	for _, o := range opts {
+		o(&tool)
+	}
 	tool.Meta = &mcp.Meta{AdditionalFields: map[string]any{"category": t.Category}}
 	return tool
 }

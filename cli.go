@@ -1,0 +1,118 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/parse-mcp/parse-mcp/server"
+)
+
+// runCommand runs a one-shot operator command.
+func runCommand(ctx context.Context, a *app, cmd []string, stdout, stderr io.Writer) int {
+	switch cmd[0] {
+	case "call":
+		return callTool(ctx, a, cmd, stdout, stderr)
+	case "describe":
+		return printJSON(stdout, a.deps.Policy.Describe())
+	case "would-permit":
+		class := ""
+		if len(cmd) == 3 {
+			class = cmd[2]
+		}
+		schema, err := a.store.Schema.Get(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: reading _SCHEMA: %v\n", err)
+			return exitFailure
+		}
+		verdict := a.deps.Policy.WouldPermit(ctx, schema, cmd[1], class)
+		printJSON(stdout, verdict)
+		if !verdict.Allowed {
+			return exitFailure
+		}
+		return exitOK
+	case "audit":
+		schema, err := a.store.Schema.Get(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: reading _SCHEMA: %v\n", err)
+			return exitFailure
+		}
+		return printJSON(stdout, a.deps.Policy.Audit(schema))
+	}
+	return exitBadUsage
+}
+
+// callTool runs one tool through the same dispatcher, policy and envelope as
+// an MCP client would, and prints the result as pretty JSON: the structured
+// result on success (exit 0), the error text and code on a tool error (exit 1).
+func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Writer) int {
+	args := json.RawMessage("{}")
+	if len(cmd) == 3 {
+		if !json.Valid([]byte(cmd[2])) || bytes.TrimSpace([]byte(cmd[2]))[0] != '{' {
+			fmt.Fprintf(stderr, "parse-mcp: call: the arguments must be a JSON object, e.g. '{\"class_name\":\"Song\"}'\n")
+			return exitBadUsage
+		}
+		args = json.RawMessage(cmd[2])
+	}
+	sess := server.NewSession("cli")
+	d := a.dispatcher
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"parse-mcp-cli","version":"1"}}}`
+	d.Handle(ctx, sess, []byte(init), func([]byte) {})
+	d.Handle(ctx, sess, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), func([]byte) {})
+	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": cmd[1], "arguments": args}})
+	resp := d.Handle(ctx, sess, req, func([]byte) {})
+	var msg struct {
+		Result *struct {
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+			StructuredContent json.RawMessage `json:"structuredContent"`
+			IsError           bool            `json:"isError"`
+			Meta              map[string]any  `json:"_meta"`
+		} `json:"result"`
+		Error *struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal(resp, &msg); err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: call: unreadable response\n")
+		return exitFailure
+	}
+	switch {
+	case msg.Error != nil:
+		if msg.Error.Message == "tool '"+cmd[1]+"' not found" || msg.Error.Code == -32602 && bytes.Contains(resp, []byte("not found")) {
+			fmt.Fprintf(stderr, "parse-mcp: call: no tool %q is available with this configuration (see `parse-mcp call list_tools`)\n", cmd[1])
+			return exitFailure
+		}
+		printJSON(stdout, map[string]any{"error": map[string]any{"code": msg.Error.Code, "message": msg.Error.Message}})
+		return exitFailure
+	case msg.Result == nil:
+		return exitFailure
+	case msg.Result.IsError:
+		text := ""
+		if len(msg.Result.Content) > 0 {
+			text = msg.Result.Content[0].Text
+		}
+		printJSON(stdout, map[string]any{"error": text, "_meta": msg.Result.Meta})
+		return exitFailure
+	}
+	var v any
+	if len(msg.Result.StructuredContent) > 0 {
+		_ = json.Unmarshal(msg.Result.StructuredContent, &v)
+	} else if len(msg.Result.Content) > 0 {
+		_ = json.Unmarshal([]byte(msg.Result.Content[0].Text), &v)
+	}
+	return printJSON(stdout, v)
+}
+
+func printJSON(w io.Writer, v any) int {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return exitFailure
+	}
+	fmt.Fprintln(w, string(b))
+	return exitOK
+}

@@ -1,0 +1,288 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+func TestInitializeAndToolsList(t *testing.T) {
+	c := stdioClient(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]mcp.Tool{}
+	for _, tool := range res.Tools {
+		names[tool.Name] = tool
+	}
+	for _, want := range []string{"list_tools", "get_all_schemas", "get_schema", "count_objects"} {
+		tool, ok := names[want]
+		if !ok {
+			t.Errorf("tools/list lacks %s", want)
+			continue
+		}
+		if tool.Annotations.ReadOnlyHint == nil || !*tool.Annotations.ReadOnlyHint {
+			t.Errorf("%s: readOnlyHint not set", want)
+		}
+		if tool.Meta == nil || tool.Meta.AdditionalFields["category"] == nil {
+			t.Errorf("%s: _meta.category missing", want)
+		}
+	}
+	// Readonly by default: no write tools are listed.
+	for name := range names {
+		if strings.Contains(name, "create") || strings.Contains(name, "delete") || strings.Contains(name, "update") {
+			t.Errorf("write tool %s listed under the readonly default", name)
+		}
+	}
+	b, _ := json.Marshal(res)
+	t.Logf("tools/list: %d tools, %d bytes", len(res.Tools), len(b))
+	if len(b) > 20*1024 {
+		t.Errorf("tools/list is %d bytes, want < 20 KB", len(b))
+	}
+}
+
+func TestToolsListCategoryParam(t *testing.T) {
+	r := startRaw(t)
+	r.initialize()
+	r.send(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{"category":"SCHEMA"}}`)
+	m := r.next()
+	tools := m["result"].(map[string]any)["tools"].([]any)
+	if len(tools) != 2 {
+		t.Fatalf("category SCHEMA: got %d tools, want get_all_schemas and get_schema", len(tools))
+	}
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"category":"nope"}}`)
+	m = r.next()
+	if n := len(m["result"].(map[string]any)["tools"].([]any)); n != 0 {
+		t.Fatalf("unknown category: %d tools, want 0", n)
+	}
+}
+
+func TestMalformedInputKeepsServing(t *testing.T) {
+	r := startRaw(t)
+	r.initialize()
+	cases := []struct {
+		line string
+		code float64
+	}{
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/list"`, -32700}, // truncated JSON
+		{`not json at all`, -32700},
+		{`[{"jsonrpc":"2.0","id":2,"method":"ping"}]`, -32600}, // batch
+		{`42`, -32600},
+		{`{"jsonrpc":"1.0","id":3,"method":"ping"}`, -32600},
+		{`{"jsonrpc":"2.0","id":4,"method":"no/such/method"}`, -32601},
+	}
+	for _, c := range cases {
+		r.send(c.line)
+		m := r.next()
+		e, ok := m["error"].(map[string]any)
+		if !ok || e["code"] != c.code {
+			t.Errorf("%s: got %v, want error %v", c.line, m, c.code)
+		}
+	}
+	r.send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	if m := r.next(); m["id"] != "after" || m["result"] == nil {
+		t.Fatalf("server stopped serving after malformed input: %v", m)
+	}
+}
+
+func TestOversizedLine(t *testing.T) {
+	r := startRaw(t)
+	r.initialize()
+	big := `{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":"` + strings.Repeat("x", 5<<20) + `"}}`
+	r.send(big)
+	m := r.next()
+	if e, ok := m["error"].(map[string]any); !ok || e["code"] != float64(-32600) {
+		t.Fatalf("oversized line: got %v, want -32600", m)
+	}
+	r.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if m := r.next(); m["id"] != float64(2) || m["result"] == nil {
+		t.Fatalf("no answer after oversized line: %v", m)
+	}
+}
+
+// TestNotificationsPrecedeResponse fires many concurrent tool calls that
+// carry progress tokens and checks that, for every request, each of its
+// progress notifications reaches stdout before its response.
+func TestNotificationsPrecedeResponse(t *testing.T) {
+	r := startRaw(t)
+	r.initialize()
+	const n = 40
+	for i := 0; i < n; i++ {
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"},"_meta":{"progressToken":"tok-%d"}}}`, i, i))
+	}
+	answered := map[string]bool{}
+	notified := map[string]bool{}
+	for len(answered) < n {
+		m := r.next()
+		if m["method"] == "notifications/progress" {
+			tok := m["params"].(map[string]any)["progressToken"].(string)
+			id := strings.TrimPrefix(tok, "tok-")
+			if answered[id] {
+				t.Fatalf("progress for request %s arrived after its response", id)
+			}
+			notified[id] = true
+			continue
+		}
+		id := fmt.Sprint(m["id"])
+		if m["result"] == nil {
+			t.Fatalf("request %s failed: %v", id, m)
+		}
+		answered[id] = true
+	}
+	if len(notified) != n {
+		t.Fatalf("%d of %d requests sent progress", len(notified), n)
+	}
+}
+
+func TestStdoutCarriesOnlyProtocol(t *testing.T) {
+	// Debug logging is the noisiest setting: all of it must go to stderr.
+	r := startRaw(t, "PARSE_MCP_LOG_LEVEL=debug")
+	r.initialize()
+	for i, line := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"get_all_schemas","arguments":{}}}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Nope"}}}`,
+	} {
+		r.send(line)
+		m := r.next() // fails the test on any non-JSON-RPC line
+		if m["id"] != float64(i+1) {
+			t.Fatalf("unexpected message %v", m)
+		}
+	}
+	_ = r.stdin.Close()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("server did not exit on EOF")
+	}
+	for line := range r.lines {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) != nil || m["jsonrpc"] != "2.0" {
+			t.Fatalf("non-protocol stdout line: %q", line)
+		}
+	}
+	if !strings.Contains(r.stderr.String(), "tool_call") {
+		t.Fatalf("audit events missing from stderr")
+	}
+}
+
+func TestShutdownOnSignalAndEOF(t *testing.T) {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			r := startRaw(t)
+			r.initialize()
+			start := time.Now()
+			_ = r.cmd.Process.Signal(sig)
+			select {
+			case err := <-r.done:
+				if err != nil {
+					t.Fatalf("exit after %v: %v, want status 0", sig, err)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("server did not exit on %v", sig)
+			}
+			t.Logf("exited %v after %v", sig, time.Since(start))
+		})
+	}
+	t.Run("EOF", func(t *testing.T) {
+		r := startRaw(t)
+		r.initialize()
+		_ = r.stdin.Close()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Fatalf("exit on EOF: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("server did not exit on EOF")
+		}
+	})
+}
+
+func TestBadConfigurationExitCodes(t *testing.T) {
+	cases := []struct {
+		name    string
+		env     []string
+		args    []string
+		code    int
+		mention string
+	}{
+		{"missing URI", []string{"PARSE_MCP_MONGODB_URI="}, nil, 2, "PARSE_MCP_MONGODB_URI"},
+		{"bad scheme", []string{"PARSE_MCP_MONGODB_URI=http://x/db"}, nil, 2, "PARSE_MCP_MONGODB_URI"},
+		{"no database", []string{"PARSE_MCP_MONGODB_URI=mongodb://127.0.0.1:1/"}, nil, 2, "PARSE_MCP_DATABASE"},
+		{"bad tier", []string{"PARSE_MCP_PERMISSIONS=root"}, nil, 2, "PARSE_MCP_PERMISSIONS"},
+		{"two identities", []string{"PARSE_MCP_ACL_USER=abc", "PARSE_MCP_ACL_ROLE=Admin"}, nil, 2, "PARSE_MCP_ACL_USER"},
+		{"bad workers", []string{"PARSE_MCP_WORKERS=lots"}, nil, 2, "PARSE_MCP_WORKERS"},
+		{"public bind without key", []string{"PARSE_MCP_HTTP_ADDR=0.0.0.0:0"}, nil, 2, "PARSE_MCP_API_KEY"},
+		{"missing policy file", []string{"PARSE_MCP_POLICY_FILE=/nonexistent/policy.yaml"}, nil, 2, "PARSE_MCP_POLICY_FILE"},
+		{"unknown command", nil, []string{"frobnicate"}, 2, "unknown command"},
+		{"unreachable database", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3cret@127.0.0.1:1/app"}, nil, 1, "127.0.0.1:1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cmd := exec.Command(binary, c.args...)
+			cmd.Env = append(env(), c.env...)
+			var stdout, stderr strings.Builder
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			start := time.Now()
+			err := cmd.Run()
+			code := 0
+			if ee, ok := err.(*exec.ExitError); ok {
+				code = ee.ExitCode()
+			}
+			if code != c.code {
+				t.Fatalf("exit code %d, want %d; stderr: %s", code, c.code, stderr.String())
+			}
+			if !strings.Contains(stderr.String(), c.mention) {
+				t.Fatalf("stderr does not mention %q: %s", c.mention, stderr.String())
+			}
+			if strings.Contains(stderr.String(), "s3cret") || strings.Contains(stderr.String(), "panic") {
+				t.Fatalf("stderr leaks the password or panics: %s", stderr.String())
+			}
+			if stdout.Len() != 0 {
+				t.Fatalf("stdout is not empty: %q", stdout.String())
+			}
+			if d := time.Since(start); d > 12*time.Second {
+				t.Fatalf("took %v to fail", d)
+			}
+		})
+	}
+}
+
+// TestPingWhileToolsAreBusy: a ping is answered promptly while 8 tool calls
+// are in flight.
+func TestPingWhileToolsAreBusy(t *testing.T) {
+	r := startRaw(t)
+	r.initialize()
+	for i := 0; i < 8; i++ {
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"slow-%d","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"title":{"$regex":"a.*e.*i"}}}}}`, i))
+	}
+	start := time.Now()
+	r.send(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`)
+	var pingAt time.Duration
+	pending := 9
+	for pending > 0 {
+		m := r.next()
+		if m["id"] == nil {
+			continue
+		}
+		if m["id"] == "ping" {
+			pingAt = time.Since(start)
+		}
+		pending--
+	}
+	t.Logf("ping answered after %v with 8 tool calls in flight", pingAt)
+	if pingAt > 500*time.Millisecond {
+		t.Fatalf("ping took %v", pingAt)
+	}
+}

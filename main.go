@@ -1,0 +1,265 @@
+// Command parse-mcp is an MCP server that gives desktop AI clients safe,
+// policy-governed access to a Parse Server app's MongoDB database.
+//
+//	parse-mcp                      serve MCP over stdio (or HTTP with PARSE_MCP_HTTP_ADDR)
+//	parse-mcp --demo               the same, over an embedded sample Parse database
+//	parse-mcp call TOOL '{json}'   run one tool and print its result
+//	parse-mcp describe             print the effective policy
+//	parse-mcp would-permit TOOL CLASS
+//	parse-mcp audit                list policy metadata gaps
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/config"
+	"github.com/parse-mcp/parse-mcp/demo"
+	"github.com/parse-mcp/parse-mcp/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/parsedb"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/tools"
+)
+
+// Exit codes.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // runtime failure (database unreachable, tool error in `call`)
+	exitBadUsage = 2 // bad flags or configuration
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("parse-mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	demoFlag := fs.Bool("demo", false, "serve an embedded sample Parse database (no MongoDB needed)")
+	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (PARSE_MCP_HTTP_ADDR)")
+	perms := fs.String("permissions", "", "readonly | write | admin (PARSE_MCP_PERMISSIONS)")
+	policyFile := fs.String("policy", "", "policy file, YAML or JSON (PARSE_MCP_POLICY_FILE)")
+	logLevel := fs.String("log-level", "", "debug | info | warn | error (PARSE_MCP_LOG_LEVEL)")
+	version := fs.Bool("version", false, "print the version and exit")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: parse-mcp [flags] [call TOOL JSON | describe | would-permit TOOL CLASS | audit]\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(argv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitBadUsage
+	}
+	if *version {
+		fmt.Fprintln(stdout, "parse-mcp", server.Version)
+		return exitOK
+	}
+
+	cfg, err := config.Load()
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return exitBadUsage
+	}
+	cfg.Demo = *demoFlag
+	if *httpAddr != "" {
+		cfg.HTTPAddr = *httpAddr
+	}
+	if *perms != "" {
+		cfg.Permissions = *perms
+	}
+	if *policyFile != "" {
+		cfg.PolicyFile = *policyFile
+	}
+	if *logLevel != "" {
+		cfg.LogLevel = *logLevel
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return exitBadUsage
+	}
+	cmd := fs.Args()
+	if len(cmd) > 0 {
+		if msg := checkCommand(cmd); msg != "" {
+			fmt.Fprintf(stderr, "parse-mcp: %s\n", msg)
+			return exitBadUsage
+		}
+	}
+
+	log, closeLog, err := newLogger(cfg, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_LOG_FILE: %v\n", err)
+		return exitBadUsage
+	}
+	defer closeLog()
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+
+	app, code := start(ctx, cfg, log, stderr)
+	if app == nil {
+		return code
+	}
+	defer app.Close()
+
+	if len(cmd) > 0 {
+		return runCommand(ctx, app, cmd, stdout, stderr)
+	}
+	if cfg.HTTPAddr != "" {
+		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log}); err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+	if err := server.ServeStdio(ctx, app.dispatcher, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+		log.Error().Err(err).Msg("stdio transport stopped")
+		return exitFailure
+	}
+	return exitOK
+}
+
+func checkCommand(cmd []string) string {
+	switch cmd[0] {
+	case "call":
+		if len(cmd) < 2 || len(cmd) > 3 {
+			return "usage: parse-mcp call TOOL ['{json arguments}']"
+		}
+	case "describe", "audit":
+		if len(cmd) != 1 {
+			return "usage: parse-mcp " + cmd[0]
+		}
+	case "would-permit":
+		if len(cmd) < 2 || len(cmd) > 3 {
+			return "usage: parse-mcp would-permit TOOL [CLASS]"
+		}
+	default:
+		return fmt.Sprintf("unknown command %q (expected call, describe, would-permit or audit)", cmd[0])
+	}
+	return ""
+}
+
+// app is a started server: database connection, policy and MCP registry.
+type app struct {
+	store      *parsedb.Store
+	deps       *tools.Deps
+	dispatcher *server.Dispatcher
+	embedded   *embeddeddb.Server
+}
+
+func (a *app) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = a.store.Close(ctx)
+	if a.embedded != nil {
+		a.embedded.Stop()
+	}
+}
+
+// start connects to the database (or starts the demo one), loads the policy
+// and builds the registry. On failure it has already printed one clear line
+// and returns the exit code.
+func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr io.Writer) (*app, int) {
+	var file *policy.File
+	var err error
+	switch {
+	case cfg.PolicyFile != "":
+		file, err = policy.LoadFile(cfg.PolicyFile)
+	case cfg.Demo:
+		file, err = policy.Parse(demo.PolicyYAML, false)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return nil, exitBadUsage
+	}
+
+	a := &app{}
+	uri, dbName := cfg.MongoDBURI, cfg.DatabaseName()
+	if cfg.Demo {
+		dir := cfg.DemoDir
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				base = os.TempDir()
+			}
+			dir = filepath.Join(base, "parse-mcp", "demo")
+		}
+		a.embedded, err = embeddeddb.Start(dir, nil)
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: demo database: %v\n", err)
+			return nil, exitFailure
+		}
+		uri, dbName = a.embedded.URI, "tunebase"
+	}
+	a.store, err = parsedb.Connect(ctx, uri, dbName, cfg.CollectionPrefix)
+	if err != nil {
+		if a.embedded != nil {
+			a.embedded.Stop()
+		}
+		fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
+		return nil, exitFailure
+	}
+	if cfg.Demo {
+		if err := demo.Seed(ctx, a.store.DB, cfg.CollectionPrefix); err != nil {
+			a.Close()
+			fmt.Fprintf(stderr, "parse-mcp: seeding the demo database: %v\n", err)
+			return nil, exitFailure
+		}
+	}
+	if cfg.Identity() == "master" {
+		log.Warn().Msg("running in master posture: no PARSE_MCP_SESSION_TOKEN, PARSE_MCP_ACL_USER or PARSE_MCP_ACL_ROLE is set, so ACLs do not restrict reads (hidden classes and field rules still apply)")
+	}
+	engine := policy.New(cfg, file, log)
+	a.deps = &tools.Deps{Store: a.store, Policy: engine, Config: cfg, Log: log, Catalog: tools.Catalog()}
+	mcp := server.Build(server.Options{Deps: a.deps, Log: log})
+	a.dispatcher = server.NewDispatcher(mcp, cfg.Workers, log)
+	return a, exitOK
+}
+
+// connectReason shortens driver errors to what an operator needs.
+func connectReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "server selection"), strings.Contains(msg, "connection refused"), strings.Contains(msg, "i/o timeout"), strings.Contains(msg, "no such host"):
+		return "server unreachable (check the host, port and network; timed out after " + parsedb.ConnectTimeout.String() + ")"
+	case strings.Contains(msg, "auth"):
+		return "authentication failed (check the user name and password)"
+	}
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return msg
+}
+
+// newLogger logs to stderr (never stdout: it belongs to the protocol) and,
+// with PARSE_MCP_LOG_FILE, to a file as well.
+func newLogger(cfg *config.Config, stderr io.Writer) (zerolog.Logger, func(), error) {
+	level, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
+	if err != nil {
+		level = zerolog.InfoLevel
+	}
+	var w io.Writer = stderr
+	closeFn := func() {}
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return zerolog.Logger{}, nil, err
+		}
+		w = zerolog.MultiLevelWriter(stderr, f)
+		closeFn = func() { _ = f.Close() }
+	}
+	zerolog.TimeFieldFormat = time.RFC3339Nano
+	return zerolog.New(w).Level(level).With().Timestamp().Logger(), closeFn, nil
+}
