@@ -196,7 +196,13 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 			}
 			dir = filepath.Join(base, "parse-mcp", "demo")
 		}
-		a.embedded, err = embeddeddb.Start(dir, nil)
+		// FerretDB's own logs are noise for a demo user; at debug level they
+		// go to stderr (never stdout) to diagnose the embedded database.
+		var dbLog io.Writer
+		if strings.EqualFold(cfg.LogLevel, "debug") || strings.EqualFold(cfg.LogLevel, "trace") {
+			dbLog = stderr
+		}
+		a.embedded, err = embeddeddb.Start(dir, dbLog)
 		if err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: demo database: %v\n", err)
 			return nil, exitFailure

@@ -58,7 +58,32 @@ func (s *Store) FindCommand(ctx context.Context, class string, spec FindSpec) bs
 
 // Find runs a find and returns the cursor.
 func (s *Store) Find(ctx context.Context, class string, spec FindSpec) (*mongo.Cursor, error) {
-	return s.DB.RunCommandCursor(ctx, s.FindCommand(ctx, class, spec))
+	return s.runCursor(ctx, s.FindCommand(ctx, class, spec))
+}
+
+// runCursor sends a command that carries our own maxTimeMS. The driver may
+// add another maxTimeMS from the context deadline to a RunCommand (a
+// duplicate key that servers reject — FerretDB even drops the connection),
+// so the command is sent on a context that has no deadline but is cancelled
+// together with ctx, deadline included.
+func (s *Store) runCursor(ctx context.Context, cmd bson.D) (*mongo.Cursor, error) {
+	opCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, cancel)
+	defer func() {
+		stop()
+		cancel()
+	}()
+	cur, err := s.DB.RunCommandCursor(opCtx, cmd)
+	if err != nil && ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	return cur, err
+}
+
+// AggregateCollection runs a pipeline on a collection given by its full name
+// (e.g. a _Join:* collection).
+func (s *Store) AggregateCollection(ctx context.Context, collection string, pipeline bson.A) (*mongo.Cursor, error) {
+	return s.runCursor(ctx, s.AggregateCommand(ctx, collection, pipeline))
 }
 
 // AggregateCommand builds the exact aggregate command sent (golden tests).
@@ -72,7 +97,7 @@ func (s *Store) AggregateCommand(ctx context.Context, collection string, pipelin
 
 // Aggregate runs a pipeline on a class's collection.
 func (s *Store) Aggregate(ctx context.Context, class string, pipeline bson.A) (*mongo.Cursor, error) {
-	return s.DB.RunCommandCursor(ctx, s.AggregateCommand(ctx, s.Prefix+class, pipeline))
+	return s.runCursor(ctx, s.AggregateCommand(ctx, s.Prefix+class, pipeline))
 }
 
 // Count counts a class's documents matching filter the way the driver's

@@ -5,6 +5,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -124,7 +125,7 @@ func classify(ctx context.Context, tool string, err error) error {
 // Result encodes a structured result as compact JSON text plus
 // structuredContent.
 func Result(out any) (*mcp.CallToolResult, error) {
-	b, err := json.Marshal(out)
+	b, err := MarshalCompact(out)
 	if err != nil {
 		return nil, err
 	}
@@ -132,4 +133,16 @@ func Result(out any) (*mcp.CallToolResult, error) {
 		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
 		StructuredContent: json.RawMessage(b),
 	}, nil
+}
+
+// MarshalCompact encodes v as compact JSON without HTML escaping: results are
+// read by a model, and "\u003c" costs tokens where "<" does not.
+func MarshalCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -107,7 +107,7 @@ func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key st
 	}
 	join := s.d.Store.JoinCollection(key, owner.Name)
 	pipeline := bson.A{bson.D{{Key: "$match", Value: bson.D{{Key: "owningId", Value: ownerID}}}}, bson.D{{Key: "$limit", Value: MaxSubQueryResults + 1}}}
-	cur, err := s.d.Store.DB.RunCommandCursor(ctx, s.d.Store.AggregateCommand(ctx, join.Name(), pipeline))
+	cur, err := s.d.Store.AggregateCollection(ctx, join.Name(), pipeline)
 	if err != nil {
 		return nil, err
 	}
