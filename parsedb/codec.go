@@ -1,0 +1,1071 @@
+package parsedb
+
+// The row codec: Parse storage-format documents (bson.Raw, straight off a
+// cursor) → the token-lean Parse REST JSON shown to the model (PRODUCT §4.4,
+// PARSE_STORAGE "Output"). JSON is appended directly from the raw BSON bytes,
+// with no intermediate map, so rows can be streamed with exact byte
+// accounting; the hot path makes no allocations beyond growing dst.
+//
+// Decisions where the specs are silent (tests pin each one):
+//   - `_p_f: null` (an unset pointer) is omitted, like Parse Server does. A
+//     `_p_` value that is not a "Class$id" string is shown as its plain value.
+//   - Pointer columns are rendered even when the field is missing from the
+//     (possibly stale, 30 s cached) schema; Parse Server would drop them.
+//   - Relation fields are NOT added to rows. Parse REST appends
+//     {"__type":"Relation","className":…} for every relation field of the
+//     class to every object, which would cost tokens on every row while
+//     saying nothing about the row; get_schema shows relations.
+//   - objectId is always a string: string _id as is, ObjectId _id as its hex,
+//     numeric _id (_GlobalConfig) as its digits.
+//   - createdAt/updatedAt: `_created_at`/`_updated_at`, else the legacy
+//     `createdAt`/`updatedAt` keys; BSON dates become ISO strings with
+//     milliseconds, UTC; legacy string values are passed through verbatim.
+//     The legacy keys never appear a second time in stored order.
+//   - `_expiresAt` and `_last_used` (legacy _Session keys Parse Server reads)
+//     become `expiresAt` ({"__type":"Date"}) and `lastUsed` (ISO string), as
+//     Parse REST shows them. Every other top-level `_` key is dropped.
+//   - NaN and ±Inf doubles are rendered as null (JSON has no NaN).
+//   - Doubles use encoding/json's float formatting (shortest round-trip
+//     representation, exponent only below 1e-6 or from 1e21); int32/int64 are
+//     exact digits (an int64 above 2^53 is not rounded); Decimal128 is a
+//     JSON string.
+//   - Strings are escaped like encoding/json with HTML escaping OFF: "<", ">"
+//     and "&" stay raw (the output goes to a model, not a browser; \u003c
+//     costs tokens). Invalid UTF-8 becomes \ufffd and U+2028/U+2029 are
+//     escaped, as encoding/json does.
+//   - Redaction (§5.3) replaces, at any depth: a top-level `_p_` pointer to a
+//     hidden class, any string value "Hidden$<id>" (id = 1–32 of
+//     [A-Za-z0-9_-]), and any embedded object whose "className" is a string
+//     naming a hidden class (embedded pointers, included objects, relation
+//     markers…) with {"className":"Hidden","__redacted":true}.
+//   - Internal-floor keys (§5.4) are dropped at every depth, not only at the
+//     top level. ACL is dropped at the top level only (a nested key "ACL" is
+//     ordinary user data).
+//   - Keys and Drop are not consulted for objectId, createdAt and updatedAt:
+//     those are always kept (ids are needed for paging and follow-up calls).
+//   - Rare BSON types Parse never writes are shown in a lossy readable form:
+//     ObjectId → hex string, regex → "/pattern/options", JavaScript and
+//     symbol → string, DBPointer → hex id string, timestamp → {"t":…,"i":…},
+//     undefined → null, MinKey/MaxKey → "MinKey"/"MaxKey".
+//   - A nested legacy {__type:"Date", iso:<BSON date>} gets iso as an ISO
+//     string, as Parse Server renders it.
+//   - A stored top-level "objectId" key is ignored when _id is present.
+//   - BinData of any subtype is Bytes (subtype 2's inner length prefix is
+//     stripped).
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// RowEncoder turns stored documents of one class into REST-shaped JSON objects.
+//
+// A RowEncoder holds no mutable state: one value may be shared by concurrent
+// goroutines as long as its fields are not changed meanwhile.
+type RowEncoder struct {
+	Class *Class
+	// Keys, if non-empty, restricts output to these REST top-level field names (objectId, createdAt, updatedAt always kept).
+	Keys map[string]bool
+	// Drop, if non-nil, is called for each REST top-level field name; returning true omits the field (field allowlists, protectedFields, internal floor is applied regardless).
+	// It is not called for objectId, createdAt and updatedAt, which are always kept.
+	Drop func(field string) bool
+	// HiddenClass, if non-nil, reports classes whose references must be redacted (§5.3): any embedded {__type:"Pointer",className:Hidden,...} object
+	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"className":"Hidden","__redacted":true}.
+	// (Any embedded object whose "className" names a hidden class is redacted, whatever its __type.)
+	HiddenClass func(className string) bool
+	// MaxBytesLen truncates Bytes (BinData) values: shown as {"__type":"Bytes","base64":"<first N bytes>…","truncated":true,"size":n}. Default 64.
+	// Zero or negative means the default.
+	MaxBytesLen int
+}
+
+// DefaultMaxBytesLen is how many bytes of a Bytes value are shown by default.
+const DefaultMaxBytesLen = 64
+
+// maxDepth bounds recursion into embedded documents. MongoDB itself refuses
+// documents nested deeper than 100 levels.
+const maxDepth = 200
+
+// ErrMalformedBSON is wrapped by every error AppendRow returns.
+var ErrMalformedBSON = errors.New("parsedb: malformed BSON document")
+
+// BSON element types.
+const (
+	bsonDouble     = 0x01
+	bsonString     = 0x02
+	bsonDocument   = 0x03
+	bsonArray      = 0x04
+	bsonBinary     = 0x05
+	bsonUndefined  = 0x06
+	bsonObjectID   = 0x07
+	bsonBoolean    = 0x08
+	bsonDateTime   = 0x09
+	bsonNull       = 0x0A
+	bsonRegex      = 0x0B
+	bsonDBPointer  = 0x0C
+	bsonJavaScript = 0x0D
+	bsonSymbol     = 0x0E
+	bsonCodeScope  = 0x0F
+	bsonInt32      = 0x10
+	bsonTimestamp  = 0x11
+	bsonInt64      = 0x12
+	bsonDecimal128 = 0x13
+	bsonMinKey     = 0xFF
+	bsonMaxKey     = 0x7F
+)
+
+func malformed(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", ErrMalformedBSON, fmt.Sprintf(format, args...))
+}
+
+// docBody validates a document's framing and returns its element bytes
+// (without the length prefix and the trailing NUL).
+func docBody(doc []byte) ([]byte, error) {
+	if len(doc) < 5 {
+		return nil, malformed("document too short (%d bytes)", len(doc))
+	}
+	n := int(int32(binary.LittleEndian.Uint32(doc)))
+	if n < 5 || n > len(doc) || doc[n-1] != 0 {
+		return nil, malformed("bad document length %d", n)
+	}
+	return doc[4 : n-1], nil
+}
+
+// element is one parsed BSON element.
+type element struct {
+	t   byte
+	key []byte
+	val []byte
+}
+
+// nextElement parses the element at b[pos:] and returns it with the position
+// of the next one.
+func nextElement(b []byte, pos int) (element, int, error) {
+	var el element
+	if pos >= len(b) {
+		return el, pos, malformed("truncated element")
+	}
+	el.t = b[pos]
+	pos++
+	start := pos
+	for pos < len(b) && b[pos] != 0 { // keys are short: a loop beats IndexByte
+		pos++
+	}
+	if pos >= len(b) {
+		return el, pos, malformed("unterminated key")
+	}
+	el.key = b[start:pos]
+	pos++
+	n, err := valueSize(el.t, b[pos:])
+	if err != nil {
+		return el, pos, err
+	}
+	el.val = b[pos : pos+n]
+	return el, pos + n, nil
+}
+
+// valueSize is the byte size of a value of type t at the start of b.
+func valueSize(t byte, b []byte) (int, error) {
+	var n int
+	switch t {
+	case bsonDouble, bsonDateTime, bsonTimestamp, bsonInt64:
+		n = 8
+	case bsonString, bsonJavaScript, bsonSymbol:
+		if len(b) < 4 {
+			return 0, malformed("truncated string")
+		}
+		l := int(int32(binary.LittleEndian.Uint32(b)))
+		if l < 1 || l > len(b)-4 || b[3+l] != 0 {
+			return 0, malformed("bad string length")
+		}
+		return 4 + l, nil
+	case bsonDocument, bsonArray, bsonCodeScope:
+		if len(b) < 4 {
+			return 0, malformed("truncated document")
+		}
+		n = int(int32(binary.LittleEndian.Uint32(b)))
+		if n < 5 {
+			return 0, malformed("bad embedded document length")
+		}
+	case bsonBinary:
+		if len(b) < 5 {
+			return 0, malformed("truncated binary")
+		}
+		l := int(int32(binary.LittleEndian.Uint32(b)))
+		if l < 0 {
+			return 0, malformed("bad binary length")
+		}
+		n = 5 + l
+	case bsonUndefined, bsonNull, bsonMinKey, bsonMaxKey:
+		return 0, nil
+	case bsonObjectID:
+		n = 12
+	case bsonBoolean:
+		n = 1
+	case bsonInt32:
+		n = 4
+	case bsonDecimal128:
+		n = 16
+	case bsonRegex:
+		i := bytes.IndexByte(b, 0)
+		if i < 0 {
+			return 0, malformed("unterminated regex")
+		}
+		j := bytes.IndexByte(b[i+1:], 0)
+		if j < 0 {
+			return 0, malformed("unterminated regex options")
+		}
+		return i + 1 + j + 1, nil
+	case bsonDBPointer:
+		if len(b) < 4 {
+			return 0, malformed("truncated DBPointer")
+		}
+		l := int(int32(binary.LittleEndian.Uint32(b)))
+		if l < 1 || l > len(b)-4 {
+			return 0, malformed("bad DBPointer length")
+		}
+		n = 4 + l + 12
+	default:
+		return 0, malformed("unknown element type 0x%02x", t)
+	}
+	if n > len(b) {
+		return 0, malformed("truncated value of type 0x%02x", t)
+	}
+	return n, nil
+}
+
+// strVal is the bytes of a string value (without length and NUL).
+func strVal(v []byte) []byte { return v[4 : len(v)-1] }
+
+// isFloorKey reports whether a key is on the internal-field floor (§5.4),
+// which is removed at every depth.
+func isFloorKey(k []byte) bool {
+	if len(k) == 0 {
+		return false
+	}
+	switch k[0] {
+	case '_', 's', 'a':
+	default:
+		return false
+	}
+	switch string(k) {
+	case "_hashed_password", "_password_history", "_session_token", "sessionToken",
+		"_email_verify_token", "_email_verify_token_expires_at", "_perishable_token",
+		"_perishable_token_expires_at", "_failed_login_count", "_account_lockout_expires_at",
+		"_rperm", "_wperm", "_acl", "_tombstone", "authData", "_password_changed_at":
+		return true
+	}
+	return bytes.HasPrefix(k, []byte("_auth_data"))
+}
+
+func (e *RowEncoder) maxBytes() int {
+	if e.MaxBytesLen <= 0 {
+		return DefaultMaxBytesLen
+	}
+	return e.MaxBytesLen
+}
+
+// AppendRow appends the JSON object for doc to dst and returns it. Key order: objectId, createdAt, updatedAt, then the document's remaining fields in stored order.
+//
+// On error (malformed BSON) dst is returned unchanged.
+func (e *RowEncoder) AppendRow(dst []byte, doc bson.Raw) ([]byte, error) {
+	start := len(dst)
+	out, err := e.appendRow(dst, doc)
+	if err != nil {
+		return dst[:start], err
+	}
+	return out, nil
+}
+
+func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
+	body, err := docBody(doc)
+	if err != nil {
+		return dst, err
+	}
+	// Pass 1: locate the identity fields, which come first, keeping the
+	// parsed elements (up to len(cache)) for pass 2.
+	var cache [32]element
+	nCached, cacheAll, resume := 0, true, 0
+	var id, created, updated, legacyCreated, legacyUpdated element
+	for pos := 0; pos < len(body); {
+		var el element
+		el, pos, err = nextElement(body, pos)
+		if err != nil {
+			return dst, err
+		}
+		if nCached < len(cache) {
+			cache[nCached] = el
+			nCached++
+			resume = pos
+		} else {
+			cacheAll = false
+		}
+		switch string(el.key) {
+		case "_id":
+			id = el
+		case "_created_at":
+			created = el
+		case "_updated_at":
+			updated = el
+		case "createdAt":
+			legacyCreated = el
+		case "updatedAt":
+			legacyUpdated = el
+		}
+	}
+	if created.t == 0 {
+		created = legacyCreated
+	}
+	if updated.t == 0 {
+		updated = legacyUpdated
+	}
+
+	dst = append(dst, '{')
+	first := true
+	if id.t != 0 && id.t != bsonNull {
+		dst = append(dst, `"objectId":`...)
+		first = false
+		switch id.t {
+		case bsonObjectID:
+			dst = appendHexString(dst, id.val)
+		case bsonString:
+			dst = appendJSONString(dst, strVal(id.val))
+		case bsonInt32, bsonInt64, bsonDouble:
+			dst = append(dst, '"')
+			dst, _ = e.appendValue(dst, id.t, id.val, 0)
+			dst = append(dst, '"')
+		default:
+			if dst, err = e.appendValue(dst, id.t, id.val, 0); err != nil {
+				return dst, err
+			}
+		}
+	}
+	for _, ts := range [2]struct {
+		name string
+		el   element
+	}{{`"createdAt":`, created}, {`"updatedAt":`, updated}} {
+		if ts.el.t == 0 || ts.el.t == bsonNull {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = append(dst, ts.name...)
+		if ts.el.t == bsonDateTime {
+			dst = append(dst, '"')
+			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(ts.el.val)))
+			dst = append(dst, '"')
+		} else if dst, err = e.appendValue(dst, ts.el.t, ts.el.val, 0); err != nil {
+			return dst, err
+		}
+	}
+
+	// Pass 2: everything else, in stored order.
+	for i, pos := 0, resume; ; i++ {
+		var el element
+		if i < nCached {
+			el = cache[i]
+		} else if cacheAll || pos >= len(body) {
+			break
+		} else {
+			el, pos, _ = nextElement(body, pos) // validated by pass 1
+		}
+		k := el.key
+		if len(k) == 0 {
+			continue
+		}
+		name := k
+		pointer := false
+		if k[0] == '_' {
+			switch {
+			case len(k) > 3 && k[1] == 'p' && k[2] == '_':
+				name, pointer = k[3:], true
+			case string(k) == "_expiresAt":
+				name = k[1:]
+			case string(k) == "_last_used":
+				name = []byte("lastUsed")
+			default:
+				// _id, _created_at, _updated_at (already written), ACL
+				// storage, the internal floor and every unknown `_` key.
+				continue
+			}
+		} else {
+			switch string(k) {
+			case "createdAt", "updatedAt", "ACL":
+				continue
+			case "objectId":
+				if id.t != 0 {
+					continue
+				}
+			}
+		}
+		if isFloorKey(name) {
+			continue
+		}
+		var field *Field
+		if e.Class != nil {
+			field = e.Class.Fields[string(name)]
+		}
+		if len(e.Keys) > 0 && !e.Keys[string(name)] {
+			continue
+		}
+		if e.Drop != nil {
+			var fname string
+			if field != nil && field.Name == string(name) {
+				fname = field.Name // no allocation
+			} else {
+				fname = string(name)
+			}
+			if e.Drop(fname) {
+				continue
+			}
+		}
+		if pointer && el.t == bsonNull {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, name)
+		dst = append(dst, ':')
+		switch {
+		case pointer:
+			dst, err = e.appendPointerString(dst, el, field)
+		case string(k) == "_last_used" && el.t == bsonDateTime:
+			dst = append(dst, '"')
+			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(el.val)))
+			dst = append(dst, '"')
+		case field != nil:
+			dst, err = e.appendTyped(dst, field.Type, el)
+		default:
+			dst, err = e.appendValue(dst, el.t, el.val, 1)
+		}
+		if err != nil {
+			return dst, err
+		}
+	}
+	dst = append(dst, '}')
+	return dst, nil
+}
+
+// appendPointerString renders a top-level `_p_` value. field, if known, is
+// the pointer's schema field.
+func (e *RowEncoder) appendPointerString(dst []byte, el element, field *Field) ([]byte, error) {
+	if el.t != bsonString {
+		return e.appendValue(dst, el.t, el.val, 1)
+	}
+	s := strVal(el.val)
+	i := bytes.IndexByte(s, '$')
+	if i <= 0 {
+		return e.appendValue(dst, el.t, el.val, 1)
+	}
+	cls := s[:i]
+	if e.HiddenClass != nil {
+		var name string
+		if field != nil && field.TargetClass == string(cls) {
+			name = field.TargetClass // the usual case, without allocating
+		} else {
+			name = string(cls)
+		}
+		if e.HiddenClass(name) {
+			return appendRedacted(dst, cls), nil
+		}
+	}
+	dst = append(dst, `{"__type":"Pointer","className":`...)
+	dst = appendJSONString(dst, cls)
+	dst = append(dst, `,"objectId":`...)
+	dst = appendJSONString(dst, s[i+1:])
+	dst = append(dst, '}')
+	return dst, nil
+}
+
+// appendTyped renders a top-level value whose schema type is known, falling
+// back to the generic rendering when the stored shape does not match.
+func (e *RowEncoder) appendTyped(dst []byte, typ string, el element) ([]byte, error) {
+	switch typ {
+	case TypeFile:
+		if el.t == bsonString {
+			s := strVal(el.val)
+			if cls, ok := e.hiddenRef(s); ok {
+				return appendRedacted(dst, cls), nil
+			}
+			dst = append(dst, `{"__type":"File","name":`...)
+			dst = appendJSONString(dst, s)
+			return append(dst, '}'), nil
+		}
+	case TypeGeoPoint:
+		if el.t == bsonArray {
+			if lng, lat, ok := numberPair(el.val); ok {
+				dst = append(dst, `{"__type":"GeoPoint","latitude":`...)
+				dst = appendNumber(dst, lat)
+				dst = append(dst, `,"longitude":`...)
+				dst = appendNumber(dst, lng)
+				return append(dst, '}'), nil
+			}
+		}
+	case TypePolygon:
+		if el.t == bsonDocument {
+			if out, ok := appendPolygon(dst, el.val); ok {
+				return out, nil
+			}
+		}
+	}
+	return e.appendValue(dst, el.t, el.val, 1)
+}
+
+// number is a numeric BSON value (type + raw bytes).
+type number struct {
+	t byte
+	v []byte
+}
+
+// numberPair returns the two elements of a two-number array.
+func numberPair(arr []byte) (a, b number, ok bool) {
+	body, err := docBody(arr)
+	if err != nil {
+		return a, b, false
+	}
+	i := 0
+	for pos := 0; pos < len(body); i++ {
+		var el element
+		el, pos, err = nextElement(body, pos)
+		if err != nil || i >= 2 {
+			return a, b, false
+		}
+		switch el.t {
+		case bsonDouble, bsonInt32, bsonInt64:
+		default:
+			return a, b, false
+		}
+		if i == 0 {
+			a = number{el.t, el.val}
+		} else {
+			b = number{el.t, el.val}
+		}
+	}
+	return a, b, i == 2
+}
+
+func appendNumber(dst []byte, n number) []byte {
+	switch n.t {
+	case bsonInt32:
+		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(n.v))), 10)
+	case bsonInt64:
+		return strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(n.v)), 10)
+	}
+	return appendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(n.v)))
+}
+
+// appendPolygon renders a stored GeoJSON polygon as Parse REST does:
+// {"__type":"Polygon","coordinates":[[lat,lng],…]} from the outer ring. It
+// reports false (writing nothing) when the shape is not a valid polygon.
+func appendPolygon(dst []byte, doc []byte) ([]byte, bool) {
+	body, err := docBody(doc)
+	if err != nil {
+		return dst, false
+	}
+	isPolygon := false
+	var coords []byte
+	for pos := 0; pos < len(body); {
+		var el element
+		if el, pos, err = nextElement(body, pos); err != nil {
+			return dst, false
+		}
+		switch string(el.key) {
+		case "type":
+			isPolygon = el.t == bsonString && string(strVal(el.val)) == "Polygon"
+		case "coordinates":
+			if el.t == bsonArray {
+				coords = el.val
+			}
+		}
+	}
+	if !isPolygon || coords == nil {
+		return dst, false
+	}
+	rings, err := docBody(coords)
+	if err != nil || len(rings) == 0 {
+		return dst, false
+	}
+	ring, _, err := nextElement(rings, 0)
+	if err != nil || ring.t != bsonArray {
+		return dst, false
+	}
+	points, err := docBody(ring.val)
+	if err != nil {
+		return dst, false
+	}
+	start := len(dst)
+	dst = append(dst, `{"__type":"Polygon","coordinates":[`...)
+	for pos, i := 0, 0; pos < len(points); i++ {
+		var pt element
+		if pt, pos, err = nextElement(points, pos); err != nil || pt.t != bsonArray {
+			return dst[:start], false
+		}
+		lng, lat, ok := numberPair(pt.val)
+		if !ok {
+			return dst[:start], false
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, '[')
+		dst = appendNumber(dst, lat)
+		dst = append(dst, ',')
+		dst = appendNumber(dst, lng)
+		dst = append(dst, ']')
+	}
+	return append(dst, "]}"...), true
+}
+
+// appendValue renders any value generically (dates as {"__type":"Date"},
+// embedded documents and arrays recursively with the floor and redaction).
+func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byte, error) {
+	switch t {
+	case bsonString:
+		s := strVal(v)
+		if cls, ok := e.hiddenRef(s); ok {
+			return appendRedacted(dst, cls), nil
+		}
+		return appendJSONString(dst, s), nil
+	case bsonInt32:
+		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(v))), 10), nil
+	case bsonInt64:
+		return strconv.AppendInt(dst, int64(binary.LittleEndian.Uint64(v)), 10), nil
+	case bsonDouble:
+		return appendFloat(dst, math.Float64frombits(binary.LittleEndian.Uint64(v))), nil
+	case bsonBoolean:
+		if v[0] != 0 {
+			return append(dst, "true"...), nil
+		}
+		return append(dst, "false"...), nil
+	case bsonNull, bsonUndefined:
+		return append(dst, "null"...), nil
+	case bsonDateTime:
+		dst = append(dst, `{"__type":"Date","iso":"`...)
+		dst = appendISO(dst, int64(binary.LittleEndian.Uint64(v)))
+		return append(dst, `"}`...), nil
+	case bsonDocument:
+		return e.appendDocument(dst, v, depth)
+	case bsonArray:
+		return e.appendArray(dst, v, depth)
+	case bsonObjectID:
+		return appendHexString(dst, v), nil
+	case bsonBinary:
+		return e.appendBytes(dst, v), nil
+	case bsonDecimal128:
+		d := bson.NewDecimal128(binary.LittleEndian.Uint64(v[8:]), binary.LittleEndian.Uint64(v))
+		dst = append(dst, '"')
+		dst = append(dst, d.String()...)
+		return append(dst, '"'), nil
+	case bsonSymbol, bsonJavaScript:
+		s := strVal(v)
+		if cls, ok := e.hiddenRef(s); ok {
+			return appendRedacted(dst, cls), nil
+		}
+		return appendJSONString(dst, s), nil
+	case bsonCodeScope:
+		if len(v) < 8 {
+			return dst, malformed("truncated code with scope")
+		}
+		n, err := valueSize(bsonString, v[4:])
+		if err != nil {
+			return dst, err
+		}
+		return appendJSONString(dst, strVal(v[4:4+n])), nil
+	case bsonRegex:
+		i := bytes.IndexByte(v, 0)
+		pat, opts := v[:i], v[i+1:len(v)-1]
+		buf := make([]byte, 0, len(pat)+len(opts)+2)
+		buf = append(buf, '/')
+		buf = append(buf, pat...)
+		buf = append(buf, '/')
+		buf = append(buf, opts...)
+		return appendJSONString(dst, buf), nil
+	case bsonDBPointer:
+		return appendHexString(dst, v[len(v)-12:]), nil
+	case bsonTimestamp:
+		dst = append(dst, `{"t":`...)
+		dst = strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(v[4:])), 10)
+		dst = append(dst, `,"i":`...)
+		dst = strconv.AppendUint(dst, uint64(binary.LittleEndian.Uint32(v)), 10)
+		return append(dst, '}'), nil
+	case bsonMinKey:
+		return append(dst, `"MinKey"`...), nil
+	case bsonMaxKey:
+		return append(dst, `"MaxKey"`...), nil
+	}
+	return dst, malformed("unknown element type 0x%02x", t)
+}
+
+// appendDocument renders an embedded document: floor keys dropped, objects of
+// hidden classes redacted.
+func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return dst, malformed("nesting deeper than %d", maxDepth)
+	}
+	body, err := docBody(doc)
+	if err != nil {
+		return dst, err
+	}
+	if e.HiddenClass != nil {
+		for pos := 0; pos < len(body); {
+			var el element
+			if el, pos, err = nextElement(body, pos); err != nil {
+				return dst, err
+			}
+			if el.t == bsonString && string(el.key) == "className" {
+				cls := strVal(el.val)
+				if e.HiddenClass(string(cls)) {
+					return appendRedacted(dst, cls), nil
+				}
+			}
+		}
+	}
+	dst = append(dst, '{')
+	first := true
+	for pos := 0; pos < len(body); {
+		var el element
+		if el, pos, err = nextElement(body, pos); err != nil {
+			return dst, err
+		}
+		if isFloorKey(el.key) {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst = appendJSONString(dst, el.key)
+		dst = append(dst, ':')
+		if el.t == bsonDateTime && string(el.key) == "iso" && isTypedDate(body) {
+			// Legacy nested {__type:"Date", iso:<BSON date>}: Parse Server
+			// renders iso as a string.
+			dst = append(dst, '"')
+			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(el.val)))
+			dst = append(dst, '"')
+			continue
+		}
+		if dst, err = e.appendValue(dst, el.t, el.val, depth+1); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, '}'), nil
+}
+
+// isTypedDate reports whether a document body has __type:"Date".
+func isTypedDate(body []byte) bool {
+	for pos := 0; pos < len(body); {
+		el, next, err := nextElement(body, pos)
+		if err != nil {
+			return false
+		}
+		pos = next
+		if el.t == bsonString && string(el.key) == "__type" {
+			return string(strVal(el.val)) == "Date"
+		}
+	}
+	return false
+}
+
+func (e *RowEncoder) appendArray(dst []byte, arr []byte, depth int) ([]byte, error) {
+	if depth > maxDepth {
+		return dst, malformed("nesting deeper than %d", maxDepth)
+	}
+	body, err := docBody(arr)
+	if err != nil {
+		return dst, err
+	}
+	dst = append(dst, '[')
+	for pos, i := 0, 0; pos < len(body); i++ {
+		var el element
+		if el, pos, err = nextElement(body, pos); err != nil {
+			return dst, err
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		if dst, err = e.appendValue(dst, el.t, el.val, depth+1); err != nil {
+			return dst, err
+		}
+	}
+	return append(dst, ']'), nil
+}
+
+// appendBytes renders BinData as {"__type":"Bytes","base64":…}, truncated to
+// MaxBytesLen bytes.
+func (e *RowEncoder) appendBytes(dst []byte, v []byte) []byte {
+	sub := v[4]
+	data := v[5:]
+	if sub == 0x02 && len(data) >= 4 {
+		data = data[4:] // old binary subtype: inner length prefix
+	}
+	limit := e.maxBytes()
+	dst = append(dst, `{"__type":"Bytes","base64":"`...)
+	if len(data) <= limit {
+		dst = base64.StdEncoding.AppendEncode(dst, data)
+		return append(dst, `"}`...)
+	}
+	dst = base64.StdEncoding.AppendEncode(dst, data[:limit])
+	dst = append(dst, `…","truncated":true,"size":`...)
+	dst = strconv.AppendInt(dst, int64(len(data)), 10)
+	return append(dst, '}')
+}
+
+// hiddenRef reports whether s is a "Class$id" reference to a hidden class:
+// Class a Parse class name (optionally `_`-prefixed), id 1–32 of
+// [A-Za-z0-9_-].
+func (e *RowEncoder) hiddenRef(s []byte) ([]byte, bool) {
+	if e.HiddenClass == nil || len(s) < 3 || len(s) > 32+1+128 {
+		return nil, false
+	}
+	i := bytes.IndexByte(s, '$')
+	if i <= 0 || len(s)-i-1 < 1 || len(s)-i-1 > 32 {
+		return nil, false
+	}
+	cls, id := s[:i], s[i+1:]
+	for j, c := range cls {
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c == '_':
+		case c >= '0' && c <= '9' && j > 0:
+		default:
+			return nil, false
+		}
+	}
+	for _, c := range id {
+		switch {
+		case c >= 'A' && c <= 'Z', c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '_', c == '-':
+		default:
+			return nil, false
+		}
+	}
+	if !e.HiddenClass(string(cls)) {
+		return nil, false
+	}
+	return cls, true
+}
+
+func appendRedacted(dst []byte, cls []byte) []byte {
+	dst = append(dst, `{"className":`...)
+	dst = appendJSONString(dst, cls)
+	return append(dst, `,"__redacted":true}`...)
+}
+
+func appendHexString(dst []byte, id []byte) []byte {
+	dst = append(dst, '"')
+	dst = hex.AppendEncode(dst, id)
+	return append(dst, '"')
+}
+
+// appendFloat formats like encoding/json; NaN and ±Inf become null.
+func appendFloat(dst []byte, f float64) []byte {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return append(dst, "null"...)
+	}
+	if f == math.Trunc(f) && math.Abs(f) < 1e15 {
+		// Integral values (the common case for Parse numbers): exact digits.
+		if f == 0 && math.Signbit(f) {
+			return append(dst, "-0"...)
+		}
+		return strconv.AppendInt(dst, int64(f), 10)
+	}
+	abs := math.Abs(f)
+	fmtc := byte('f')
+	if abs < 1e-6 || abs >= 1e21 {
+		fmtc = 'e'
+	}
+	dst = strconv.AppendFloat(dst, f, fmtc, -1, 64)
+	if fmtc == 'e' {
+		// Clean up e-09 to e-9, as encoding/json does.
+		n := len(dst)
+		if n >= 4 && dst[n-4] == 'e' && dst[n-3] == '-' && dst[n-2] == '0' {
+			dst[n-2] = dst[n-1]
+			dst = dst[:n-1]
+		}
+	}
+	return dst
+}
+
+// appendISO writes a BSON datetime (ms since the epoch) as
+// 2006-01-02T15:04:05.000Z.
+func appendISO(dst []byte, ms int64) []byte {
+	secs := ms / 1000
+	msec := ms % 1000
+	if msec < 0 {
+		msec += 1000
+		secs--
+	}
+	days := secs / 86400
+	sod := secs % 86400
+	if sod < 0 {
+		sod += 86400
+		days--
+	}
+	y, m, d := civilFromDays(days)
+	if y < 0 || y > 9999 {
+		return time.UnixMilli(ms).UTC().AppendFormat(dst, "2006-01-02T15:04:05.000Z")
+	}
+	h, mi, s := sod/3600, sod/60%60, sod%60
+	return append(dst,
+		byte('0'+y/1000), byte('0'+y/100%10), byte('0'+y/10%10), byte('0'+y%10), '-',
+		byte('0'+m/10), byte('0'+m%10), '-',
+		byte('0'+d/10), byte('0'+d%10), 'T',
+		byte('0'+h/10), byte('0'+h%10), ':',
+		byte('0'+mi/10), byte('0'+mi%10), ':',
+		byte('0'+s/10), byte('0'+s%10), '.',
+		byte('0'+msec/100), byte('0'+msec/10%10), byte('0'+msec%10), 'Z')
+}
+
+// civilFromDays converts days since 1970-01-01 to a proleptic Gregorian
+// date (H. Hinnant's algorithm).
+func civilFromDays(z int64) (y, m, d int64) {
+	z += 719468
+	era := z
+	if era < 0 {
+		era -= 146096
+	}
+	era /= 146097
+	doe := z - era*146097
+	yoe := (doe - doe/1460 + doe/36524 - doe/146096) / 365
+	y = yoe + era*400
+	doy := doe - (365*yoe + yoe/4 - yoe/100)
+	mp := (5*doy + 2) / 153
+	d = doy - (153*mp+2)/5 + 1
+	if mp < 10 {
+		m = mp + 3
+	} else {
+		m = mp - 9
+	}
+	if m <= 2 {
+		y++
+	}
+	return y, m, d
+}
+
+// safeSet marks the ASCII bytes that need no escaping in a JSON string
+// (HTML escaping off, like json.Encoder.SetEscapeHTML(false)).
+var safeSet = func() (t [utf8.RuneSelf]bool) {
+	for c := 0x20; c < utf8.RuneSelf; c++ {
+		t[c] = c != '"' && c != '\\'
+	}
+	return t
+}()
+
+const hexDigits = "0123456789abcdef"
+
+// appendJSONString writes s as a JSON string, escaped like encoding/json
+// (without HTML escaping): invalid UTF-8 → \ufffd, U+2028/U+2029 escaped.
+func appendJSONString(dst []byte, s []byte) []byte {
+	dst = append(dst, '"')
+	start := 0
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if safeSet[c] {
+				i++
+				continue
+			}
+			dst = append(dst, s[start:i]...)
+			switch c {
+			case '"', '\\':
+				dst = append(dst, '\\', c)
+			case '\n':
+				dst = append(dst, '\\', 'n')
+			case '\r':
+				dst = append(dst, '\\', 'r')
+			case '\t':
+				dst = append(dst, '\\', 't')
+			case '\b':
+				dst = append(dst, '\\', 'b')
+			case '\f':
+				dst = append(dst, '\\', 'f')
+			default:
+				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
+			}
+			i++
+			start = i
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, `\ufffd`...)
+			i++
+			start = i
+			continue
+		}
+		if r == '\u2028' || r == '\u2029' {
+			dst = append(dst, s[start:i]...)
+			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
+			i += size
+			start = i
+			continue
+		}
+		i += size
+	}
+	dst = append(dst, s[start:]...)
+	return append(dst, '"')
+}
+
+var rowBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// DecodeRow is AppendRow into a map[string]any (via the same code path or equivalent) for callers that need to post-process (CSV export, includes).
+//
+// The map holds what encoding/json would decode from AppendRow's output,
+// except numbers: integral numbers that fit an int64 are int64 (exact even
+// beyond 2^53), every other number is float64.
+func (e *RowEncoder) DecodeRow(doc bson.Raw) (map[string]any, error) {
+	bp := rowBufPool.Get().(*[]byte)
+	buf, err := e.AppendRow((*bp)[:0], doc)
+	defer func() {
+		if cap(buf) <= 1<<20 { // do not pin huge buffers
+			*bp = buf[:0]
+			rowBufPool.Put(bp)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(buf))
+	dec.UseNumber()
+	var m map[string]any
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("parsedb: decoding row: %w", err)
+	}
+	convertNumbers(m)
+	return m, nil
+}
+
+// convertNumbers replaces json.Number values in place.
+func convertNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return i
+		}
+		f, _ := x.Float64()
+		return f
+	case map[string]any:
+		for k, vv := range x {
+			x[k] = convertNumbers(vv)
+		}
+	case []any:
+		for i, vv := range x {
+			x[i] = convertNumbers(vv)
+		}
+	}
+	return v
+}
