@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"syscall"
 	"time"
@@ -117,6 +118,10 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(cmd) > 0 {
 		return runCommand(ctx, app, cmd, stdout, stderr)
 	}
+	// Package initialisation (the linked FerretDB, JSON Schema tables) and
+	// start-up leave a few MB of garbage; hand it back to the OS once so the
+	// long-lived server idles small.
+	debug.FreeOSMemory()
 	if cfg.HTTPAddr != "" {
 		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log}); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)

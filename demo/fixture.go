@@ -173,7 +173,10 @@ var baseDate = time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)
 // BaseDate is the earliest _created_at in the data set.
 var BaseDate = baseDate
 
-var fx = data().facts
+// fx is computed once at package initialisation from a fresh generation whose
+// documents are then dropped: only the small facts are kept, so importing the
+// package (the binary does) does not keep the whole data set in memory.
+var fx = generate().facts
 
 // Users and roles.
 var (

@@ -1,0 +1,27 @@
+# parse-mcp — the README's two commands are `make demo` and `make test`.
+GO ?= go
+
+.PHONY: build demo test bench fuzz vet
+
+build:
+	$(GO) build -o bin/parse-mcp .
+
+# Serve MCP over stdio on the embedded sample Parse database.
+demo:
+	$(GO) run . --demo
+
+# The whole suite: unit, e2e (the real binary over stdio and HTTP against the
+# embedded FerretDB, or PARSE_MCP_TEST_MONGODB_URI), fuzz seed corpora.
+test:
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+# Performance targets (figures are reported as benchmark metrics).
+bench:
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./e2e/ ./parsedb/ ./policy/ ./tools/
+
+# A short fuzzing session on each fuzz target.
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzWhereToFilter -fuzztime 60s ./parsedb/
+	$(GO) test -run '^$$' -fuzz FuzzValidatePipeline -fuzztime 60s ./policy/
+	$(GO) test -run '^$$' -fuzz FuzzStdioFraming -fuzztime 60s ./server/

@@ -1,0 +1,201 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// The issue-2 targets, measured against an already-running database:
+//
+//	go test ./e2e -run '^$' -bench 'Startup|IdleRSS|CountRoundTrip|PingUnderLoad|ToolsListSize' -benchtime 20x
+//
+// Each reports its figure as a custom metric, and ratios are measured within
+// one run so machine speed cancels out.
+
+// pipeServer is a spawned binary with line-level access, for benchmarks.
+type pipeServer struct {
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func spawnPipe(tb testing.TB, extraEnv ...string) *pipeServer {
+	cmd := exec.Command(binary)
+	cmd.Env = env(extraEnv...)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	return &pipeServer{cmd: cmd, in: in, out: bufio.NewReaderSize(out, 1<<20)}
+}
+
+func (p *pipeServer) roundTrip(tb testing.TB, line string) string {
+	if _, err := io.WriteString(p.in, line+"\n"); err != nil {
+		tb.Fatal(err)
+	}
+	for {
+		resp, err := p.out.ReadString('\n')
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if !strings.Contains(resp, `"method":"notifications/`) {
+			return resp
+		}
+	}
+}
+
+func (p *pipeServer) close() {
+	_ = p.in.Close()
+	_ = p.cmd.Wait()
+}
+
+const initLine = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}`
+
+// BenchmarkStartupToInitialize: process start to the initialize response
+// (target ≤ 100 ms p50).
+func BenchmarkStartupToInitialize(b *testing.B) {
+	var samples []time.Duration
+	for i := 0; i < b.N; i++ {
+		start := time.Now()
+		p := spawnPipe(b)
+		p.roundTrip(b, initLine)
+		samples = append(samples, time.Since(start))
+		p.close()
+	}
+	b.ReportMetric(float64(percentile(samples, 50).Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(percentile(samples, 90).Microseconds())/1000, "p90-ms")
+}
+
+// BenchmarkIdleRSS: resident memory after initialize (target ≤ 30 MB).
+func BenchmarkIdleRSS(b *testing.B) {
+	var worst float64
+	for i := 0; i < b.N; i++ {
+		p := spawnPipe(b)
+		p.roundTrip(b, initLine)
+		p.roundTrip(b, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+		time.Sleep(200 * time.Millisecond)
+		kb := rssKB(b, p.cmd.Process.Pid)
+		worst = max(worst, float64(kb)/1024)
+		p.close()
+	}
+	b.ReportMetric(worst, "idle-RSS-MB")
+}
+
+func rssKB(tb testing.TB, pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		tb.Skipf("no /proc: %v", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "VmRSS:") {
+			n, _ := strconv.Atoi(strings.Fields(line)[1])
+			return n
+		}
+	}
+	tb.Fatal("VmRSS not found")
+	return 0
+}
+
+// BenchmarkCountRoundTrip: count_objects over stdio vs the same
+// CountDocuments called directly with the driver on the same data, in one
+// run (target ratio ≤ 1.2).
+func BenchmarkCountRoundTrip(b *testing.B) {
+	p := spawnPipe(b)
+	defer p.close()
+	p.roundTrip(b, initLine)
+	req := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"genre":"rock"}}}}`
+	coll := testDB.Collection("Song")
+	ctx := context.Background()
+	filter := bson.D{{Key: "genre", Value: "rock"}}
+	// Warm both paths.
+	p.roundTrip(b, req)
+	if _, err := coll.CountDocuments(ctx, filter); err != nil {
+		b.Fatal(err)
+	}
+	var viaServer, direct time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		resp := p.roundTrip(b, req)
+		viaServer += time.Since(t0)
+		if !strings.Contains(resp, `"count"`) {
+			b.Fatalf("unexpected response %s", resp)
+		}
+		t1 := time.Now()
+		if _, err := coll.CountDocuments(ctx, filter); err != nil {
+			b.Fatal(err)
+		}
+		direct += time.Since(t1)
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(viaServer.Microseconds())/float64(b.N)/1000, "server-ms/op")
+	b.ReportMetric(float64(direct.Microseconds())/float64(b.N)/1000, "driver-ms/op")
+	b.ReportMetric(float64(viaServer)/float64(direct), "ratio")
+}
+
+// BenchmarkPingUnderLoad: ping latency while 8 slow tool calls are in
+// flight (target ≤ 50 ms).
+func BenchmarkPingUnderLoad(b *testing.B) {
+	p := spawnPipe(b)
+	defer p.close()
+	p.roundTrip(b, initLine)
+	var samples []time.Duration
+	for i := 0; i < b.N; i++ {
+		for j := 0; j < 8; j++ {
+			fmt.Fprintf(p.in, `{"jsonrpc":"2.0","id":"slow-%d-%d","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"title":{"$regex":"a.*e.*i.*o"}}}}}`+"\n", i, j)
+		}
+		t0 := time.Now()
+		fmt.Fprintf(p.in, `{"jsonrpc":"2.0","id":"ping-%d","method":"ping"}`+"\n", i)
+		got := 0
+		for got < 9 {
+			line, err := p.out.ReadString('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if strings.Contains(line, `"id":"ping-`) {
+				samples = append(samples, time.Since(t0))
+			}
+			if strings.Contains(line, `"id":`) {
+				got++
+			}
+		}
+	}
+	b.ReportMetric(float64(percentile(samples, 50).Microseconds())/1000, "ping-p50-ms")
+	b.ReportMetric(float64(percentile(samples, 100).Microseconds())/1000, "ping-max-ms")
+}
+
+// BenchmarkToolsListSize reports the bytes of tools/list for the read-only
+// catalog (target well under 20 KB).
+func BenchmarkToolsListSize(b *testing.B) {
+	p := spawnPipe(b)
+	defer p.close()
+	p.roundTrip(b, initLine)
+	var n int
+	for i := 0; i < b.N; i++ {
+		n = len(p.roundTrip(b, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	}
+	b.ReportMetric(float64(n), "bytes")
+}
+
+func percentile(d []time.Duration, p int) time.Duration {
+	if len(d) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), d...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	i := (len(s) - 1) * p / 100
+	return s[i]
+}
