@@ -123,3 +123,48 @@ func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key st
 	}
 	return ids, cur.Err()
 }
+
+// OwningIDs answers a where on a relation field ({"songs": <Song pointer>}):
+// the owners whose relation contains one of relatedIDs. The relation's target
+// class must be visible; the owners' own policy is applied by the query that
+// uses the ids.
+func (s *subQueries) OwningIDs(ctx context.Context, ownerClass, key string, relatedIDs []string) ([]string, error) {
+	owner, err := s.d.Policy.ResolveClass(ctx, s.schema, ownerClass)
+	if err != nil {
+		return nil, err
+	}
+	f := owner.Field(key)
+	if f == nil || f.Type != parsedb.TypeRelation {
+		return nil, toolerror.New(toolerror.InvalidQuery, "%s.%s is not a relation field", ownerClass, key)
+	}
+	if s.d.Policy.Hidden(f.TargetClass) {
+		return nil, toolerror.Denied("hidden_class", "the relation %s.%s points to a class that is not accessible", ownerClass, key)
+	}
+	ids := make(bson.A, len(relatedIDs))
+	for i, id := range relatedIDs {
+		ids[i] = id
+	}
+	join := s.d.Store.JoinCollection(key, owner.Name)
+	pipeline := bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "relatedId", Value: bson.D{{Key: "$in", Value: ids}}}}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$owningId"}}}},
+		bson.D{{Key: "$limit", Value: MaxSubQueryResults + 1}},
+	}
+	cur, err := s.d.Store.AggregateCollection(ctx, join.Name(), pipeline)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(ctx)
+	var out []string
+	for cur.Next(ctx) {
+		if len(out) == MaxSubQueryResults {
+			return nil, toolerror.New(toolerror.InvalidQuery, "the relation constraint on %s.%s matches more than %d owners", ownerClass, key, MaxSubQueryResults)
+		}
+		if id, ok := cur.Current.Lookup("_id").StringValueOK(); ok {
+			out = append(out, id)
+		}
+	}
+	return out, cur.Err()
+}
+
+var _ parsedb.RelationOwners = (*subQueries)(nil)
