@@ -16,7 +16,12 @@ func runCommand(ctx context.Context, a *app, cmd []string, stdout, stderr io.Wri
 	case "call":
 		return callTool(ctx, a, cmd, stdout, stderr)
 	case "describe":
-		return printJSON(stdout, a.deps.Policy.Describe())
+		schema, err := a.store.Schema.Get(ctx)
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: reading _SCHEMA: %v\n", err)
+			return exitFailure
+		}
+		return printJSON(stdout, a.deps.Policy.Describe(schema))
 	case "would-permit":
 		class := ""
 		if len(cmd) == 3 {
@@ -39,7 +44,12 @@ func runCommand(ctx context.Context, a *app, cmd []string, stdout, stderr io.Wri
 			fmt.Fprintf(stderr, "parse-mcp: reading _SCHEMA: %v\n", err)
 			return exitFailure
 		}
-		return printJSON(stdout, a.deps.Policy.Audit(schema))
+		report := a.deps.Policy.Audit(ctx, schema)
+		printJSON(stdout, report)
+		if ok, _ := report["ok"].(bool); !ok {
+			return exitFailure
+		}
+		return exitOK
 	}
 	return exitBadUsage
 }

@@ -109,7 +109,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	app, code := start(ctx, cfg, log, stderr)
+	app, code := start(ctx, cfg, log, stderr, len(cmd) > 0 && cmd[0] == "audit")
 	if app == nil {
 		return code
 	}
@@ -176,7 +176,7 @@ func (a *app) Close() {
 // start connects to the database (or starts the demo one), loads the policy
 // and builds the registry. On failure it has already printed one clear line
 // and returns the exit code.
-func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr io.Writer) (*app, int) {
+func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr io.Writer, lenientPolicy bool) (*app, int) {
 	var file *policy.File
 	var err error
 	switch {
@@ -233,7 +233,24 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		log.Warn().Msg("running in master posture: no PARSE_MCP_SESSION_TOKEN, PARSE_MCP_ACL_USER or PARSE_MCP_ACL_ROLE is set, so ACLs do not restrict reads (hidden classes and field rules still apply)")
 	}
 	engine := policy.New(cfg, file, log)
-	a.deps = &tools.Deps{Store: a.store, Policy: engine, Config: cfg, Log: log, Catalog: tools.Catalog()}
+	catalog := tools.Catalog()
+	for _, t := range catalog {
+		engine.Register(t.ToolInfo)
+	}
+	// The policy is validated against the live _SCHEMA and the identity
+	// resolved before anything is served (`audit` reports policy problems
+	// instead of failing on them).
+	if err := engine.Setup(ctx, a.store, lenientPolicy); err != nil {
+		a.Close()
+		var se *policy.SetupError
+		if errors.As(err, &se) && se.Config {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+			return nil, exitBadUsage
+		}
+		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
+		return nil, exitFailure
+	}
+	a.deps = &tools.Deps{Store: a.store, Policy: engine, Config: cfg, Log: log, Catalog: catalog}
 	mcp := server.Build(server.Options{Deps: a.deps, Log: log})
 	a.dispatcher = server.NewDispatcher(mcp, cfg.Workers, log)
 	return a, exitOK

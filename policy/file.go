@@ -1,16 +1,25 @@
 package policy
 
-// File is the policy file (YAML or JSON). Loading and complete validation
-// live in load.go.
+// File is the policy file (YAML or JSON). Loading and structural validation
+// live in load.go; validation against the live _SCHEMA in validate.go.
 type File struct {
-	Classes  map[string]*ClassPolicy `json:"classes" yaml:"classes"`
+	Classes  map[string]*ClassPolicy `json:"classes,omitempty" yaml:"classes"`
 	Agent    AgentPolicy             `json:"agent" yaml:"agent"`
 	Settings Settings                `json:"settings" yaml:"settings"`
+	// Prompts are operator-declared prompts (structure checked here; names,
+	// types and placeholders validated by package prompts).
+	Prompts []PromptSpec `json:"prompts,omitempty" yaml:"prompts,omitempty"`
+	// Sections holds the top-level sections other packages registered with
+	// RegisterSection (prompts, actions…), as decoded JSON values.
+	Sections map[string]any `json:"-" yaml:"-"`
 }
+
+// HiddenExceptMaster is the `hidden: except_master` value.
+const HiddenExceptMaster = "except_master"
 
 // ClassPolicy is per-class metadata and restrictions.
 type ClassPolicy struct {
-	// Hidden is false, true, or "except_master" (decoded into HiddenMode).
+	// Hidden is false, true, or "except_master".
 	Hidden          any                     `json:"hidden,omitempty" yaml:"hidden,omitempty"`
 	Description     string                  `json:"description,omitempty" yaml:"description,omitempty"`
 	Fields          map[string]*FieldPolicy `json:"fields,omitempty" yaml:"fields,omitempty"`
@@ -20,6 +29,18 @@ type ClassPolicy struct {
 	CanonicalFilter map[string]any          `json:"canonical_filter,omitempty" yaml:"canonical_filter,omitempty"`
 	TenantScope     *TenantScope            `json:"tenant_scope,omitempty" yaml:"tenant_scope,omitempty"`
 	AllowCollscan   bool                    `json:"allow_collscan,omitempty" yaml:"allow_collscan,omitempty"`
+}
+
+// IsHidden reports `hidden: true`.
+func (cp *ClassPolicy) IsHidden() bool {
+	b, ok := cp.Hidden.(bool)
+	return ok && b
+}
+
+// IsHiddenExceptMaster reports `hidden: except_master`.
+func (cp *ClassPolicy) IsHiddenExceptMaster() bool {
+	s, ok := cp.Hidden.(string)
+	return ok && s == HiddenExceptMaster
 }
 
 // FieldPolicy documents one field for the model.
@@ -35,10 +56,15 @@ type TenantScope struct {
 
 // AgentPolicy narrows what this deployment's agent may use.
 type AgentPolicy struct {
-	Tools   OnlyExcept                `json:"tools" yaml:"tools"`
-	Classes OnlyExcept                `json:"classes" yaml:"classes"`
+	Tools   OnlyExcept `json:"tools" yaml:"tools"`
+	Classes OnlyExcept `json:"classes" yaml:"classes"`
+	// Filters maps a class name (or "default", applied to every class that
+	// has all of its top-level fields) to a where AND-ed to every read.
 	Filters map[string]map[string]any `json:"filters,omitempty" yaml:"filters,omitempty"`
 }
+
+// DefaultFilterKey is the agent.filters entry applied to every class.
+const DefaultFilterKey = "default"
 
 // OnlyExcept is an allowlist and/or denylist of names.
 type OnlyExcept struct {
@@ -54,7 +80,7 @@ type Settings struct {
 	RateLimit        *RateLimit `json:"rate_limit,omitempty" yaml:"rate_limit,omitempty"`
 }
 
-// RateLimit is a sliding-window limit.
+// RateLimit is a sliding-window limit. Requests 0 disables the limiter.
 type RateLimit struct {
 	Requests int    `json:"requests" yaml:"requests"`
 	Window   string `json:"window" yaml:"window"`
@@ -62,6 +88,9 @@ type RateLimit struct {
 
 // DefaultMaxResponseBytes caps every tool result (§4.2).
 const DefaultMaxResponseBytes = 4 << 20
+
+// MinMaxResponseBytes is the smallest max_response_bytes accepted.
+const MinMaxResponseBytes = 1024
 
 // Class returns the policy of a class, or nil.
 func (e *Engine) Class(name string) *ClassPolicy {
@@ -71,6 +100,10 @@ func (e *Engine) Class(name string) *ClassPolicy {
 	return e.file.Classes[name]
 }
 
+// File returns the loaded policy file (nil = built-in defaults). Callers
+// must not modify it.
+func (e *Engine) File() *File { return e.file }
+
 // MaxResponseBytes is the configured result cap.
 func (e *Engine) MaxResponseBytes() int {
 	if e.file != nil && e.file.Settings.MaxResponseBytes > 0 && e.file.Settings.MaxResponseBytes < DefaultMaxResponseBytes {
@@ -78,3 +111,9 @@ func (e *Engine) MaxResponseBytes() int {
 	}
 	return DefaultMaxResponseBytes
 }
+
+// ExposeExplain reports settings.expose_explain.
+func (e *Engine) ExposeExplain() bool { return e.file != nil && e.file.Settings.ExposeExplain }
+
+// RefuseCollscan reports settings.refuse_collscan.
+func (e *Engine) RefuseCollscan() bool { return e.file != nil && e.file.Settings.RefuseCollscan }

@@ -2,11 +2,23 @@
 // call, which classes and fields it may see, and which filters every read
 // carries. It is enforced in one middleware in front of every tool and knows
 // nothing about transports.
+//
+// Tools never re-implement a policy check; they ask the engine:
+//
+//	ResolveClass    the class gate (hidden, agent.classes, CLP, tenant binding)
+//	ComposeWhere    caller where → canonical → agent filters → default → tenant
+//	StorageScope    the identity's _rperm constraint and CLP pointer permissions
+//	PipelineScope   the same as separate $match stages for aggregate pipelines
+//	CheckReadField  internal floor, storage-form names, agent_fields, protectedFields
+//	CheckInclude    include paths walked through pointer targets
+//	RowEncoder      the codec configured with redaction and field dropping
+//	CheckCollscan   refuse_collscan
 package policy
 
 import (
 	"context"
 	"fmt"
+	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -25,8 +37,13 @@ type ToolInfo struct {
 	Name     string
 	Category string
 	Tier     string        // config.TierReadonly | TierWrite | TierAdmin
-	Gates    []string      // env kill switches that must all be on
+	Gates    []string      // env kill switches that must all be on (added to the defaults of §5.2)
 	Timeout  time.Duration // per-call timeout
+	// Operation is the class-level permission the tool exercises on its
+	// class_name (find, count, get, create, update, delete; "" for
+	// metadata tools). Empty means the default for the tool's name and
+	// category (see Operation).
+	Operation string
 }
 
 // Gate variable names.
@@ -36,6 +53,28 @@ const (
 	GateSchemaOps  = "PARSE_AGENT_ALLOW_SCHEMA_OPS"
 	GateRawSchema  = "PARSE_AGENT_ALLOW_RAW_SCHEMA"
 )
+
+// CLP operations.
+const (
+	OpFind   = "find"
+	OpCount  = "count"
+	OpGet    = "get"
+	OpCreate = "create"
+	OpUpdate = "update"
+	OpDelete = "delete"
+)
+
+// SpecTools are the tools of PRODUCT.md §4.1 that this build may not
+// register yet (writes). would-permit and agent.tools know them, so an
+// operator can check a deployment before the tools exist.
+var SpecTools = []ToolInfo{
+	{Name: "create_object", Category: "mutation", Tier: config.TierWrite},
+	{Name: "update_object", Category: "mutation", Tier: config.TierWrite},
+	{Name: "delete_object", Category: "mutation", Tier: config.TierAdmin},
+	{Name: "create_class", Category: "mutation", Tier: config.TierAdmin},
+	{Name: "delete_class", Category: "mutation", Tier: config.TierAdmin},
+	{Name: "call_action", Category: "mutation", Tier: config.TierWrite},
+}
 
 // Engine evaluates the policy.
 type Engine struct {
@@ -48,34 +87,63 @@ type Engine struct {
 	exceptMaster map[string]bool
 	// file is the loaded policy file (nil = built-in safe defaults).
 	file *File
+
+	classOnly, classExcept map[string]bool // agent.classes (nil = no restriction)
+	toolOnly, toolExcept   map[string]bool // agent.tools
+
+	identity *parsedb.Identity
+	store    *parsedb.Store
+	limiter  *rateLimiter
+	now      func() time.Time
 }
 
-// DefaultHiddenClasses are hidden unless the policy says otherwise. _Session
+// DefaultHiddenClasses are hidden whatever the policy file says (internal
+// collections are hidden too, see parsedb.IsInternalCollection). _Session
 // is visible in master posture only (see Hidden).
 var DefaultHiddenClasses = []string{"_Product", "_JobStatus", "_JobSchedule", "_PushStatus", "_Audience", "_Idempotency", "_GlobalConfig", "_GraphQLConfig", "_Hooks", "_SCHEMA"}
 
-// New builds an engine from the configuration and the (already validated)
-// policy file; file may be nil.
+// New builds an engine from the configuration and the (structurally
+// validated) policy file; file may be nil.
 func New(cfg *config.Config, file *File, log zerolog.Logger) *Engine {
-	e := &Engine{cfg: cfg, file: file, log: log, tools: map[string]ToolInfo{}, hidden: map[string]bool{}, exceptMaster: map[string]bool{"_Session": true}}
+	e := &Engine{cfg: cfg, file: file, log: log, tools: map[string]ToolInfo{}, hidden: map[string]bool{},
+		exceptMaster: map[string]bool{"_Session": true}, now: time.Now}
 	for _, c := range DefaultHiddenClasses {
 		e.hidden[c] = true
 	}
+	limit, window := DefaultRateLimitRequests, DefaultRateLimitWindow
 	if file != nil {
 		for name, cp := range file.Classes {
-			switch h := cp.Hidden.(type) {
-			case bool:
-				if h {
-					e.hidden[name] = true
-				}
-			case string:
-				if h == "except_master" {
-					e.exceptMaster[name] = true
-				}
+			switch {
+			case cp.IsHidden():
+				e.hidden[name] = true
+			case cp.IsHiddenExceptMaster():
+				e.exceptMaster[name] = true
+			}
+		}
+		e.classOnly = set(file.Agent.Classes.Only)
+		e.classExcept = set(file.Agent.Classes.Except)
+		e.toolOnly = set(file.Agent.Tools.Only)
+		e.toolExcept = set(file.Agent.Tools.Except)
+		if rl := file.Settings.RateLimit; rl != nil {
+			limit = rl.Requests
+			if d, err := time.ParseDuration(rl.Window); err == nil && d > 0 {
+				window = d
 			}
 		}
 	}
+	e.limiter = newRateLimiter(limit, window, func() time.Time { return e.now() })
 	return e
+}
+
+func set(list []string) map[string]bool {
+	if len(list) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
 }
 
 // Register tells the engine about the tools it guards.
@@ -84,6 +152,26 @@ func (e *Engine) Register(infos ...ToolInfo) {
 		e.tools[t.Name] = t
 	}
 }
+
+// SetIdentity installs the resolved identity scope (nil or master kind =
+// master posture). It must be called before serving when the configuration
+// names an identity: until then every read fails closed.
+func (e *Engine) SetIdentity(id *parsedb.Identity) { e.identity = id }
+
+// Identity returns the resolved identity (nil in master posture).
+func (e *Engine) Identity() *parsedb.Identity {
+	if e.identity.Master() {
+		return nil
+	}
+	return e.identity
+}
+
+// SetStore gives the engine the database for the checks that need one
+// (COLLSCAN explain, the cross-tenant get check).
+func (e *Engine) SetStore(s *parsedb.Store) { e.store = s }
+
+// SetClock replaces the clock (tests).
+func (e *Engine) SetClock(now func() time.Time) { e.now = now }
 
 // MasterPosture reports whether no identity scope is configured.
 func (e *Engine) MasterPosture() bool { return e.cfg.Identity() == "master" }
@@ -99,23 +187,80 @@ func (e *Engine) Hidden(class string) bool {
 	return false
 }
 
+// ClassFiltered reports whether agent.classes excludes a class.
+func (e *Engine) ClassFiltered(class string) bool {
+	if e.classOnly != nil && !e.classOnly[class] {
+		return true
+	}
+	return e.classExcept[class]
+}
+
+// Visible reports whether the session may see a class at all (neither hidden
+// nor filtered by agent.classes).
+func (e *Engine) Visible(class string) bool { return !e.Hidden(class) && !e.ClassFiltered(class) }
+
 var tierRank = map[string]int{config.TierReadonly: 0, config.TierWrite: 1, config.TierAdmin: 2}
 
-// Permit reports whether the session may call a tool at all (tool filter,
-// tier, env gates), in dispatch order. A nil error means permitted.
+// Gates are the env kill switches a tool needs (§5.2): object CRUD needs
+// WRITE_TOOLS and RAW_CRUD, class create/delete SCHEMA_OPS and RAW_SCHEMA,
+// any other tool above readonly (configured actions) the broad WRITE_TOOLS
+// gate; plus whatever the tool declares.
+func Gates(t ToolInfo) []string {
+	var g []string
+	switch t.Name {
+	case "create_object", "update_object", "delete_object":
+		g = []string{GateWriteTools, GateRawCRUD}
+	case "create_class", "delete_class":
+		g = []string{GateSchemaOps, GateRawSchema}
+	default:
+		if t.Tier != config.TierReadonly {
+			g = []string{GateWriteTools}
+		}
+	}
+	for _, x := range t.Gates {
+		if !contains(g, x) {
+			g = append(g, x)
+		}
+	}
+	return g
+}
+
+// Denial is a refusal of the tool gates, with the gate that refused.
+type Denial struct {
+	*toolerror.Error
+	// Gate is tool_filter, permission_tier or env_gate.
+	Gate string
+}
+
+// Permit reports whether the session may call a tool at all, in dispatch
+// order: tool filter (agent.tools) → permission tier → env gates. A nil
+// error means permitted.
 func (e *Engine) Permit(t ToolInfo) *toolerror.Error {
-	if tierRank[t.Tier] > tierRank[e.cfg.Permissions] {
-		return toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions)
+	if d := e.permit(t); d != nil {
+		return d.Error
+	}
+	return nil
+}
+
+func (e *Engine) permit(t ToolInfo) *Denial {
+	if (e.toolOnly != nil && !e.toolOnly[t.Name]) || e.toolExcept[t.Name] {
+		return &Denial{toolerror.New(toolerror.ToolFiltered, "tool %s is not available in this deployment (agent.tools)", t.Name), "tool_filter"}
+	}
+	rank, ok := tierRank[t.Tier]
+	if !ok {
+		rank = len(tierRank) // an unknown tier is never permitted
+	}
+	if rank > tierRank[e.cfg.Permissions] {
+		return &Denial{toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions), "permission_tier"}
 	}
 	var missing []string
-	for _, g := range t.Gates {
+	for _, g := range Gates(t) {
 		if !e.gateOn(g) {
 			missing = append(missing, g)
 		}
 	}
 	if len(missing) > 0 {
-		err := toolerror.Denied("env_gate", "%s is disabled by the operator: it needs %s set to true", t.Name, strings.Join(missing, " and "))
-		return err
+		return &Denial{toolerror.Denied("env_gate", "%s is disabled by the operator: it needs %s set to true", t.Name, strings.Join(missing, " and ")), "env_gate"}
 	}
 	return nil
 }
@@ -135,9 +280,25 @@ func (e *Engine) gateOn(name string) bool {
 	return false
 }
 
-// ToolFilter removes the tools this session may not call from tools/list;
-// mcp-go applies the same filter to tools/call.
-func (e *Engine) ToolFilter(_ context.Context, tools []mcp.Tool) []mcp.Tool {
+// dispatchCallKey marks the context of a tools/call request (see
+// WithToolCall).
+type dispatchCallKey struct{}
+
+// WithToolCall marks ctx as a tools/call request. The transport sets it so
+// that ToolFilter lets the call through to the middleware, which refuses a
+// tool the session may not call with its precise code (tool_filtered,
+// permission_denied, access_denied) instead of mcp-go's generic "tool not
+// found". Unmarked contexts (tools/list) are filtered.
+func WithToolCall(ctx context.Context) context.Context {
+	return context.WithValue(ctx, dispatchCallKey{}, true)
+}
+
+// ToolFilter removes the tools this session may not call from tools/list
+// (the same decision list_tools and the middleware make).
+func (e *Engine) ToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	if ctx.Value(dispatchCallKey{}) != nil {
+		return tools
+	}
 	out := tools[:0:0]
 	for _, t := range tools {
 		info, ok := e.tools[t.Name]
@@ -148,13 +309,78 @@ func (e *Engine) ToolFilter(_ context.Context, tools []mcp.Tool) []mcp.Tool {
 	return out
 }
 
+// Operation is the CLP operation a tool exercises on its class.
+func Operation(t ToolInfo) string {
+	if t.Operation != "" {
+		if t.Operation == "-" {
+			return ""
+		}
+		return t.Operation
+	}
+	switch t.Name {
+	case "list_tools", "get_all_schemas", "get_schema", "create_class", "delete_class":
+		return ""
+	case "count_objects":
+		return OpCount
+	case "get_object", "get_objects":
+		return OpGet
+	case "create_object":
+		return OpCreate
+	case "update_object", "call_action":
+		return OpUpdate
+	case "delete_object":
+		return OpDelete
+	}
+	switch t.Category {
+	case "discovery", "schema":
+		return ""
+	}
+	return OpFind
+}
+
+// callKey carries the current call's policy context.
+type callKey struct{}
+
+type callInfo struct {
+	tool ToolInfo
+	op   string
+	// class is the call's class_name once the class gate passed.
+	class string
+}
+
+func callFrom(ctx context.Context) *callInfo {
+	ci, _ := ctx.Value(callKey{}).(*callInfo)
+	return ci
+}
+
+// operationFor is the CLP operation a read of class performs in ctx: the
+// tool's own operation on its class_name, find on any other class (sub-
+// queries, includes, joins), find outside a tool call.
+func operationFor(ctx context.Context, class string) string {
+	ci := callFrom(ctx)
+	if ci == nil {
+		return OpFind
+	}
+	if ci.op == "" || ci.class == "" || ci.class == class {
+		return ci.op
+	}
+	return OpFind
+}
+
+var classNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
 // ResolveClass is the class gate: it checks that name is a class the session
-// may use and returns it. Unknown names get "did you mean" suggestions drawn
-// from visible classes only.
+// may use and returns it. Hidden classes are refused (access_denied kind
+// hidden_class) with the same message as a missing class; unknown names get
+// "did you mean" suggestions drawn from visible classes only; agent.classes
+// refuses with kind class_filter; for scoped identities the class-level
+// permission of the call's operation is checked (clp_denied); a
+// tenant-scoped class needs a bound tenant (tenant_required).
 func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name string) (*parsedb.Class, error) {
+	if !classNameRe.MatchString(name) {
+		return nil, toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name (letters, digits and _, starting with a letter or _, at most 128 characters)", truncateText(name, 40))
+	}
 	if e.Hidden(name) {
-		// Hidden and internal classes are indistinguishable from missing ones
-		// to the model, but the details tell the operator log why.
 		err := e.unknownClass(schema, name)
 		err.Details = &toolerror.Details{Kind: "hidden_class"}
 		err.Code = toolerror.AccessDenied
@@ -163,6 +389,22 @@ func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name 
 	cls := schema.Class(name)
 	if cls == nil {
 		return nil, e.unknownClass(schema, name)
+	}
+	if e.ClassFiltered(name) {
+		return nil, toolerror.Denied("class_filter", "class %s is not available to this agent (agent.classes)", name)
+	}
+	op := operationFor(ctx, name)
+	if op == "" {
+		return cls, nil
+	}
+	if err := e.checkTenantBound(cls.Name); err != nil {
+		return nil, err
+	}
+	if err := e.checkSession(); err != nil {
+		return nil, err
+	}
+	if v := e.clp(cls, op); !v.allowed {
+		return nil, toolerror.Denied("clp_denied", "the class-level permissions of %s do not allow %s for this identity%s", cls.Name, op, v.why)
 	}
 	return cls, nil
 }
@@ -179,7 +421,7 @@ func (e *Engine) unknownClass(schema *parsedb.Schema, name string) *toolerror.Er
 func (e *Engine) VisibleClassNames(schema *parsedb.Schema) []string {
 	var out []string
 	for _, n := range schema.Names() {
-		if !e.Hidden(n) {
+		if e.Visible(n) {
 			out = append(out, n)
 		}
 	}
@@ -192,6 +434,9 @@ func Suggest(name string, candidates []string, n int) []string {
 	type scored struct {
 		name string
 		d    int
+	}
+	if len(name) > 256 {
+		return nil // nothing is that long; do not spend time on it
 	}
 	lname := strings.ToLower(name)
 	var list []scored
@@ -236,32 +481,66 @@ func levenshtein(a, b string) int {
 	return prev[len(rb)]
 }
 
+// checkSession refuses every read once a session identity has expired
+// while the server runs.
+func (e *Engine) checkSession() *toolerror.Error {
+	if e.MasterPosture() {
+		return nil
+	}
+	if e.identity == nil {
+		// The configuration names an identity that was never resolved:
+		// fail closed.
+		return toolerror.Denied("identity_unresolved", "the identity scope is not resolved; reads are refused")
+	}
+	if e.identity.Expired(e.now()) {
+		return toolerror.Denied("session_expired", "the session of PARSE_MCP_SESSION_TOKEN has expired; the operator must configure a fresh token")
+	}
+	return nil
+}
+
 // Middleware is the single policy checkpoint in front of every tool. It runs
-// the dispatch order of §5.1 up to the class gate, then the tool, and emits
-// one tool_call audit event per call.
+// the dispatch order of §5.1 — rate limit → tool filter → tier → env gates →
+// (argument syntax) → class gate — then the tool, turns failures into the
+// result envelope of §6, marks row-bearing results as untrusted data,
+// enforces the response cap, and emits one tool_call audit event per call.
 func (e *Engine) Middleware(schema func(context.Context) (*parsedb.Schema, error)) mcpserver.ToolHandlerMiddleware {
 	return func(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			start := time.Now()
 			name := req.Params.Name
 			args, _ := req.Params.Arguments.(map[string]any)
-			res, err := e.guard(ctx, req, args, schema, next)
+			info, known := e.tools[name]
+			ci := &callInfo{tool: info, op: Operation(info)}
+			ctx = context.WithValue(ctx, callKey{}, ci)
+			var res *mcp.CallToolResult
+			var err error
+			if known {
+				res, err = e.guard(ctx, ci, args, schema, req, next)
+			} else {
+				err = toolerror.New(toolerror.ToolFiltered, "tool %s is not available", truncateText(name, 64))
+			}
 			res, err = e.envelope(ctx, name, res, err)
-			e.audit(name, args, res, err, time.Since(start))
+			if err == nil && res != nil && !res.IsError {
+				res = e.finish(name, info, res)
+			}
+			e.audit(ctx, name, args, res, err, time.Since(start))
 			return res, err
 		}
 	}
 }
 
-func (e *Engine) guard(ctx context.Context, req mcp.CallToolRequest, args map[string]any, schema func(context.Context) (*parsedb.Schema, error), next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
-	info, ok := e.tools[req.Params.Name]
-	if !ok {
-		return nil, toolerror.New(toolerror.ToolFiltered, "tool %s is not available", req.Params.Name)
+func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, schema func(context.Context) (*parsedb.Schema, error), req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+	if wait, ok := e.limiter.allow(e.rateKey(ctx)); !ok {
+		return nil, &toolerror.Error{Code: toolerror.RateLimited, RetryAfter: wait,
+			Message: fmt.Sprintf("rate limit reached (%d calls per %s); retry in %d s", e.limiter.limit, e.limiter.window, retrySeconds(wait))}
 	}
-	if err := e.Permit(info); err != nil {
+	if err := e.Permit(ci.tool); err != nil {
 		return nil, err
 	}
-	if cn, ok := args["class_name"].(string); ok && cn != "" {
+	// Argument validation belongs to the tool; the class gate runs here as
+	// well (as a backstop for any tool), but only on a well-formed
+	// class_name so that a malformed one is the tool's invalid_argument.
+	if cn, ok := args["class_name"].(string); ok && classNameRe.MatchString(cn) {
 		s, err := schema(ctx)
 		if err != nil {
 			return nil, err
@@ -269,68 +548,7 @@ func (e *Engine) guard(ctx context.Context, req mcp.CallToolRequest, args map[st
 		if _, err := e.ResolveClass(ctx, s, cn); err != nil {
 			return nil, err
 		}
+		ci.class = cn
 	}
 	return next(ctx, req)
-}
-
-// envelope converts a failed call into the result the client sees.
-func (e *Engine) envelope(ctx context.Context, tool string, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
-	if err == nil {
-		return res, nil
-	}
-	if v, ok := toolerror.AsViolation(err); ok {
-		toolerror.RecordViolation(ctx, v)
-		return nil, v
-	}
-	te, ok := toolerror.As(err)
-	if !ok {
-		e.log.Error().Err(err).Str("tool", tool).Msg("tool failed")
-		te = toolerror.New(toolerror.Internal, "%s failed: internal error", tool)
-	}
-	meta := map[string]any{"parse.error_code": string(te.Code)}
-	if te.RetryAfter > 0 {
-		meta["parse.retry_after"] = int(te.RetryAfter.Round(time.Second) / time.Second)
-	}
-	if te.Details != nil && te.Code == toolerror.AccessDenied {
-		meta["parse.details"] = te.Details
-	}
-	r := mcp.NewToolResultError(te.Message)
-	r.Meta = &mcp.Meta{AdditionalFields: meta}
-	return r, nil
-}
-
-// audit emits the tool_call event (§9). It logs argument names only, never
-// values of where/pipeline/tokens.
-func (e *Engine) audit(tool string, args map[string]any, res *mcp.CallToolResult, err error, d time.Duration) {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	ev := e.log.Info().Str("event", "tool_call").Str("tool", tool).Strs("args_keys", keys).
-		Str("permissions", e.cfg.Permissions).Str("auth_type", e.cfg.Identity()).
-		Int64("duration_ms", d.Milliseconds())
-	success := err == nil && res != nil && !res.IsError
-	ev = ev.Bool("success", success)
-	if res != nil {
-		n := 0
-		for _, c := range res.Content {
-			if tc, ok := c.(mcp.TextContent); ok {
-				n += len(tc.Text)
-			}
-		}
-		ev = ev.Int("result_bytes", n).Int("est_tokens", n/4)
-		if res.IsError && res.Meta != nil {
-			if code, ok := res.Meta.AdditionalFields["parse.error_code"].(string); ok {
-				ev = ev.Str("error_code", code)
-			}
-			if det, ok := res.Meta.AdditionalFields["parse.details"].(*toolerror.Details); ok {
-				ev = ev.Str("denial_kind", det.Kind)
-			}
-		}
-	}
-	if _, ok := toolerror.AsViolation(err); ok {
-		ev = ev.Str("error_code", "security_violation")
-	}
-	ev.Msg("tool_call")
 }

@@ -13,6 +13,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/toolerror"
 )
 
@@ -204,6 +205,11 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 	hctx, outcome := toolerror.WithRecorder(d.mcp.WithContext(ctx, rs))
 	if env.Method == string(mcp.MethodToolsList) {
 		hctx = withListCategory(hctx, env.Params)
+	}
+	if env.Method == string(mcp.MethodToolsCall) {
+		// The policy middleware, not mcp-go's call-time tool filter, refuses
+		// a tool this session may not call, with its precise error code.
+		hctx = policy.WithToolCall(hctx)
 	}
 
 	// Forward the request's notifications while it runs; after it returns,
