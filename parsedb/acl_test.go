@@ -170,6 +170,15 @@ func TestReadACLCountsMatchFixtures(t *testing.T) {
 			t.Errorf("%s reads %d invoices, fixture says %d", key, n, want)
 		}
 	}
+	// CLP is read from the stored _SCHEMA (nested documents decode as bson.D).
+	schema, err := s.Schema.Get(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pf, _ := schema.Class("Song").Permissions["protectedFields"].(bson.M)
+	if l, _ := pf["*"].(bson.A); len(l) != 1 || l[0] != demo.ProtectedField {
+		t.Fatalf("Song CLP protectedFields: %#v", schema.Class("Song").Permissions)
+	}
 	if (&Identity{Kind: IdentityMaster}).ReadACLFilter() != nil {
 		t.Fatal("master posture has no ACL filter")
 	}

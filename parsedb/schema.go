@@ -220,7 +220,9 @@ func ClassFromSchemaDoc(doc bson.M) *Class {
 		cls.Fields[fname] = &ff
 	}
 	var fieldOptions bson.M
-	if md, ok := doc["_metadata"].(bson.M); ok {
+	// The v2 driver decodes nested documents of a bson.M as bson.D: read
+	// _metadata in either shape, as plain maps all the way down.
+	if md, ok := deepM(doc["_metadata"]).(bson.M); ok {
 		if cp, ok := md["class_permissions"].(bson.M); ok {
 			cls.Permissions = cp
 		}
@@ -246,6 +248,38 @@ func ClassFromSchemaDoc(doc bson.M) *Class {
 		cls.Fields[k] = f
 	}
 	return cls
+}
+
+// deepM converts documents (bson.D or bson.M) to bson.M recursively,
+// arrays included; other values are returned unchanged.
+func deepM(v any) any {
+	switch t := v.(type) {
+	case bson.D:
+		m := make(bson.M, len(t))
+		for _, e := range t {
+			m[e.Key] = deepM(e.Value)
+		}
+		return m
+	case bson.M:
+		m := make(bson.M, len(t))
+		for k, x := range t {
+			m[k] = deepM(x)
+		}
+		return m
+	case map[string]any:
+		m := make(bson.M, len(t))
+		for k, x := range t {
+			m[k] = deepM(x)
+		}
+		return m
+	case bson.A:
+		a := make(bson.A, len(t))
+		for i, x := range t {
+			a[i] = deepM(x)
+		}
+		return a
+	}
+	return v
 }
 
 // FieldFromSchemaType converts a _SCHEMA type string ("string", "*_User",
