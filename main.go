@@ -251,7 +251,13 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		return nil, exitFailure
 	}
 	a.deps = &tools.Deps{Store: a.store, Policy: engine, Config: cfg, Log: log, Catalog: catalog}
-	mcp := server.Build(server.Options{Deps: a.deps, Log: log})
+	opts, err := protocolSurface(a.deps, file, log)
+	if err != nil {
+		a.Close()
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_POLICY_FILE: %v\n", err)
+		return nil, exitBadUsage
+	}
+	mcp := server.Build(opts)
 	a.dispatcher = server.NewDispatcher(mcp, cfg.Workers, log)
 	return a, exitOK
 }

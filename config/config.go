@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/kelseyhightower/envconfig"
 )
@@ -39,6 +40,10 @@ type Config struct {
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
 	Workers int `envconfig:"WORKERS" default:"16"`
+	// ProgressInterval is how often a long tool call sends an elapsed-time
+	// progress heartbeat (when the client asked for progress) until the tool
+	// reports its own work units.
+	ProgressInterval time.Duration `envconfig:"PROGRESS_INTERVAL" default:"2s"`
 	// DemoDir is where --demo keeps its SQLite files (default: user cache dir).
 	DemoDir string `envconfig:"DEMO_DIR"`
 
@@ -140,6 +145,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Workers < 1 || c.Workers > 1024 {
 		return &Error{"PARSE_MCP_WORKERS", fmt.Sprintf("%d is out of range", c.Workers), "use a number from 1 to 1024"}
+	}
+	if c.ProgressInterval != 0 && (c.ProgressInterval < 100*time.Millisecond || c.ProgressInterval > time.Minute) {
+		return &Error{"PARSE_MCP_PROGRESS_INTERVAL", fmt.Sprintf("%v is out of range", c.ProgressInterval), "use a duration from 100ms to 1m, e.g. 2s"}
 	}
 	if c.HTTPAddr != "" {
 		host, _, err := net.SplitHostPort(c.HTTPAddr)

@@ -6,6 +6,7 @@ package server
 import (
 	"context"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
@@ -27,13 +28,20 @@ type Options struct {
 	Log  zerolog.Logger
 	// Extra lets other packages (prompts, resources) register on the server.
 	Extra []func(*mcpserver.MCPServer)
+	// ServerOptions are further mcp-go options (prompt and resource
+	// capabilities, completion providers) from those packages.
+	ServerOptions []mcpserver.ServerOption
+	// Subscriptions, when set, backs resources/subscribe (and declares the
+	// resources capability with subscribe: true).
+	Subscriptions *Subscriptions
 }
 
 // Build creates the MCPServer with every tool registered behind the policy.
 func Build(o Options) *mcpserver.MCPServer {
 	d := o.Deps
 	schema := func(ctx context.Context) (*parsedb.Schema, error) { return d.Store.Schema.Get(ctx) }
-	s := mcpserver.NewMCPServer("parse-mcp", Version,
+	hooks := &mcpserver.Hooks{}
+	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),
 		mcpserver.WithLogging(),
 		mcpserver.WithInstructions(Instructions),
@@ -41,7 +49,18 @@ func Build(o Options) *mcpserver.MCPServer {
 		mcpserver.WithToolFilter(categoryFilter),
 		mcpserver.WithToolHandlerMiddleware(d.Policy.Middleware(schema)),
 		mcpserver.WithRecovery(),
-	)
+		mcpserver.WithHooks(hooks),
+		mcpserver.WithPromptHandlerMiddleware(recordPromptParams),
+		mcpserver.WithResourceHandlerMiddleware(recordResourceParams),
+	}
+	if o.Subscriptions != nil {
+		opts = append(opts, mcpserver.WithResourceCapabilities(true, false))
+	}
+	s := mcpserver.NewMCPServer("parse-mcp", Version, append(opts, o.ServerOptions...)...)
+	installLogging(s, hooks)
+	if o.Subscriptions != nil {
+		o.Subscriptions.attach(s, hooks)
+	}
 	for _, t := range d.Catalog {
 		d.Policy.Register(t.ToolInfo)
 		s.AddTool(t.MCPTool(), t.Handle(d))
@@ -50,4 +69,27 @@ func Build(o Options) *mcpserver.MCPServer {
 		f(s)
 	}
 	return s
+}
+
+// recordPromptParams and recordResourceParams let prompt and resource
+// handlers fail with a *ParamsError (answered -32602) instead of the -32603
+// mcp-go makes of every handler error.
+func recordPromptParams(next mcpserver.PromptHandlerFunc) mcpserver.PromptHandlerFunc {
+	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		res, err := next(ctx, req)
+		if err != nil {
+			return nil, RecordParamsError(ctx, err)
+		}
+		return res, nil
+	}
+}
+
+func recordResourceParams(next mcpserver.ResourceHandlerFunc) mcpserver.ResourceHandlerFunc {
+	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+		res, err := next(ctx, req)
+		if err != nil {
+			return nil, RecordParamsError(ctx, err)
+		}
+		return res, nil
+	}
 }

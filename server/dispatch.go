@@ -174,6 +174,7 @@ func (d *Dispatcher) CancelSession(sess *Session) int {
 func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, raw []byte, emit func([]byte)) []byte {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	ctx, params := withParamsRecorder(ctx)
 	call := &inflightCall{cancel: cancel}
 	key := inflightKey(sess, env.ID)
 	d.mu.Lock()
@@ -201,7 +202,7 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		}
 	}
 
-	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64)}
+	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), ctx: ctx}
 	hctx, outcome := toolerror.WithRecorder(d.mcp.WithContext(ctx, rs))
 	if env.Method == string(mcp.MethodToolsList) {
 		hctx = withListCategory(hctx, env.Params)
@@ -250,6 +251,12 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		case outcome.Violation() != nil:
 			d.log.Warn().Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
 			return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage)
+		case params.get() != nil:
+			return ErrorResponse(env.ID, codeInvalidParams, params.get().Message)
+		case e.Error.Code == mcp.RESOURCE_NOT_FOUND:
+			// mcp-go answers a URI no resource or template matches with
+			// -32002 for clients before 2026-07-28; §8 asks for -32602.
+			return ErrorResponse(env.ID, codeInvalidParams, "Unknown resource URI: expected parse://{className}/schema, /count or /samples")
 		case e.Error.Code == codeInternalError:
 			if ctx.Err() != nil {
 				return nil // shutting down

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -24,11 +25,16 @@ type Session struct {
 	clientInfo   mcp.Implementation
 	capabilities mcp.ClientCapabilities
 	subs         map[string]bool
+	// subscriber backs resources/subscribe (set when the session is
+	// registered on a server built with subscriptions, see subscriptions.go).
+	subscriber subscriber
 }
 
 // NewSession makes a session with a buffered unsolicited-notification queue.
+// Its log level is unset: notifications/message are sent only once the
+// client has chosen a level with logging/setLevel (see logging.go).
 func NewSession(id string) *Session {
-	return &Session{id: id, unsolicited: make(chan mcp.JSONRPCNotification, 256), logLevel: mcp.LoggingLevelInfo, subs: map[string]bool{}}
+	return &Session{id: id, unsolicited: make(chan mcp.JSONRPCNotification, 256), subs: map[string]bool{}}
 }
 
 func (s *Session) SessionID() string                                   { return s.id }
@@ -110,14 +116,38 @@ func (s *Session) IsSubscribedToResource(uri string) bool {
 type requestSession struct {
 	*Session
 	ch chan mcp.JSONRPCNotification
+	// ctx is the request's context (cancellation, params-error recorder).
+	ctx context.Context
 }
 
 func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return r.ch }
 
+// SubscribeToResourceErr is how mcp-go's resources/subscribe reaches the
+// subscription manager; a refused URI is answered -32602.
+func (r *requestSession) SubscribeToResourceErr(uri string) error {
+	if r.subscriber == nil {
+		return InvalidParams("resources/subscribe is not supported")
+	}
+	if err := r.subscriber.subscribe(r.ctx, r.Session, uri); err != nil {
+		return RecordParamsError(r.ctx, err)
+	}
+	r.Session.SubscribeToResource(uri)
+	return nil
+}
+
+// UnsubscribeFromResource ends a subscription; an unknown URI is a no-op.
+func (r *requestSession) UnsubscribeFromResource(uri string) {
+	if r.subscriber != nil {
+		r.subscriber.unsubscribe(r.Session, uri)
+	}
+	r.Session.UnsubscribeFromResource(uri)
+}
+
 var (
-	_ mcpserver.ClientSession                    = (*Session)(nil)
-	_ mcpserver.SessionWithLogging               = (*Session)(nil)
-	_ mcpserver.SessionWithClientInfo            = (*Session)(nil)
-	_ mcpserver.SessionWithResourceSubscriptions = (*Session)(nil)
-	_ mcpserver.SessionWithLogging               = (*requestSession)(nil)
+	_ mcpserver.ClientSession                       = (*Session)(nil)
+	_ mcpserver.SessionWithLogging                  = (*Session)(nil)
+	_ mcpserver.SessionWithClientInfo               = (*Session)(nil)
+	_ mcpserver.SessionWithResourceSubscriptions    = (*Session)(nil)
+	_ mcpserver.SessionWithLogging                  = (*requestSession)(nil)
+	_ mcpserver.SessionWithResourceSubscriptionsErr = (*requestSession)(nil)
 )

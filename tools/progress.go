@@ -11,12 +11,20 @@ import (
 )
 
 // HeartbeatInterval is how often a long tool call reports elapsed time until
-// it reports its own work units (PARSE_MCP_PROGRESS_INTERVAL overrides it).
+// it reports its own work units (PARSE_MCP_PROGRESS_INTERVAL sets it at
+// start-up).
 var HeartbeatInterval = 2 * time.Second
 
 // Progress sends notifications/progress for one tool call whose client asked
 // for it with _meta.progressToken. A nil *Progress ignores every call, so
 // handlers report unconditionally.
+//
+// Values: the call starts at 0 ("<tool> started"); elapsed-time heartbeats
+// then climb towards 1 without reaching it (1/2, 2/3, 3/4, … with no total,
+// message "<tool> running for 4s"), so that the tool's own work units (rows,
+// groups, ids: whole numbers ≥ 1, with a total when known) always continue
+// the strictly increasing sequence MCP requires. The first Report stops the
+// heartbeats for good.
 type Progress struct {
 	ctx   context.Context
 	token mcp.ProgressToken
@@ -26,6 +34,7 @@ type Progress struct {
 	mu       sync.Mutex
 	last     float64
 	sent     bool
+	beats    int
 	ownUnits bool // once the tool reports work, heartbeats stop
 	stop     chan struct{}
 	done     chan struct{}
@@ -46,7 +55,7 @@ func startProgress(ctx context.Context, tool string, req mcp.CallToolRequest) (c
 	}
 	p := &Progress{ctx: ctx, token: req.Params.Meta.ProgressToken, tool: tool, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	ctx = context.WithValue(ctx, progressKey{}, p)
-	p.send(0, 0, tool+" started")
+	p.send(0, 0, tool+" started", true)
 	go p.heartbeat()
 	return ctx, p
 }
@@ -63,25 +72,27 @@ func (p *Progress) heartbeat() {
 			return
 		case <-t.C:
 			p.mu.Lock()
-			own := p.ownUnits
-			next := p.last + 1
-			p.mu.Unlock()
-			if !own {
-				p.send(next, 0, fmt.Sprintf("%s running for %.0fs", p.tool, time.Since(p.start).Seconds()))
+			if p.ownUnits {
+				p.mu.Unlock()
+				return
 			}
+			p.beats++
+			next := float64(p.beats) / float64(p.beats+1)
+			p.mu.Unlock()
+			p.send(next, 0, fmt.Sprintf("%s running for %.0fs", p.tool, time.Since(p.start).Seconds()), true)
 		}
 	}
 }
 
-// Report sends the tool's own progress (work units done, of total if known).
+// Report sends the tool's own progress (work units done, of total if known;
+// total 0 = unknown). From the first Report on, heartbeats stop. A report
+// that does not advance past the previous notification is skipped (MCP
+// requires progress to increase), so reporting 0 units is a no-op.
 func (p *Progress) Report(done, total float64, message string) {
 	if p == nil {
 		return
 	}
-	p.mu.Lock()
-	p.ownUnits = true
-	p.mu.Unlock()
-	p.send(done, total, message)
+	p.send(done, total, message, false)
 }
 
 // finish stops the heartbeat; it returns only when no more notifications can
@@ -94,9 +105,17 @@ func (p *Progress) finish() {
 	<-p.done
 }
 
-func (p *Progress) send(progress, total float64, message string) {
+// send emits one notification. A heartbeat (beat) is dropped once the tool
+// reports its own units; a report marks the switch.
+func (p *Progress) send(progress, total float64, message string, beat bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if beat && p.ownUnits {
+		return
+	}
+	if !beat {
+		p.ownUnits = true
+	}
 	// Progress must increase with every notification.
 	if p.sent && progress <= p.last {
 		return

@@ -1,0 +1,404 @@
+package e2e
+
+// Protocol tests of issue 5 through the binary over stdio: progress
+// (heartbeats, the tool's own units, ordering), cancellation (a genuinely
+// slow query, cancel while queued), logging. HTTP variants are in
+// http_test.go; resources and subscriptions in resources_test.go; prompts in
+// prompts_test.go.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/parse-mcp/parse-mcp/demo"
+)
+
+// The scratch app: the demo fixture again, under the collection prefix
+// "proto_" in the test database, plus a class SlowScan whose rows make a
+// regex count genuinely slow. Tests that write (subscriptions) or need a
+// slow query use it, so the shared fixture other tests count on is never
+// touched. It lives in the test database, so the harness drops it with it.
+const scratchPrefix = "proto_"
+
+// SlowScan: rows of random lowercase text without a single '9'; the regex
+// slowRegex never matches, so a count scans every row, and Go's regexp
+// (FerretDB) spends ~20 ms per row on its counted repetition.
+const (
+	slowClass = "SlowScan"
+	slowRegex = "[a-y ]{1,60}9"
+	slowBody  = 16 << 10
+)
+
+// slowRows is the SlowScan row count: FerretDB needs few to be slow; a real
+// MongoDB (PCRE) needs many more.
+func slowRows() int {
+	if realMongo {
+		return 8000
+	}
+	return 400
+}
+
+var scratch struct {
+	once sync.Once
+	err  error
+}
+
+// scratchEnv seeds the scratch app once and returns the environment that
+// points a server at it (with the demo policy, so VaultSecret is hidden and
+// Song has its canonical filter).
+func scratchEnv(t testing.TB, extra ...string) []string {
+	t.Helper()
+	scratch.once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		if scratch.err = demo.ForceSeed(ctx, testDB, scratchPrefix); scratch.err != nil {
+			return
+		}
+		scratch.err = seedSlowScan(ctx, testDB)
+	})
+	if scratch.err != nil {
+		t.Fatalf("seeding the scratch app: %v", scratch.err)
+	}
+	return append([]string{"PARSE_MCP_COLLECTION_PREFIX=" + scratchPrefix, "PARSE_MCP_POLICY_FILE=" + demoPolicy(t)}, extra...)
+}
+
+func demoPolicy(t testing.TB) string {
+	p, err := filepath.Abs("../demo/policy.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func seedSlowScan(ctx context.Context, db *mongo.Database) error {
+	if _, err := db.Collection(scratchPrefix+"_SCHEMA").InsertOne(ctx, bson.D{
+		{Key: "_id", Value: slowClass}, {Key: "objectId", Value: "string"}, {Key: "createdAt", Value: "date"},
+		{Key: "updatedAt", Value: "date"}, {Key: "body", Value: "string"}, {Key: "n", Value: "number"},
+	}); err != nil {
+		return err
+	}
+	rng := rand.New(rand.NewSource(5))
+	const letters = "abcdefghijklmnopqrstuvwxy "
+	coll := db.Collection(scratchPrefix + slowClass)
+	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
+	var batch []any
+	for i := 0; i < slowRows(); i++ {
+		b := make([]byte, slowBody)
+		for j := range b {
+			b[j] = letters[rng.Intn(len(letters))]
+		}
+		ts := bson.NewDateTimeFromTime(now.Add(time.Duration(i) * time.Minute))
+		batch = append(batch, bson.D{{Key: "_id", Value: fmt.Sprintf("slow%06d", i)}, {Key: "_created_at", Value: ts},
+			{Key: "_updated_at", Value: ts}, {Key: "body", Value: string(b)}, {Key: "n", Value: i}})
+		if len(batch) == 100 {
+			if _, err := coll.InsertMany(ctx, batch); err != nil {
+				return err
+			}
+			batch = nil
+		}
+	}
+	if len(batch) > 0 {
+		_, err := coll.InsertMany(ctx, batch)
+		return err
+	}
+	return nil
+}
+
+// slowCount is a tools/call line for a count that scans every SlowScan row.
+func slowCount(id string, meta string) string {
+	if meta != "" {
+		meta = `,"_meta":` + meta
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":%q,"where":{"body":{"$regex":%q}}}%s}}`, id, slowClass, slowRegex, meta)
+}
+
+// collect reads messages until the response with id arrives (or the
+// deadline passes), returning the notifications seen before it and the
+// response (nil on timeout).
+func (r *rawServer) collect(id string, within time.Duration) (notes []map[string]any, resp map[string]any) {
+	r.t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("server closed stdout")
+			}
+			m := decodeLine(r.t, line)
+			if m["method"] != nil && m["id"] == nil {
+				notes = append(notes, m)
+				continue
+			}
+			if fmt.Sprint(m["id"]) == id {
+				return notes, m
+			}
+			r.t.Fatalf("unexpected message while waiting for %s: %v", id, m)
+		case <-deadline:
+			return notes, nil
+		}
+	}
+}
+
+// quiet asserts that no message at all arrives for d.
+func (r *rawServer) quiet(d time.Duration) {
+	r.t.Helper()
+	select {
+	case line, ok := <-r.lines:
+		if ok {
+			r.t.Fatalf("unexpected message: %s", line)
+		}
+	case <-time.After(d):
+	}
+}
+
+func decodeLine(t testing.TB, line string) map[string]any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(line), &m); err != nil || m["jsonrpc"] != "2.0" {
+		t.Fatalf("stdout line is not JSON-RPC: %q", line)
+	}
+	return m
+}
+
+func params(m map[string]any) map[string]any {
+	p, _ := m["params"].(map[string]any)
+	return p
+}
+
+// TestProgressHeartbeats: a slow call with a progress token gets "started"
+// at 0, then elapsed-time heartbeats every PARSE_MCP_PROGRESS_INTERVAL with
+// increasing values below 1 and a message, all before its response.
+func TestProgressHeartbeats(t *testing.T) {
+	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=300ms")...)
+	r.initialize()
+	r.send(slowCount("hb", `{"progressToken":"hb-token"}`))
+	// Let it run ~2 s, then cancel: no response follows, so read the
+	// notifications that came in the meantime.
+	time.Sleep(2 * time.Second)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"hb","reason":"test"}}`)
+	r.send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	notes, resp := r.collect("after", 10*time.Second)
+	if resp == nil || resp["result"] == nil {
+		t.Fatalf("ping after cancel: %v", resp)
+	}
+	last := -1.0
+	beats := 0
+	for i, n := range notes {
+		if n["method"] != "notifications/progress" {
+			continue
+		}
+		p := params(n)
+		if p["progressToken"] != "hb-token" {
+			t.Fatalf("progress with token %v", p["progressToken"])
+		}
+		v := p["progress"].(float64)
+		msg, _ := p["message"].(string)
+		if v <= last {
+			t.Fatalf("progress %v after %v: must increase", v, last)
+		}
+		last = v
+		switch {
+		case i == 0 && v == 0:
+			if !strings.Contains(msg, "count_objects started") {
+				t.Fatalf("first notification message %q", msg)
+			}
+		case v > 0 && v < 1:
+			beats++
+			if !strings.Contains(msg, "running for") {
+				t.Fatalf("heartbeat message %q", msg)
+			}
+			if _, ok := p["total"]; ok {
+				t.Fatalf("heartbeat with a total: %v", p)
+			}
+		default:
+			t.Fatalf("unexpected progress %v (%q)", v, msg)
+		}
+	}
+	t.Logf("%d heartbeats in ~2s at 300ms", beats)
+	if beats < 4 || beats > 8 {
+		t.Fatalf("%d heartbeats in 2s at a 300ms interval, want about 6", beats)
+	}
+}
+
+// TestProgressOwnUnits: get_objects reports its own units (ids fetched, of
+// the total); after the first of them no heartbeat follows, values keep
+// increasing, and everything precedes the response.
+func TestProgressOwnUnits(t *testing.T) {
+	ctx := context.Background()
+	cur, err := testDB.Collection(demo.ClassSong).Find(ctx, bson.D{}, options.Find().SetLimit(50).SetProjection(bson.D{{Key: "_id", Value: 1}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for cur.Next(ctx) {
+		ids = append(ids, fmt.Sprint(cur.Current.Lookup("_id").StringValue()))
+	}
+	r := startRaw(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")
+	r.initialize()
+	idsJSON, _ := json.Marshal(ids)
+	for round := 0; round < 5; round++ {
+		id := fmt.Sprintf("objs-%d", round)
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"get_objects","arguments":{"class_name":"Song","ids":%s},"_meta":{"progressToken":%q}}}`, id, idsJSON, id))
+		notes, resp := r.collect(id, 30*time.Second)
+		if resp == nil || resp["result"] == nil {
+			t.Fatalf("get_objects: %v", resp)
+		}
+		last, own := -1.0, false
+		var units []float64
+		for _, n := range notes {
+			p := params(n)
+			if n["method"] != "notifications/progress" || p["progressToken"] != id {
+				t.Fatalf("unexpected notification %v", n)
+			}
+			v := p["progress"].(float64)
+			if v <= last {
+				t.Fatalf("progress %v after %v", v, last)
+			}
+			last = v
+			if v >= 1 {
+				own = true
+				units = append(units, v)
+				if p["total"] != float64(len(ids)) || !strings.Contains(p["message"].(string), "fetched") {
+					t.Fatalf("own-unit notification %v", p)
+				}
+			} else if own {
+				t.Fatalf("heartbeat %v after the tool reported its own units", v)
+			}
+		}
+		if len(units) == 0 || units[len(units)-1] != float64(len(ids)) {
+			t.Fatalf("own units %v, want up to %d", units, len(ids))
+		}
+	}
+}
+
+// TestCancelSlowQuery: notifications/cancelled stops a genuinely slow count
+// (a regex over every SlowScan row): the call never answers (not even
+// -32603), the server answers the next call at once, and on a real MongoDB
+// the operation is gone from currentOp.
+func TestCancelSlowQuery(t *testing.T) {
+	r := startRaw(t, scratchEnv(t)...)
+	r.initialize()
+	r.send(slowCount("slow", ""))
+	time.Sleep(1500 * time.Millisecond)
+	if realMongo && !opRunning(t, slowClass) {
+		t.Fatalf("the slow count is not in currentOp before the cancel")
+	}
+	cancelled := time.Now()
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user gave up"}}`)
+	r.send(`{"jsonrpc":"2.0","id":"ping","method":"ping"}`)
+	if _, resp := r.collect("ping", 5*time.Second); resp == nil {
+		t.Fatal("no ping answer after the cancel")
+	}
+	t.Logf("ping answered %v after the cancel", time.Since(cancelled))
+	start := time.Now()
+	r.send(`{"jsonrpc":"2.0","id":"next","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"}}}`)
+	_, resp := r.collect("next", 10*time.Second)
+	if resp == nil || resp["result"] == nil {
+		t.Fatalf("next call: %v", resp)
+	}
+	took := time.Since(start)
+	t.Logf("next count answered in %v", took)
+	if took > 3*time.Second {
+		t.Fatalf("the next call took %v: the cancelled scan is still in the way", took)
+	}
+	if realMongo {
+		deadline := time.Now().Add(3 * time.Second)
+		for opRunning(t, slowClass) {
+			if time.Now().After(deadline) {
+				t.Fatal("the cancelled count is still in currentOp 3s after the cancel")
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	} else {
+		t.Log("FerretDB: no currentOp; checked that the call ended and the server stays responsive")
+	}
+	// The cancelled request never gets an answer.
+	r.quiet(2 * time.Second)
+}
+
+// opRunning reports whether a command on the scratch class is in currentOp.
+func opRunning(t testing.TB, class string) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	var res struct {
+		Inprog []bson.M `bson:"inprog"`
+	}
+	err := testDB.Client().Database("admin").RunCommand(ctx, bson.D{{Key: "currentOp", Value: 1}, {Key: "ns", Value: dbName + "." + scratchPrefix + class}}).Decode(&res)
+	if err != nil {
+		t.Fatalf("currentOp: %v", err)
+	}
+	return len(res.Inprog) > 0
+}
+
+// TestCancelWhileQueued: with one worker, a second call waits in the queue;
+// cancelling it there means it never runs (no tool_call audit event) and
+// never answers.
+func TestCancelWhileQueued(t *testing.T) {
+	r := startRaw(t, scratchEnv(t, "PARSE_MCP_WORKERS=1", "PARSE_MCP_LOG_LEVEL=info")...)
+	r.initialize()
+	r.send(slowCount("busy", ""))
+	time.Sleep(500 * time.Millisecond)
+	r.send(`{"jsonrpc":"2.0","id":"queued","method":"tools/call","params":{"name":"get_schema","arguments":{"class_name":"Song"}}}`)
+	time.Sleep(300 * time.Millisecond)
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"queued"}}`)
+	time.Sleep(300 * time.Millisecond)
+	// Free the worker.
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"busy"}}`)
+	r.send(`{"jsonrpc":"2.0","id":"next","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"}}}`)
+	_, resp := r.collect("next", 15*time.Second)
+	if resp == nil || resp["result"] == nil {
+		t.Fatalf("next call: %v", resp)
+	}
+	r.quiet(1500 * time.Millisecond)
+	logs := r.stderr.String()
+	if strings.Contains(logs, `"tool":"get_schema"`) {
+		t.Fatalf("the call cancelled while queued ran anyway:\n%s", logs)
+	}
+	if !strings.Contains(logs, `"tool":"count_objects"`) {
+		t.Fatalf("audit events missing from stderr:\n%s", logs)
+	}
+}
+
+// TestLoggingSetLevel: no notifications/message until the client picks a
+// level; then operator events (here: a timeout-free denial of a hidden
+// class) arrive before the response, without row data or argument values.
+func TestLoggingSetLevel(t *testing.T) {
+	r := startRaw(t, scratchEnv(t)...)
+	r.initialize()
+	hidden := `{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"VaultSecret","where":{"label":"secret-value"}}}}`
+	r.send(fmt.Sprintf(hidden, "before"))
+	notes, resp := r.collect("before", 10*time.Second)
+	if resp == nil || len(notes) != 0 {
+		t.Fatalf("before setLevel: notes %v, resp %v", notes, resp)
+	}
+	r.send(`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"info"}}`)
+	if _, resp := r.collect("lvl", 5*time.Second); resp == nil || resp["result"] == nil {
+		t.Fatalf("logging/setLevel: %v", resp)
+	}
+	r.send(fmt.Sprintf(hidden, "after"))
+	notes, resp = r.collect("after", 10*time.Second)
+	if resp == nil || len(notes) != 1 || notes[0]["method"] != "notifications/message" {
+		t.Fatalf("after setLevel: notes %v, resp %v", notes, resp)
+	}
+	p := params(notes[0])
+	b, _ := json.Marshal(p)
+	if p["level"] != "warning" || !strings.Contains(string(b), `"error_code":"access_denied"`) || strings.Contains(string(b), "secret-value") {
+		t.Fatalf("log message %s", b)
+	}
+	r.send(`{"jsonrpc":"2.0","id":"bad","method":"logging/setLevel","params":{"level":"loud"}}`)
+	if _, resp := r.collect("bad", 5*time.Second); resp == nil || resp["error"].(map[string]any)["code"] != float64(-32602) {
+		t.Fatalf("bad level: %v", resp)
+	}
+}

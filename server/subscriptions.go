@@ -1,0 +1,445 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+)
+
+// SubscriptionSource is what the subscription manager needs from the
+// resources layer: which class a URI watches, a fingerprint of what this
+// server's scope can read of a class, and (where the database has them)
+// change events.
+type SubscriptionSource interface {
+	// ResolveSubscription validates a URI for resources/subscribe and returns
+	// the class it watches and the aspect ("count", "samples") whose
+	// fingerprint decides when it changed. A URI that cannot be subscribed to
+	// yields a *ParamsError.
+	ResolveSubscription(ctx context.Context, uri string) (class, aspect string, err error)
+	// Snapshot fingerprints every aspect of a class as this server's policy
+	// (hidden classes, filters, tenant, ACL scope) lets it read the class: a
+	// write the scope cannot read leaves every fingerprint unchanged.
+	Snapshot(ctx context.Context, class string) (map[string]string, error)
+	// Watch opens a change stream on the class's collection. Each change
+	// sends on the returned channel (coalescing); the channel is closed when
+	// the stream ends. ErrWatchUnsupported (or any error) at open means the
+	// database has no change streams here: the manager polls instead.
+	Watch(ctx context.Context, class string) (<-chan struct{}, error)
+}
+
+// ErrWatchUnsupported is returned by SubscriptionSource.Watch where change
+// streams are not available (standalone mongod, FerretDB).
+var ErrWatchUnsupported = errors.New("change streams are not supported by this database")
+
+// SubscriptionLimits bound what subscriptions may cost.
+type SubscriptionLimits struct {
+	// PerSession caps the URIs one session may subscribe to.
+	PerSession int
+	// Sessions caps the sessions holding at least one subscription.
+	Sessions int
+	// PollInterval is how often a watched class is fingerprinted when the
+	// database has no change streams.
+	PollInterval time.Duration
+	// Debounce is how long a class must stay unchanged before one
+	// notifications/resources/updated goes out for a burst of writes.
+	Debounce time.Duration
+	// MaxDelay bounds how long a continuous stream of writes can hold an
+	// update back.
+	MaxDelay time.Duration
+	// SafetyPoll is the fingerprint interval while a change stream is open
+	// (it catches changes a stream could miss, e.g. after a resume failure).
+	SafetyPoll time.Duration
+}
+
+// DefaultSubscriptionLimits are the limits used when none are given.
+var DefaultSubscriptionLimits = SubscriptionLimits{
+	PerSession:   32,
+	Sessions:     64,
+	PollInterval: time.Second,
+	Debounce:     250 * time.Millisecond,
+	MaxDelay:     2 * time.Second,
+	SafetyPoll:   30 * time.Second,
+}
+
+// snapshotTimeout bounds one fingerprint of a class.
+const snapshotTimeout = 10 * time.Second
+
+// subscriber is the part of the manager a Session talks to.
+type subscriber interface {
+	subscribe(ctx context.Context, sess *Session, uri string) error
+	unsubscribe(sess *Session, uri string)
+}
+
+// Subscriptions tracks resources/subscribe per session and watches each
+// subscribed class once, however many sessions subscribe to it: through a
+// change stream where the database supports it, otherwise by polling a
+// fingerprint (count and newest updatedAt under the server's scope). Bursts
+// are debounced into one notifications/resources/updated per URI, sent to
+// the session's unsolicited stream (stdout on stdio, the GET stream on HTTP).
+type Subscriptions struct {
+	src    SubscriptionSource
+	limits SubscriptionLimits
+	log    zerolog.Logger
+	srv    *mcpserver.MCPServer
+
+	ctx    context.Context
+	cancel context.CancelFunc
+
+	mu        sync.Mutex
+	bySession map[string]map[string]subTarget // session id → uri → target
+	watchers  map[string]*classWatcher        // class → watcher
+}
+
+type subTarget struct {
+	class, aspect string
+}
+
+// NewSubscriptions builds a manager; attach it to a server with Attach.
+func NewSubscriptions(src SubscriptionSource, limits SubscriptionLimits, log zerolog.Logger) *Subscriptions {
+	d := DefaultSubscriptionLimits
+	if limits.PerSession <= 0 {
+		limits.PerSession = d.PerSession
+	}
+	if limits.Sessions <= 0 {
+		limits.Sessions = d.Sessions
+	}
+	if limits.PollInterval <= 0 {
+		limits.PollInterval = d.PollInterval
+	}
+	if limits.Debounce <= 0 {
+		limits.Debounce = d.Debounce
+	}
+	if limits.MaxDelay <= 0 {
+		limits.MaxDelay = d.MaxDelay
+	}
+	if limits.SafetyPoll <= 0 {
+		limits.SafetyPoll = d.SafetyPoll
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Subscriptions{src: src, limits: limits, log: log, ctx: ctx, cancel: cancel,
+		bySession: map[string]map[string]subTarget{}, watchers: map[string]*classWatcher{}}
+}
+
+// attach wires the manager to a server: sessions registered on it route
+// resources/subscribe here, and a session's subscriptions end with it.
+func (m *Subscriptions) attach(s *mcpserver.MCPServer, hooks *mcpserver.Hooks) {
+	m.srv = s
+	hooks.AddOnRegisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
+		if sess, ok := cs.(*Session); ok {
+			sess.subscriber = m
+		}
+	})
+	hooks.AddOnUnregisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
+		m.DropSession(cs.SessionID())
+	})
+}
+
+// Close stops every watcher.
+func (m *Subscriptions) Close() {
+	m.cancel()
+	m.mu.Lock()
+	ws := make([]*classWatcher, 0, len(m.watchers))
+	for _, w := range m.watchers {
+		ws = append(ws, w)
+	}
+	m.watchers = map[string]*classWatcher{}
+	m.bySession = map[string]map[string]subTarget{}
+	m.mu.Unlock()
+	for _, w := range ws {
+		w.stop()
+	}
+}
+
+// Stats reports how many sessions hold subscriptions and which classes are
+// watched (tests, describe).
+func (m *Subscriptions) Stats() (sessions int, classes []string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for c := range m.watchers {
+		classes = append(classes, c)
+	}
+	sort.Strings(classes)
+	return len(m.bySession), classes
+}
+
+func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string) error {
+	class, aspect, err := m.src.ResolveSubscription(ctx, uri)
+	if err != nil {
+		return err
+	}
+	id := sess.SessionID()
+	m.mu.Lock()
+	subs := m.bySession[id]
+	if _, ok := subs[uri]; ok {
+		m.mu.Unlock()
+		return nil // subscribing twice is a no-op
+	}
+	if subs == nil && len(m.bySession) >= m.limits.Sessions {
+		m.mu.Unlock()
+		m.log.Warn().Int("limit", m.limits.Sessions).Msg("subscription refused: too many sessions with subscriptions")
+		return InvalidParams("Too many sessions hold subscriptions (limit %d); try again later", m.limits.Sessions)
+	}
+	if len(subs) >= m.limits.PerSession {
+		m.mu.Unlock()
+		return InvalidParams("Subscription limit reached: at most %d resources per session; unsubscribe from one first", m.limits.PerSession)
+	}
+	_, watched := m.watchers[class]
+	m.mu.Unlock()
+
+	// A new watcher takes its baseline before the subscription is
+	// acknowledged, so a write right after the acknowledgement is seen as a
+	// change.
+	var nw *classWatcher
+	if !watched {
+		if nw, err = m.startWatcher(class); err != nil {
+			m.log.Warn().Err(err).Str("class", class).Msg("cannot watch class for subscriptions")
+			return InvalidParams("Cannot watch %s right now (the database did not answer); try again later", class)
+		}
+	}
+
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if nw != nil {
+		if _, ok := m.watchers[class]; ok || m.ctx.Err() != nil {
+			go nw.stop() // lost a race with another subscriber
+		} else {
+			m.watchers[class] = nw
+			go nw.run()
+		}
+	}
+	if m.bySession[id] == nil {
+		m.bySession[id] = map[string]subTarget{}
+	}
+	m.bySession[id][uri] = subTarget{class: class, aspect: aspect}
+	return nil
+}
+
+func (m *Subscriptions) unsubscribe(sess *Session, uri string) {
+	m.mu.Lock()
+	id := sess.SessionID()
+	if subs := m.bySession[id]; subs != nil {
+		delete(subs, uri)
+		if len(subs) == 0 {
+			delete(m.bySession, id)
+		}
+	}
+	idle := m.reapLocked()
+	m.mu.Unlock()
+	for _, w := range idle {
+		w.stop()
+	}
+}
+
+// DropSession ends every subscription of a session (it went away).
+func (m *Subscriptions) DropSession(id string) {
+	m.mu.Lock()
+	delete(m.bySession, id)
+	idle := m.reapLocked()
+	m.mu.Unlock()
+	for _, w := range idle {
+		w.stop()
+	}
+}
+
+// reapLocked removes watchers no subscription needs any more.
+func (m *Subscriptions) reapLocked() []*classWatcher {
+	needed := map[string]bool{}
+	for _, subs := range m.bySession {
+		for _, t := range subs {
+			needed[t.class] = true
+		}
+	}
+	var idle []*classWatcher
+	for c, w := range m.watchers {
+		if !needed[c] {
+			delete(m.watchers, c)
+			idle = append(idle, w)
+			m.log.Info().Str("class", c).Msg("stopped watching class: no subscriber left")
+		}
+	}
+	return idle
+}
+
+// deliver sends notifications/resources/updated for every subscribed URI of
+// class whose aspect changed.
+func (m *Subscriptions) deliver(class string, changed map[string]bool) {
+	type target struct{ session, uri string }
+	var out []target
+	m.mu.Lock()
+	for sid, subs := range m.bySession {
+		for uri, t := range subs {
+			if t.class == class && changed[t.aspect] {
+				out = append(out, target{sid, uri})
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, t := range out {
+		err := m.srv.SendNotificationToSpecificClient(t.session, string(mcp.MethodNotificationResourceUpdated), map[string]any{"uri": t.uri})
+		if err != nil {
+			m.log.Debug().Err(err).Str("session_id", t.session).Str("uri", t.uri).Msg("resource update not delivered")
+		}
+	}
+}
+
+// notifySessions sends a log message to every session subscribed to class.
+func (m *Subscriptions) notifySessions(class string, level mcp.LoggingLevel, data map[string]any) {
+	m.mu.Lock()
+	var ids []string
+	for sid, subs := range m.bySession {
+		for _, t := range subs {
+			if t.class == class {
+				ids = append(ids, sid)
+				break
+			}
+		}
+	}
+	m.mu.Unlock()
+	for _, id := range ids {
+		sendLog(m.srv, id, level, data)
+	}
+}
+
+// classWatcher watches one class for every subscriber.
+type classWatcher struct {
+	m      *Subscriptions
+	class  string
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	last   map[string]string
+	events <-chan struct{}
+}
+
+func (m *Subscriptions) startWatcher(class string) (*classWatcher, error) {
+	ctx, cancel := context.WithCancel(m.ctx)
+	w := &classWatcher{m: m, class: class, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	events, err := m.src.Watch(ctx, class)
+	if err == nil {
+		w.events = events
+	} else if !errors.Is(err, ErrWatchUnsupported) {
+		m.log.Debug().Err(err).Str("class", class).Msg("change stream unavailable; polling")
+	}
+	sctx, scancel := context.WithTimeout(ctx, snapshotTimeout)
+	defer scancel()
+	last, err := m.src.Snapshot(sctx, class)
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	w.last = last
+	mode := "change stream"
+	if w.events == nil {
+		mode = "polling every " + m.limits.PollInterval.String()
+	}
+	m.log.Info().Str("class", class).Str("mode", mode).Msg("watching class for resource subscriptions")
+	return w, nil
+}
+
+func (w *classWatcher) stop() {
+	w.cancel()
+	select {
+	case <-w.done:
+	case <-time.After(snapshotTimeout):
+	}
+}
+
+// run fingerprints the class on a timer (and after change events), and
+// fires once a change has been followed by Debounce of quiet, or MaxDelay
+// after the first change of a burst.
+func (w *classWatcher) run() {
+	defer close(w.done)
+	lim := w.m.limits
+	idle := func() time.Duration {
+		if w.events != nil {
+			return lim.SafetyPoll
+		}
+		return lim.PollInterval
+	}
+	timer := time.NewTimer(idle())
+	defer timer.Stop()
+	due := time.Now().Add(idle())
+	schedule := func(d time.Duration) {
+		resetTimer(timer, d)
+		due = time.Now().Add(d)
+	}
+	pending := map[string]bool{}
+	var firstChange, lastChange time.Time
+	failures := 0
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case _, ok := <-w.events:
+			if !ok {
+				w.events = nil
+				w.m.log.Info().Str("class", w.class).Msg("change stream ended; polling instead")
+				w.m.notifySessions(w.class, mcp.LoggingLevelInfo, map[string]any{"event": "subscription_polling", "class": w.class,
+					"detail": "change stream ended; the class is polled every " + lim.PollInterval.String()})
+			}
+			// Look soon, but never push back a check that is already due:
+			// a continuous stream of events must not starve MaxDelay.
+			if time.Until(due) > lim.Debounce {
+				schedule(lim.Debounce)
+			}
+			continue
+		case <-timer.C:
+		}
+		sctx, cancel := context.WithTimeout(w.ctx, snapshotTimeout)
+		snap, err := w.m.src.Snapshot(sctx, w.class)
+		cancel()
+		now := time.Now()
+		switch {
+		case w.ctx.Err() != nil:
+			return
+		case err != nil:
+			failures++
+			if failures == 1 || failures%60 == 0 {
+				w.m.log.Warn().Err(err).Str("class", w.class).Int("failures", failures).Msg("subscription watch: cannot fingerprint class")
+				w.m.notifySessions(w.class, mcp.LoggingLevelWarning, map[string]any{"event": "subscription_watch_failed", "class": w.class})
+			}
+		default:
+			failures = 0
+			changed := false
+			for aspect, fp := range snap {
+				if w.last[aspect] != fp {
+					pending[aspect] = true
+					changed = true
+				}
+			}
+			w.last = snap
+			if changed {
+				if firstChange.IsZero() {
+					firstChange = now
+				}
+				lastChange = now
+			}
+		}
+		if len(pending) > 0 && (now.Sub(lastChange) >= lim.Debounce || now.Sub(firstChange) >= lim.MaxDelay) {
+			w.m.deliver(w.class, pending)
+			pending = map[string]bool{}
+			firstChange, lastChange = time.Time{}, time.Time{}
+		}
+		if len(pending) > 0 {
+			schedule(lim.Debounce)
+		} else {
+			schedule(idle())
+		}
+	}
+}
+
+func resetTimer(t *time.Timer, d time.Duration) {
+	if !t.Stop() {
+		select {
+		case <-t.C:
+		default:
+		}
+	}
+	t.Reset(d)
+}
