@@ -76,6 +76,10 @@ func TestAttackWhereOperatorsAndFields(t *testing.T) {
 	violation(t, r, "session-token", "count_objects", `{"class_name":"_Session","where":{"sessionToken":"r:abc"}}`, "sessionToken")
 	// Keys and order on internal fields.
 	violation(t, r, "keys-hashed", "query_class", `{"class_name":"_User","keys":["username","authData"]}`)
+	violation(t, r, "order-hashed", "query_class", `{"class_name":"_User","order":"-authData"}`)
+	// The same floor in pipelines.
+	violation(t, r, "match-hashed", "aggregate", `{"class_name":"_User","pipeline":[{"$match":{"_hashed_password":{"$exists":true}}}]}`, "_hashed")
+	violation(t, r, "project-session", "aggregate", `{"class_name":"_Session","pipeline":[{"$project":{"t":"$sessionToken"}}]}`, "sessionToken")
 }
 
 func TestAttackClassNames(t *testing.T) {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -329,4 +330,27 @@ func TestPolicyCollscanFailsClosed(t *testing.T) {
 		t.Fatalf("count on Song: %s", text(res))
 	}
 	callOK(t, c, "count_objects", map[string]any{"class_name": "Artist"})
+}
+
+// TestPolicyRateLimitPerHTTPSession: over HTTP each session has its own
+// window.
+func TestPolicyRateLimitPerHTTPSession(t *testing.T) {
+	h := startHTTP(t, polFile(t, "settings: {refuse_collscan: false, expose_explain: false}", "settings: {rate_limit: {requests: 2, window: 1m}}"))
+	a, b := h.session(nil), h.session(nil)
+	code := func(s *mcpSession, id string) any {
+		resp := s.rpc(id, "tools/call", `{"name":"count_objects","arguments":{"class_name":"Artist"}}`)
+		res := aggObj(resp["result"])
+		if res["isError"] != true {
+			return "ok"
+		}
+		return aggObj(res["_meta"])["parse.error_code"]
+	}
+	for i, want := range []any{"ok", "ok", "rate_limited"} {
+		if got := code(a, fmt.Sprintf("a%d", i)); got != want {
+			t.Fatalf("session A call %d: %v, want %v", i, got, want)
+		}
+	}
+	if got := code(b, "b0"); got != "ok" {
+		t.Fatalf("session B is limited by A's calls: %v", got)
+	}
 }

@@ -198,7 +198,7 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 	if len(tenant) > 0 {
 		out["tenant"] = tenant
 	}
-	hidden := map[string]bool{}
+	hidden := map[string]bool{"_Join:*": true}
 	for c := range e.hidden {
 		hidden[c] = true
 	}
