@@ -280,9 +280,41 @@ func (r *rawServer) updates(d time.Duration) []string {
 	}
 }
 
-// settle is how long a write takes to be seen: up to 1s of polling, 250ms of
-// debounce, plus slack for a loaded machine.
+// settle is how long a test waits to be sure that a write is NOT notified:
+// up to 1s of polling, 250ms of debounce, plus slack.
 const settle = 3500 * time.Millisecond
+
+// expectUpdates waits (up to 10s, the poller stretches its interval on a
+// loaded machine) until n updates arrived, then 1.5s more to catch any
+// duplicate, and returns them sorted.
+func (r *rawServer) expectUpdates(n int) []string {
+	r.t.Helper()
+	var uris []string
+	deadline := time.After(10 * time.Second)
+	var extra <-chan time.Time
+	for {
+		if len(uris) >= n && extra == nil {
+			extra = time.After(1500 * time.Millisecond)
+		}
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatal("server closed stdout")
+			}
+			m := decodeLine(r.t, line)
+			if m["method"] != "notifications/resources/updated" {
+				r.t.Fatalf("unexpected message %v", m)
+			}
+			uris = append(uris, params(m)["uri"].(string))
+		case <-deadline:
+			sort.Strings(uris)
+			return uris
+		case <-extra:
+			sort.Strings(uris)
+			return uris
+		}
+	}
+}
 
 func TestResourceSubscriptionsStdio(t *testing.T) {
 	r := startRaw(t, scratchEnv(t)...)
@@ -309,14 +341,14 @@ func TestResourceSubscriptionsStdio(t *testing.T) {
 		insertSong(t, false, nil)
 		time.Sleep(50 * time.Millisecond)
 	}
-	if u := r.updates(settle); strings.Join(u, " ") != "parse://Song/count parse://Song/samples" {
+	if u := r.expectUpdates(2); strings.Join(u, " ") != "parse://Song/count parse://Song/samples" {
 		t.Fatalf("after a burst of writes: %v, want one update per subscribed URI", u)
 	}
 	// Unsubscribe count: the next write only reaches samples.
 	result(t, r.rpc("u1", "resources/unsubscribe", `{"uri":"parse://Song/count"}`))
 	result(t, r.rpc("u2", "resources/unsubscribe", `{"uri":"parse://Never/subscribed"}`)) // no-op
 	insertSong(t, false, nil)
-	if u := r.updates(settle); strings.Join(u, " ") != "parse://Song/samples" {
+	if u := r.expectUpdates(1); strings.Join(u, " ") != "parse://Song/samples" {
 		t.Fatalf("after unsubscribing count: %v", u)
 	}
 	result(t, r.rpc("u3", "resources/unsubscribe", `{"uri":"parse://Song/samples"}`))
@@ -337,7 +369,7 @@ func TestResourceSubscriptionsScoped(t *testing.T) {
 		t.Fatalf("a write carol cannot read notified %v", u)
 	}
 	insertSong(t, false, []string{"*"})
-	if u := r.updates(settle); strings.Join(u, " ") != "parse://Song/count" {
+	if u := r.expectUpdates(1); strings.Join(u, " ") != "parse://Song/count" {
 		t.Fatalf("a public write: %v", u)
 	}
 }
@@ -369,7 +401,12 @@ func TestResourceSubscriptionsHTTP(t *testing.T) {
 			}
 		}
 	}
-	gotA := drain(streamA, settle)
+	var gotA []map[string]any
+	select {
+	case m := <-streamA:
+		gotA = append(append(gotA, m), drain(streamA, 1500*time.Millisecond)...)
+	case <-time.After(10 * time.Second):
+	}
 	if len(gotA) != 1 || gotA[0]["method"] != "notifications/resources/updated" || params(gotA[0])["uri"] != "parse://Song/count" {
 		t.Fatalf("session a's stream: %v", gotA)
 	}

@@ -23,8 +23,10 @@ type PromptSpec struct {
 }
 
 // PromptArgSpec is one argument of a configured prompt. Type decides how the
-// value is validated: class_name (a class this server may see), object_id,
-// date (ISO 8601), field (a field name), integer, string (default).
+// value is validated: class_name (a class this server may see), class_list
+// (comma-separated class names), object_id, date (ISO 8601, normalised to
+// RFC 3339 UTC), field (a field name), integer, string (default; at most 500
+// characters, no control characters).
 type PromptArgSpec struct {
 	Name        string `json:"name" yaml:"name"`
 	Description string `json:"description,omitempty" yaml:"description,omitempty"`

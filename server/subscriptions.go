@@ -70,6 +70,10 @@ var DefaultSubscriptionLimits = SubscriptionLimits{
 // snapshotTimeout bounds one fingerprint of a class.
 const snapshotTimeout = 10 * time.Second
 
+// maxPollInterval caps how far the polling interval stretches for a class
+// whose fingerprint is slow.
+const maxPollInterval = time.Minute
+
 // subscriber is the part of the manager a Session talks to.
 type subscriber interface {
 	subscribe(ctx context.Context, sess *Session, uri string) error
@@ -94,6 +98,7 @@ type Subscriptions struct {
 	mu        sync.Mutex
 	bySession map[string]map[string]subTarget // session id → uri → target
 	watchers  map[string]*classWatcher        // class → watcher
+	live      map[string]bool                 // registered session ids
 }
 
 type subTarget struct {
@@ -123,7 +128,7 @@ func NewSubscriptions(src SubscriptionSource, limits SubscriptionLimits, log zer
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Subscriptions{src: src, limits: limits, log: log, ctx: ctx, cancel: cancel,
-		bySession: map[string]map[string]subTarget{}, watchers: map[string]*classWatcher{}}
+		bySession: map[string]map[string]subTarget{}, watchers: map[string]*classWatcher{}, live: map[string]bool{}}
 }
 
 // attach wires the manager to a server: sessions registered on it route
@@ -133,6 +138,9 @@ func (m *Subscriptions) attach(s *mcpserver.MCPServer, hooks *mcpserver.Hooks) {
 	hooks.AddOnRegisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
 		if sess, ok := cs.(*Session); ok {
 			sess.subscriber = m
+			m.mu.Lock()
+			m.live[sess.SessionID()] = true
+			m.mu.Unlock()
 		}
 	})
 	hooks.AddOnUnregisterSession(func(_ context.Context, cs mcpserver.ClientSession) {
@@ -205,6 +213,13 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if !m.live[id] {
+		// The session ended while the watcher was being set up.
+		if nw != nil {
+			go nw.stop()
+		}
+		return InvalidParams("The session has ended")
+	}
 	if nw != nil {
 		if _, ok := m.watchers[class]; ok || m.ctx.Err() != nil {
 			go nw.stop() // lost a race with another subscriber
@@ -239,6 +254,7 @@ func (m *Subscriptions) unsubscribe(sess *Session, uri string) {
 // DropSession ends every subscription of a session (it went away).
 func (m *Subscriptions) DropSession(id string) {
 	m.mu.Lock()
+	delete(m.live, id)
 	delete(m.bySession, id)
 	idle := m.reapLocked()
 	m.mu.Unlock()
@@ -356,11 +372,18 @@ func (w *classWatcher) stop() {
 func (w *classWatcher) run() {
 	defer close(w.done)
 	lim := w.m.limits
+	// A fingerprint costs a count and a small find under the policy. Polling
+	// is bounded: one poller per class whatever the number of subscribers,
+	// one snapshot in flight, and the interval stretches so that polling
+	// takes at most a fifth of the time (a class whose fingerprint takes
+	// 600 ms is polled every 3 s, not every second), up to maxPollInterval.
+	var cost time.Duration
 	idle := func() time.Duration {
 		if w.events != nil {
 			return lim.SafetyPoll
 		}
-		return lim.PollInterval
+		d := max(lim.PollInterval, 5*cost)
+		return min(d, max(lim.PollInterval, maxPollInterval))
 	}
 	timer := time.NewTimer(idle())
 	defer timer.Stop()
@@ -392,9 +415,11 @@ func (w *classWatcher) run() {
 		case <-timer.C:
 		}
 		sctx, cancel := context.WithTimeout(w.ctx, snapshotTimeout)
+		began := time.Now()
 		snap, err := w.m.src.Snapshot(sctx, w.class)
 		cancel()
 		now := time.Now()
+		cost = now.Sub(began)
 		switch {
 		case w.ctx.Err() != nil:
 			return
