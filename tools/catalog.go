@@ -8,6 +8,7 @@ func Catalog() []*Tool {
 		DiscoveryTools(),
 		SchemaTools(),
 		QueryTools(),
+		AggregateTools(),
 		ExportTools(),
 	} {
 		all = append(all, family...)

@@ -89,6 +89,7 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 			ctx, cancel = context.WithTimeout(ctx, t.Timeout)
 			defer cancel()
 		}
+		ctx = withRawArguments(ctx, req.Params.RawArguments)
 		ctx, progress := startProgress(ctx, t.Name, req)
 		out, err := t.Handler(ctx, d, Args(args))
 		progress.finish()

@@ -1,0 +1,130 @@
+package tools
+
+// distinct (PRODUCT.md §4.1).
+//
+// Decisions where the spec is silent (README):
+//   - Runs as an aggregation ($match → $unwind for Array fields → $group →
+//     $sort → $limit limit+1), so the read filter, limit and truncation
+//     work as in group_by; Array fields are flattened, as MongoDB's
+//     distinct command does.
+//   - sort defaults to asc; "none" leaves the server's order.
+//   - Missing/null values and hidden-class references both show as one
+//     JSON null.
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// distinctPipeline builds the distinct pipeline.
+func distinctPipeline(g *groupField, filter bson.D, sort string, limit int) bson.A {
+	if filter == nil {
+		filter = bson.D{}
+	}
+	p := bson.A{bson.D{{Key: "$match", Value: filter}}}
+	if g.isArray() {
+		p = append(p, bson.D{{Key: "$unwind", Value: "$" + g.storage}})
+	}
+	p = append(p, bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: "$" + g.storage}}}})
+	switch sort {
+	case "asc":
+		p = append(p, bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: int32(1)}}}})
+	case "desc":
+		p = append(p, bson.D{{Key: "$sort", Value: bson.D{{Key: "_id", Value: int32(-1)}}}})
+	}
+	return append(p, bson.D{{Key: "$limit", Value: int32(limit + 1)}})
+}
+
+func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	field, err := args.String("field", true)
+	if err != nil {
+		return nil, err
+	}
+	where, err := args.Object("where")
+	if err != nil {
+		return nil, err
+	}
+	sort, err := aggEnum(args, "sort", "asc", "asc", "desc", "none")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := args.Int("limit", DefaultDistinctLimit, 1, MaxDistinctLimit)
+	if err != nil {
+		return nil, err
+	}
+	dry, err := args.Bool("dry_run", false)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	if err != nil {
+		return nil, err
+	}
+	g, err := resolveGroupField(d, cls, "field", field)
+	if err != nil {
+		return nil, err
+	}
+	t, err := buildFilter(ctx, d, schema, cls, where, true)
+	if err != nil {
+		return nil, err
+	}
+	p := distinctPipeline(g, t.Filter, sort, limit)
+	if dry {
+		params := map[string]any{"field": g.name, "sort": sort, "limit": limit}
+		if len(where) > 0 {
+			params["where"] = where
+		}
+		return dryRun(cls.Name, params, p)
+	}
+	if err := d.Policy.CheckCollscan(ctx, d.Store, cls, t.Filter); err != nil {
+		return nil, err
+	}
+	items, err := readKeyed(ctx, d, "distinct", cls, p, false)
+	if err != nil {
+		return nil, err
+	}
+	ProgressFrom(ctx).Report(float64(len(items))+1, 0, fmt.Sprintf("%d values", len(items)))
+	truncated := len(items) > limit
+	if truncated {
+		items = items[:limit]
+	}
+	pointerClass := ""
+	if g.isPointer() {
+		pointerClass = pointerKeys(items)
+	}
+	values := make([]any, 0, len(items))
+	sawNull := false
+	for _, it := range items {
+		if it.key == nil {
+			if sawNull {
+				continue
+			}
+			sawNull = true
+		}
+		values = append(values, it.key)
+	}
+	out := map[string]any{
+		"class_name": cls.Name,
+		"field":      g.name,
+		"count":      len(values),
+		"values":     values,
+		"limit":      limit,
+	}
+	if pointerClass != "" {
+		out["pointer_class"] = pointerClass
+	}
+	if truncated {
+		out["truncated"] = true
+	}
+	return out, nil
+}
