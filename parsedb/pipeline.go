@@ -34,7 +34,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"sort"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -112,63 +111,6 @@ type pipelineTranslator struct {
 // ---------------------------------------------------------------------------
 // Generic access (the validator accepted the shapes; these stay defensive).
 
-type pe struct {
-	k string
-	v any
-}
-
-func pipeObject(v any) ([]pe, bool) {
-	switch m := v.(type) {
-	case bson.D:
-		out := make([]pe, len(m))
-		for i, e := range m {
-			out[i] = pe{e.Key, e.Value}
-		}
-		return out, true
-	case map[string]any:
-		return sortedPE(m), true
-	case bson.M:
-		return sortedPE(m), true
-	}
-	return nil, false
-}
-
-func sortedPE(m map[string]any) []pe {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]pe, len(keys))
-	for i, k := range keys {
-		out[i] = pe{k, m[k]}
-	}
-	return out
-}
-
-func pipeArray(v any) ([]any, bool) {
-	switch a := v.(type) {
-	case []any:
-		return a, true
-	case bson.A:
-		return []any(a), true
-	}
-	return nil, false
-}
-
-func peGet(entries []pe, key string) (any, bool) {
-	for _, e := range entries {
-		if e.k == key {
-			return e.v, true
-		}
-	}
-	return nil, false
-}
-
-func isOperator(entries []pe) bool {
-	return len(entries) == 1 && strings.HasPrefix(entries[0].k, "$")
-}
-
 func pipelineErr(format string, args ...any) error {
 	return invalidQuery(format, args...)
 }
@@ -244,21 +186,21 @@ func refString(cls *Class, s string) string {
 // literal converts a literal value: numbers normalized, {__type:"Date"} and
 // {$date} to BSON dates, order of objects kept.
 func literal(v any) (any, error) {
-	if entries, ok := pipeObject(v); ok {
+	if entries, ok := Entries(v); ok {
 		if d, ok, err := dateObject(entries); ok || err != nil {
 			return d, err
 		}
 		out := make(bson.D, 0, len(entries))
 		for _, e := range entries {
-			c, err := literal(e.v)
+			c, err := literal(e.Value)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, bson.E{Key: e.k, Value: c})
+			out = append(out, bson.E{Key: e.Key, Value: c})
 		}
 		return out, nil
 	}
-	if arr, ok := pipeArray(v); ok {
+	if arr, ok := ArrayValues(v); ok {
 		out := make(bson.A, 0, len(arr))
 		for _, el := range arr {
 			c, err := literal(el)
@@ -273,9 +215,9 @@ func literal(v any) (any, error) {
 }
 
 // dateObject recognizes {__type:"Date",iso} and {$date: iso}.
-func dateObject(entries []pe) (any, bool, error) {
-	if len(entries) == 1 && entries[0].k == "$date" {
-		if s, ok := entries[0].v.(string); ok {
+func dateObject(entries []Entry) (any, bool, error) {
+	if len(entries) == 1 && entries[0].Key == "$date" {
+		if s, ok := entries[0].Value.(string); ok {
 			d, ok := parseWhereDate(s)
 			if !ok {
 				return nil, true, pipelineErr("{\"$date\": %q} is not an ISO-8601 date (e.g. \"2024-01-31T00:00:00.000Z\")", truncateMsg(s, 40))
@@ -284,8 +226,8 @@ func dateObject(entries []pe) (any, bool, error) {
 		}
 	}
 	if len(entries) == 2 {
-		ty, _ := peGet(entries, "__type")
-		iso, _ := peGet(entries, "iso")
+		ty, _ := EntryValue(entries, "__type")
+		iso, _ := EntryValue(entries, "iso")
 		if ty == "Date" {
 			s, ok := iso.(string)
 			d, ok2 := parseWhereDate(s)
@@ -304,12 +246,12 @@ func (t *pipelineTranslator) expr(cls *Class, v any) (any, error) {
 	case string:
 		return refString(cls, x), nil
 	}
-	if entries, ok := pipeObject(v); ok {
+	if entries, ok := Entries(v); ok {
 		if d, ok, err := dateObject(entries); ok || err != nil {
 			return d, err
 		}
-		if isOperator(entries) {
-			op, arg := entries[0].k, entries[0].v
+		if IsOperatorObject(entries) {
+			op, arg := entries[0].Key, entries[0].Value
 			var out any
 			var err error
 			switch op {
@@ -327,15 +269,15 @@ func (t *pipelineTranslator) expr(cls *Class, v any) (any, error) {
 		}
 		out := make(bson.D, 0, len(entries))
 		for _, e := range entries {
-			c, err := t.expr(cls, e.v)
+			c, err := t.expr(cls, e.Value)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, bson.E{Key: e.k, Value: c})
+			out = append(out, bson.E{Key: e.Key, Value: c})
 		}
 		return out, nil
 	}
-	if arr, ok := pipeArray(v); ok {
+	if arr, ok := ArrayValues(v); ok {
 		out := make(bson.A, 0, len(arr))
 		for _, el := range arr {
 			c, err := t.expr(cls, el)
@@ -355,31 +297,31 @@ func (t *pipelineTranslator) fieldOperator(cls *Class, arg any) (any, error) {
 	if name, ok := arg.(string); ok {
 		return storagePath(cls, name), nil
 	}
-	entries, ok := pipeObject(arg)
+	entries, ok := Entries(arg)
 	if !ok {
 		return literal(arg)
 	}
-	input, hasInput := peGet(entries, "input")
+	input, hasInput := EntryValue(entries, "input")
 	in, _ := input.(string)
 	current := !hasInput || in == "$$ROOT" || in == "$$CURRENT"
 	out := make(bson.D, 0, len(entries))
 	for _, e := range entries {
 		var c any
 		var err error
-		switch e.k {
+		switch e.Key {
 		case "field":
-			if s, ok := e.v.(string); ok && current {
+			if s, ok := e.Value.(string); ok && current {
 				c = storagePath(cls, s)
 			} else {
-				c, err = literal(e.v)
+				c, err = literal(e.Value)
 			}
 		default:
-			c, err = t.expr(cls, e.v)
+			c, err = t.expr(cls, e.Value)
 		}
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, bson.E{Key: e.k, Value: c})
+		out = append(out, bson.E{Key: e.Key, Value: c})
 	}
 	return out, nil
 }
@@ -390,15 +332,15 @@ func (t *pipelineTranslator) fieldOperator(cls *Class, arg any) (any, error) {
 // match translates a query filter. cls is nil when documents are no longer
 // class-shaped (no renaming, no typed values).
 func (t *pipelineTranslator) match(cls *Class, v any) (bson.D, error) {
-	entries, ok := pipeObject(v)
+	entries, ok := Entries(v)
 	if !ok {
 		return nil, pipelineErr("$match needs a filter object")
 	}
 	out := make(bson.D, 0, len(entries))
 	for _, e := range entries {
 		switch {
-		case e.k == "$and" || e.k == "$or" || e.k == "$nor":
-			arr, _ := pipeArray(e.v)
+		case e.Key == "$and" || e.Key == "$or" || e.Key == "$nor":
+			arr, _ := ArrayValues(e.Value)
 			subs := make(bson.A, 0, len(arr))
 			for _, sub := range arr {
 				d, err := t.match(cls, sub)
@@ -407,29 +349,29 @@ func (t *pipelineTranslator) match(cls *Class, v any) (bson.D, error) {
 				}
 				subs = append(subs, d)
 			}
-			out = append(out, bson.E{Key: e.k, Value: subs})
-		case e.k == "$expr":
-			c, err := t.expr(cls, e.v)
+			out = append(out, bson.E{Key: e.Key, Value: subs})
+		case e.Key == "$expr":
+			c, err := t.expr(cls, e.Value)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, bson.E{Key: e.k, Value: c})
-		case strings.HasPrefix(e.k, "$"):
-			c, err := literal(e.v)
+			out = append(out, bson.E{Key: e.Key, Value: c})
+		case strings.HasPrefix(e.Key, "$"):
+			c, err := literal(e.Value)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, bson.E{Key: e.k, Value: c})
+			out = append(out, bson.E{Key: e.Key, Value: c})
 		default:
 			var f *Field
-			if cls != nil && !strings.Contains(e.k, ".") {
-				f = whereFieldOf(cls, e.k)
+			if cls != nil && !strings.Contains(e.Key, ".") {
+				f = whereFieldOf(cls, e.Key)
 			}
-			c, err := t.matchValue(e.k, f, e.v)
+			c, err := t.matchValue(e.Key, f, e.Value)
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, bson.E{Key: storagePath(cls, e.k), Value: c})
+			out = append(out, bson.E{Key: storagePath(cls, e.Key), Value: c})
 		}
 	}
 	return out, nil
@@ -438,8 +380,8 @@ func (t *pipelineTranslator) match(cls *Class, v any) (bson.D, error) {
 // matchValue translates the value of a $match field: an operator object or
 // a literal compared for equality.
 func (t *pipelineTranslator) matchValue(key string, f *Field, v any) (any, error) {
-	entries, ok := pipeObject(v)
-	if ok && len(entries) > 0 && strings.HasPrefix(entries[0].k, "$") {
+	entries, ok := Entries(v)
+	if ok && len(entries) > 0 && strings.HasPrefix(entries[0].Key, "$") {
 		if d, ok, err := dateObject(entries); ok || err != nil {
 			return d, err
 		}
@@ -447,13 +389,13 @@ func (t *pipelineTranslator) matchValue(key string, f *Field, v any) (any, error
 		for _, e := range entries {
 			var c any
 			var err error
-			switch e.k {
+			switch e.Key {
 			case "$eq", "$ne", "$gt", "$gte", "$lt", "$lte":
-				c, err = t.compared(key, f, e.v)
+				c, err = t.compared(key, f, e.Value)
 			case "$in", "$nin", "$all":
-				arr, ok := pipeArray(e.v)
+				arr, ok := ArrayValues(e.Value)
 				if !ok {
-					return nil, pipelineErr("%s: %s needs an array", key, e.k)
+					return nil, pipelineErr("%s: %s needs an array", key, e.Key)
 				}
 				list := make(bson.A, 0, len(arr))
 				for _, el := range arr {
@@ -465,20 +407,20 @@ func (t *pipelineTranslator) matchValue(key string, f *Field, v any) (any, error
 				}
 				c = list
 			case "$not":
-				c, err = t.matchValue(key, f, e.v)
+				c, err = t.matchValue(key, f, e.Value)
 			case "$elemMatch":
-				if sub, ok := pipeObject(e.v); ok && len(sub) > 0 && !strings.HasPrefix(sub[0].k, "$") {
-					c, err = t.match(nil, e.v)
+				if sub, ok := Entries(e.Value); ok && len(sub) > 0 && !strings.HasPrefix(sub[0].Key, "$") {
+					c, err = t.match(nil, e.Value)
 				} else {
-					c, err = literal(e.v)
+					c, err = literal(e.Value)
 				}
 			default:
-				c, err = literal(e.v)
+				c, err = literal(e.Value)
 			}
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, bson.E{Key: e.k, Value: c})
+			out = append(out, bson.E{Key: e.Key, Value: c})
 		}
 		return out, nil
 	}
@@ -507,14 +449,14 @@ func (t *pipelineTranslator) compared(key string, f *Field, v any) (any, error) 
 
 // plainValue converts ordered documents to maps (for the where helpers).
 func plainValue(v any) any {
-	if entries, ok := pipeObject(v); ok {
+	if entries, ok := Entries(v); ok {
 		m := make(map[string]any, len(entries))
 		for _, e := range entries {
-			m[e.k] = plainValue(e.v)
+			m[e.Key] = plainValue(e.Value)
 		}
 		return m
 	}
-	if arr, ok := pipeArray(v); ok {
+	if arr, ok := ArrayValues(v); ok {
 		out := make([]any, len(arr))
 		for i, el := range arr {
 			out[i] = plainValue(el)
@@ -531,11 +473,11 @@ func plainValue(v any) any {
 func (t *pipelineTranslator) stages(cls *Class, stages []any) (bson.A, *Class, error) {
 	out := make(bson.A, 0, len(stages))
 	for i, st := range stages {
-		entries, ok := pipeObject(st)
+		entries, ok := Entries(st)
 		if !ok || len(entries) != 1 {
 			return nil, nil, pipelineErr("stage %d must be an object with exactly one stage operator", i)
 		}
-		translated, next, err := t.stage(cls, entries[0].k, entries[0].v)
+		translated, next, err := t.stage(cls, entries[0].Key, entries[0].Value)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -561,14 +503,14 @@ func (t *pipelineTranslator) stage(cls *Class, name string, arg any) ([]any, *Cl
 		return one(d, err, cls)
 
 	case "$sort":
-		entries, _ := pipeObject(arg)
+		entries, _ := Entries(arg)
 		d := make(bson.D, 0, len(entries))
 		for _, e := range entries {
-			c, err := literal(e.v)
+			c, err := literal(e.Value)
 			if err != nil {
 				return nil, nil, err
 			}
-			d = append(d, bson.E{Key: storagePath(cls, e.k), Value: c})
+			d = append(d, bson.E{Key: storagePath(cls, e.Key), Value: c})
 		}
 		return one(d, nil, cls)
 
@@ -584,14 +526,14 @@ func (t *pipelineTranslator) stage(cls *Class, name string, arg any) ([]any, *Cl
 		return one(d, err, cls)
 
 	case "$addFields", "$set":
-		entries, _ := pipeObject(arg)
+		entries, _ := Entries(arg)
 		d := make(bson.D, 0, len(entries))
 		for _, e := range entries {
-			c, err := t.expr(cls, e.v)
+			c, err := t.expr(cls, e.Value)
 			if err != nil {
 				return nil, nil, err
 			}
-			d = append(d, bson.E{Key: storagePath(cls, e.k), Value: c})
+			d = append(d, bson.E{Key: storagePath(cls, e.Key), Value: c})
 		}
 		return one(d, nil, cls)
 
@@ -599,7 +541,7 @@ func (t *pipelineTranslator) stage(cls *Class, name string, arg any) ([]any, *Cl
 		if s, ok := arg.(string); ok {
 			return one(storagePath(cls, s), nil, cls)
 		}
-		arr, _ := pipeArray(arg)
+		arr, _ := ArrayValues(arg)
 		names := make(bson.A, 0, len(arr))
 		for _, n := range arr {
 			s, _ := n.(string)
@@ -611,46 +553,46 @@ func (t *pipelineTranslator) stage(cls *Class, name string, arg any) ([]any, *Cl
 		if s, ok := arg.(string); ok {
 			return one(refString(cls, s), nil, cls)
 		}
-		entries, _ := pipeObject(arg)
+		entries, _ := Entries(arg)
 		d := make(bson.D, 0, len(entries))
 		for _, e := range entries {
-			var c any = NormalizeNumber(e.v)
-			if e.k == "path" {
-				s, _ := e.v.(string)
+			var c any = NormalizeNumber(e.Value)
+			if e.Key == "path" {
+				s, _ := e.Value.(string)
 				c = refString(cls, s)
 			}
-			d = append(d, bson.E{Key: e.k, Value: c})
+			d = append(d, bson.E{Key: e.Key, Value: c})
 		}
 		return one(d, nil, cls)
 
 	case "$group":
-		entries, _ := pipeObject(arg)
+		entries, _ := Entries(arg)
 		d := make(bson.D, 0, len(entries))
 		for _, e := range entries {
-			c, err := t.expr(cls, e.v)
+			c, err := t.expr(cls, e.Value)
 			if err != nil {
 				return nil, nil, err
 			}
-			d = append(d, bson.E{Key: e.k, Value: c})
+			d = append(d, bson.E{Key: e.Key, Value: c})
 		}
 		return one(d, nil, nil)
 
 	case "$bucket", "$bucketAuto":
-		entries, _ := pipeObject(arg)
+		entries, _ := Entries(arg)
 		d := make(bson.D, 0, len(entries))
 		for _, e := range entries {
 			var c any
 			var err error
-			switch e.k {
+			switch e.Key {
 			case "groupBy", "output":
-				c, err = t.expr(cls, e.v)
+				c, err = t.expr(cls, e.Value)
 			default:
-				c, err = literal(e.v)
+				c, err = literal(e.Value)
 			}
 			if err != nil {
 				return nil, nil, err
 			}
-			d = append(d, bson.E{Key: e.k, Value: c})
+			d = append(d, bson.E{Key: e.Key, Value: c})
 		}
 		return one(d, nil, nil)
 
@@ -667,15 +609,15 @@ func (t *pipelineTranslator) stage(cls *Class, name string, arg any) ([]any, *Cl
 		return one(c, err, cls)
 
 	case "$facet":
-		entries, _ := pipeObject(arg)
+		entries, _ := Entries(arg)
 		d := make(bson.D, 0, len(entries))
 		for _, e := range entries {
-			branch, _ := pipeArray(e.v)
+			branch, _ := ArrayValues(e.Value)
 			sub, _, err := t.stages(cls, branch)
 			if err != nil {
 				return nil, nil, err
 			}
-			d = append(d, bson.E{Key: e.k, Value: sub})
+			d = append(d, bson.E{Key: e.Key, Value: sub})
 		}
 		return one(d, nil, nil)
 
@@ -696,22 +638,22 @@ func (t *pipelineTranslator) stage(cls *Class, name string, arg any) ([]any, *Cl
 // projection translates a $project body; root is true for the top level
 // (class field names are renamed only there).
 func (t *pipelineTranslator) projection(cls *Class, arg any, root bool) (bson.D, error) {
-	entries, _ := pipeObject(arg)
+	entries, _ := Entries(arg)
 	d := make(bson.D, 0, len(entries))
 	for _, e := range entries {
-		key := e.k
+		key := e.Key
 		if root {
-			key = storagePath(cls, e.k)
+			key = storagePath(cls, e.Key)
 		}
 		var c any
 		var err error
 		switch {
-		case isNumberOrBool(e.v):
-			c = NormalizeNumber(e.v)
-		case isSubProjection(e.v):
-			c, err = t.projection(nil, e.v, false)
+		case isNumberOrBool(e.Value):
+			c = NormalizeNumber(e.Value)
+		case isSubProjection(e.Value):
+			c, err = t.projection(nil, e.Value, false)
 		default:
-			c, err = t.expr(cls, e.v)
+			c, err = t.expr(cls, e.Value)
 		}
 		if err != nil {
 			return nil, err
@@ -730,12 +672,12 @@ func isNumberOrBool(v any) bool {
 }
 
 func isSubProjection(v any) bool {
-	entries, ok := pipeObject(v)
+	entries, ok := Entries(v)
 	if !ok || len(entries) == 0 {
 		return false
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.k, "$") {
+		if strings.HasPrefix(e.Key, "$") {
 			return false
 		}
 	}
@@ -769,8 +711,8 @@ func scopeStages(scope *JoinScope) bson.A {
 }
 
 func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
-	entries, _ := pipeObject(arg)
-	from, _ := peGet(entries, "from")
+	entries, _ := Entries(arg)
+	from, _ := EntryValue(entries, "from")
 	jc, scope, err := t.joinClass(from)
 	if err != nil {
 		return nil, err
@@ -778,8 +720,8 @@ func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
 	out := bson.D{{Key: "from", Value: t.opt.Prefix + jc.Name}}
 	var let bson.D
 	sub := bson.A{}
-	lfv, hasLF := peGet(entries, "localField")
-	ffv, _ := peGet(entries, "foreignField")
+	lfv, hasLF := EntryValue(entries, "localField")
+	ffv, _ := EntryValue(entries, "foreignField")
 	if hasLF {
 		lfName, _ := lfv.(string)
 		ffName, _ := ffv.(string)
@@ -805,19 +747,19 @@ func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
 			out = append(out, bson.E{Key: "localField", Value: lf}, bson.E{Key: "foreignField", Value: ff})
 		}
 	}
-	if lv, ok := peGet(entries, "let"); ok {
-		le, _ := pipeObject(lv)
+	if lv, ok := EntryValue(entries, "let"); ok {
+		le, _ := Entries(lv)
 		for _, e := range le {
-			c, err := t.expr(cls, e.v)
+			c, err := t.expr(cls, e.Value)
 			if err != nil {
 				return nil, err
 			}
-			let = append(let, bson.E{Key: e.k, Value: c})
+			let = append(let, bson.E{Key: e.Key, Value: c})
 		}
 	}
 	sub = append(sub, scopeStages(scope)...)
-	if pv, ok := peGet(entries, "pipeline"); ok {
-		arr, _ := pipeArray(pv)
+	if pv, ok := EntryValue(entries, "pipeline"); ok {
+		arr, _ := ArrayValues(pv)
 		if len(arr) > 0 {
 			user, _, err := t.stages(jc, arr)
 			if err != nil {
@@ -830,7 +772,7 @@ func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
 		out = append(out, bson.E{Key: "let", Value: let})
 	}
 	out = append(out, bson.E{Key: "pipeline", Value: sub})
-	as, _ := peGet(entries, "as")
+	as, _ := EntryValue(entries, "as")
 	out = append(out, bson.E{Key: "as", Value: as})
 	return out, nil
 }
@@ -838,10 +780,10 @@ func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
 func (t *pipelineTranslator) unionWith(arg any) (bson.D, error) {
 	coll := arg
 	var user []any
-	if entries, ok := pipeObject(arg); ok {
-		coll, _ = peGet(entries, "coll")
-		if pv, ok := peGet(entries, "pipeline"); ok {
-			user, _ = pipeArray(pv)
+	if entries, ok := Entries(arg); ok {
+		coll, _ = EntryValue(entries, "coll")
+		if pv, ok := EntryValue(entries, "pipeline"); ok {
+			user, _ = ArrayValues(pv)
 		}
 	}
 	jc, scope, err := t.joinClass(coll)
@@ -863,8 +805,8 @@ func (t *pipelineTranslator) unionWith(arg any) (bson.D, error) {
 }
 
 func (t *pipelineTranslator) graphLookup(cls *Class, arg any) ([]any, *Class, error) {
-	entries, _ := pipeObject(arg)
-	from, _ := peGet(entries, "from")
+	entries, _ := Entries(arg)
+	from, _ := EntryValue(entries, "from")
 	jc, scope, err := t.joinClass(from)
 	if err != nil {
 		return nil, nil, err
@@ -874,35 +816,35 @@ func (t *pipelineTranslator) graphLookup(cls *Class, arg any) ([]any, *Class, er
 	hasRestrict := false
 	for _, e := range entries {
 		var c any
-		switch e.k {
+		switch e.Key {
 		case "from":
 			c = t.opt.Prefix + jc.Name
 		case "startWith":
-			c, err = t.expr(cls, e.v)
+			c, err = t.expr(cls, e.Value)
 		case "connectFromField", "connectToField":
-			s, _ := e.v.(string)
+			s, _ := e.Value.(string)
 			c = storagePath(jc, s)
 		case "as":
-			as, _ = e.v.(string)
+			as, _ = e.Value.(string)
 			c = as
 		case "depthField":
-			depthField, _ = e.v.(string)
+			depthField, _ = e.Value.(string)
 			c = depthField
 		case "restrictSearchWithMatch":
 			hasRestrict = true
 			var m bson.D
-			m, err = t.match(jc, e.v)
+			m, err = t.match(jc, e.Value)
 			c = m
 			if err == nil && len(scope.Filter) > 0 {
 				c = bson.D{{Key: "$and", Value: bson.A{m, scope.Filter}}}
 			}
 		default:
-			c, err = literal(e.v)
+			c, err = literal(e.Value)
 		}
 		if err != nil {
 			return nil, nil, err
 		}
-		d = append(d, bson.E{Key: e.k, Value: c})
+		d = append(d, bson.E{Key: e.Key, Value: c})
 	}
 	if !hasRestrict && len(scope.Filter) > 0 {
 		d = append(d, bson.E{Key: "restrictSearchWithMatch", Value: scope.Filter})

@@ -64,8 +64,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
-
 	"github.com/parse-mcp/parse-mcp/parsedb"
 	"github.com/parse-mcp/parse-mcp/toolerror"
 )
@@ -152,66 +150,6 @@ type pipelineValidator struct {
 // ---------------------------------------------------------------------------
 // Generic access to decoded JSON / BSON values.
 
-type pkv struct {
-	k string
-	v any
-}
-
-// pObject returns an object's entries in order (maps: sorted by key).
-func pObject(v any) ([]pkv, bool) {
-	switch m := v.(type) {
-	case bson.D:
-		out := make([]pkv, len(m))
-		for i, e := range m {
-			out[i] = pkv{e.Key, e.Value}
-		}
-		return out, true
-	case map[string]any:
-		return sortedEntries(m), true
-	case bson.M:
-		return sortedEntries(m), true
-	}
-	return nil, false
-}
-
-func sortedEntries(m map[string]any) []pkv {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]pkv, len(keys))
-	for i, k := range keys {
-		out[i] = pkv{k, m[k]}
-	}
-	return out
-}
-
-func pArray(v any) ([]any, bool) {
-	switch a := v.(type) {
-	case []any:
-		return a, true
-	case bson.A:
-		return []any(a), true
-	}
-	return nil, false
-}
-
-func pGet(entries []pkv, key string) (any, bool) {
-	for _, e := range entries {
-		if e.k == key {
-			return e.v, true
-		}
-	}
-	return nil, false
-}
-
-// isOperatorObject reports whether entries form an operator expression
-// ({"$op": …}).
-func isOperatorObject(entries []pkv) bool {
-	return len(entries) == 1 && strings.HasPrefix(entries[0].k, "$")
-}
-
 func pNumber(v any) (float64, bool) {
 	switch x := v.(type) {
 	case float64:
@@ -255,42 +193,42 @@ func hasInternalSegment(ref string) bool {
 
 // scan walks any value. parentOp is the key whose value v is.
 func (pv *pipelineValidator) scan(v any, depth int, parentOp string) error {
-	if entries, ok := pObject(v); ok {
+	if entries, ok := parsedb.Entries(v); ok {
 		if depth > MaxPipelineDepth {
 			return toolerror.Violationf("pipeline nesting deeper than %d levels", MaxPipelineDepth)
 		}
 		for _, e := range entries {
-			if blockedPipeline[e.k] {
-				return toolerror.Violationf("blocked pipeline operator %s", e.k)
+			if blockedPipeline[e.Key] {
+				return toolerror.Violationf("blocked pipeline operator %s", e.Key)
 			}
-			if hasInternalSegment(e.k) {
-				return toolerror.Violationf("internal field %q used as a key in a pipeline", e.k)
+			if hasInternalSegment(e.Key) {
+				return toolerror.Violationf("internal field %q used as a key in a pipeline", e.Key)
 			}
-			switch e.k {
+			switch e.Key {
 			case "$jsonSchema":
 				// patternProperties/required name fields without naming
 				// them as keys: a way around the internal-field floor.
 				return toolerror.Violationf("$jsonSchema in a pipeline")
 			case "$regex":
-				if s, ok := e.v.(string); ok && len(s) > MaxPipelineRegex {
+				if s, ok := e.Value.(string); ok && len(s) > MaxPipelineRegex {
 					return toolerror.Violationf("$regex longer than %d bytes", MaxPipelineRegex)
 				}
 			case "regex":
-				if s, ok := e.v.(string); ok && regexOperators[parentOp] && len(s) > MaxPipelineRegex {
+				if s, ok := e.Value.(string); ok && regexOperators[parentOp] && len(s) > MaxPipelineRegex {
 					return toolerror.Violationf("%s regex longer than %d bytes", parentOp, MaxPipelineRegex)
 				}
 			case "$getField", "$setField", "$unsetField":
-				if err := scanFieldOperator(e.k, e.v); err != nil {
+				if err := scanFieldOperator(e.Key, e.Value); err != nil {
 					return err
 				}
 			}
-			if err := pv.scan(e.v, depth+1, e.k); err != nil {
+			if err := pv.scan(e.Value, depth+1, e.Key); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if arr, ok := pArray(v); ok {
+	if arr, ok := parsedb.ArrayValues(v); ok {
 		if depth > MaxPipelineDepth {
 			return toolerror.Violationf("pipeline nesting deeper than %d levels", MaxPipelineDepth)
 		}
@@ -311,14 +249,14 @@ func (pv *pipelineValidator) scan(v any, depth int, parentOp string) error {
 // $unsetField: it must be a literal, and not an internal field.
 func scanFieldOperator(op string, arg any) error {
 	field := arg
-	if entries, ok := pObject(arg); ok {
-		f, ok := pGet(entries, "field")
+	if entries, ok := parsedb.Entries(arg); ok {
+		f, ok := parsedb.EntryValue(entries, "field")
 		if !ok {
 			return toolerror.Violationf("%s without a field", op)
 		}
 		field = f
-		if lit, ok := pObject(f); ok && len(lit) == 1 && lit[0].k == "$literal" {
-			field = lit[0].v
+		if lit, ok := parsedb.Entries(f); ok && len(lit) == 1 && lit[0].Key == "$literal" {
+			field = lit[0].Value
 		}
 	}
 	s, ok := field.(string)
@@ -523,11 +461,11 @@ func (pv *pipelineValidator) pipeline(s *fieldState, stages []any, where string)
 		return nil, invalidPipeline("%s has %d stages; at most %d are allowed", where, len(stages), MaxPipelineStages)
 	}
 	for i, st := range stages {
-		entries, ok := pObject(st)
+		entries, ok := parsedb.Entries(st)
 		if !ok || len(entries) != 1 {
 			return nil, invalidPipeline("%s[%d] must be an object with exactly one stage operator, e.g. {\"$match\":{…}}", where, i)
 		}
-		name, arg := entries[0].k, entries[0].v
+		name, arg := entries[0].Key, entries[0].Value
 		if !allowedStages[name] {
 			return nil, invalidPipeline("%s[%d]: unknown or unsupported stage %s (allowed: %s)", where, i, truncateText(name, 40), strings.Join(PipelineStages, " "))
 		}
@@ -545,12 +483,12 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		return pv.filter(s, arg, where, true)
 
 	case "$sort":
-		entries, ok := pObject(arg)
+		entries, ok := parsedb.Entries(arg)
 		if !ok || len(entries) == 0 {
 			return invalidPipeline("%s needs an object of field: 1 or -1", where)
 		}
 		for _, e := range entries {
-			if err := pv.checkRef(s, e.k, ""); err != nil {
+			if err := pv.checkRef(s, e.Key, ""); err != nil {
 				return err
 			}
 		}
@@ -563,11 +501,11 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		return nil
 
 	case "$sample":
-		entries, ok := pObject(arg)
+		entries, ok := parsedb.Entries(arg)
 		if !ok {
 			return invalidPipeline("%s needs {\"size\": n}", where)
 		}
-		if n, ok := pGet(entries, "size"); !ok {
+		if n, ok := parsedb.EntryValue(entries, "size"); !ok {
 			return invalidPipeline("%s needs {\"size\": n}", where)
 		} else if _, ok := pNumber(n); !ok {
 			return invalidPipeline("%s needs {\"size\": n}", where)
@@ -589,20 +527,20 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		return pv.project(s, arg, where)
 
 	case "$addFields", "$set":
-		entries, ok := pObject(arg)
+		entries, ok := parsedb.Entries(arg)
 		if !ok || len(entries) == 0 {
 			return invalidPipeline("%s needs an object of new fields", where)
 		}
 		for _, e := range entries {
-			if err := pv.checkOutputName(s, e.k, where); err != nil {
+			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
 			}
-			if err := pv.expr(s, e.v); err != nil {
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
 		}
 		for _, e := range entries {
-			s.introduce(rootOf(e.k))
+			s.introduce(rootOf(e.Key))
 		}
 		return nil
 
@@ -610,7 +548,7 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		var names []any
 		if str, ok := arg.(string); ok {
 			names = []any{str}
-		} else if arr, ok := pArray(arg); ok && len(arr) > 0 {
+		} else if arr, ok := parsedb.ArrayValues(arg); ok && len(arr) > 0 {
 			names = arr
 		} else {
 			return invalidPipeline("%s needs a field name or an array of field names", where)
@@ -632,10 +570,10 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 
 	case "$unwind":
 		path := arg
-		var entries []pkv
-		if e, ok := pObject(arg); ok {
+		var entries []parsedb.Entry
+		if e, ok := parsedb.Entries(arg); ok {
 			entries = e
-			path, _ = pGet(entries, "path")
+			path, _ = parsedb.EntryValue(entries, "path")
 		}
 		p, ok := path.(string)
 		if !ok || !strings.HasPrefix(p, "$") || strings.HasPrefix(p, "$$") {
@@ -644,7 +582,7 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		if err := pv.checkRef(s, p[1:], "$"); err != nil {
 			return err
 		}
-		if idx, ok := pGet(entries, "includeArrayIndex"); ok {
+		if idx, ok := parsedb.EntryValue(entries, "includeArrayIndex"); ok {
 			n, ok := idx.(string)
 			if !ok {
 				return invalidPipeline("%s: includeArrayIndex must be a field name", where)
@@ -657,11 +595,11 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		return nil
 
 	case "$group":
-		entries, ok := pObject(arg)
+		entries, ok := parsedb.Entries(arg)
 		if !ok {
 			return invalidPipeline("%s needs an object with _id and accumulators", where)
 		}
-		id, ok := pGet(entries, "_id")
+		id, ok := parsedb.EntryValue(entries, "_id")
 		if !ok {
 			return invalidPipeline("%s needs an _id (the grouping key, e.g. \"$genre\", or null for one group)", where)
 		}
@@ -670,33 +608,33 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		}
 		var outs []string
 		for _, e := range entries {
-			if e.k == "_id" {
+			if e.Key == "_id" {
 				continue
 			}
-			if err := pv.checkOutputName(s, e.k, where); err != nil {
+			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
 			}
-			if strings.Contains(e.k, ".") {
-				return invalidPipeline("%s: output field %q cannot contain a dot", where, truncateText(e.k, 60))
+			if strings.Contains(e.Key, ".") {
+				return invalidPipeline("%s: output field %q cannot contain a dot", where, truncateText(e.Key, 60))
 			}
-			acc, ok := pObject(e.v)
-			if !ok || !isOperatorObject(acc) {
-				return invalidPipeline("%s: %s must be an accumulator such as {\"$sum\":1}", where, truncateText(e.k, 60))
+			acc, ok := parsedb.Entries(e.Value)
+			if !ok || !parsedb.IsOperatorObject(acc) {
+				return invalidPipeline("%s: %s must be an accumulator such as {\"$sum\":1}", where, truncateText(e.Key, 60))
 			}
-			if err := pv.expr(s, e.v); err != nil {
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
-			outs = append(outs, e.k)
+			outs = append(outs, e.Key)
 		}
 		s.reset(outs...)
 		return nil
 
 	case "$bucket", "$bucketAuto":
-		entries, ok := pObject(arg)
+		entries, ok := parsedb.Entries(arg)
 		if !ok {
 			return invalidPipeline("%s needs an object with groupBy", where)
 		}
-		gb, ok := pGet(entries, "groupBy")
+		gb, ok := parsedb.EntryValue(entries, "groupBy")
 		if !ok {
 			return invalidPipeline("%s needs groupBy", where)
 		}
@@ -704,20 +642,20 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			return err
 		}
 		outs := []string{"count"}
-		if out, ok := pGet(entries, "output"); ok {
-			oe, ok := pObject(out)
+		if out, ok := parsedb.EntryValue(entries, "output"); ok {
+			oe, ok := parsedb.Entries(out)
 			if !ok {
 				return invalidPipeline("%s: output must be an object of accumulators", where)
 			}
 			outs = outs[:0]
 			for _, e := range oe {
-				if err := pv.checkOutputName(s, e.k, where); err != nil {
+				if err := pv.checkOutputName(s, e.Key, where); err != nil {
 					return err
 				}
-				if err := pv.expr(s, e.v); err != nil {
+				if err := pv.expr(s, e.Value); err != nil {
 					return err
 				}
-				outs = append(outs, e.k)
+				outs = append(outs, e.Key)
 			}
 		}
 		s.reset(outs...)
@@ -733,24 +671,24 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 	case "$replaceRoot", "$replaceWith":
 		root := arg
 		if name == "$replaceRoot" {
-			entries, ok := pObject(arg)
+			entries, ok := parsedb.Entries(arg)
 			if !ok {
 				return invalidPipeline("%s needs {\"newRoot\": …}", where)
 			}
-			if root, ok = pGet(entries, "newRoot"); !ok {
+			if root, ok = parsedb.EntryValue(entries, "newRoot"); !ok {
 				return invalidPipeline("%s needs {\"newRoot\": …}", where)
 			}
 		}
 		if err := pv.expr(s, root); err != nil {
 			return err
 		}
-		if lit, ok := pObject(root); ok && !isOperatorObject(lit) {
+		if lit, ok := parsedb.Entries(root); ok && !parsedb.IsOperatorObject(lit) {
 			var outs []string
 			for _, e := range lit {
-				if err := pv.checkOutputName(s, e.k, where); err != nil {
+				if err := pv.checkOutputName(s, e.Key, where); err != nil {
 					return err
 				}
-				outs = append(outs, rootOf(e.k))
+				outs = append(outs, rootOf(e.Key))
 			}
 			s.reset(outs...)
 			return nil
@@ -763,23 +701,23 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		return pv.expr(s, arg)
 
 	case "$facet":
-		entries, ok := pObject(arg)
+		entries, ok := parsedb.Entries(arg)
 		if !ok || len(entries) == 0 {
 			return invalidPipeline("%s needs an object of named sub-pipelines", where)
 		}
 		var outs []string
 		for _, e := range entries {
-			if err := pv.checkOutputName(s, e.k, where); err != nil {
+			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
 			}
-			branch, ok := pArray(e.v)
+			branch, ok := parsedb.ArrayValues(e.Value)
 			if !ok {
-				return invalidPipeline("%s.%s must be an array of stages", where, truncateText(e.k, 40))
+				return invalidPipeline("%s.%s must be an array of stages", where, truncateText(e.Key, 40))
 			}
-			if _, err := pv.pipeline(s.clone(), branch, where+"."+e.k); err != nil {
+			if _, err := pv.pipeline(s.clone(), branch, where+"."+e.Key); err != nil {
 				return err
 			}
-			outs = append(outs, e.k)
+			outs = append(outs, e.Key)
 		}
 		s.reset(outs...)
 		return nil
@@ -795,59 +733,59 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 }
 
 func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error {
-	entries, ok := pObject(arg)
+	entries, ok := parsedb.Entries(arg)
 	if !ok || len(entries) == 0 {
 		return invalidPipeline("%s needs an object of fields", where)
 	}
 	inclusion := false
 	for _, e := range entries {
-		if e.k == "_id" {
+		if e.Key == "_id" {
 			continue
 		}
-		if !isExclusionValue(e.v) {
+		if !isExclusionValue(e.Value) {
 			inclusion = true
 		}
 	}
 	if !inclusion {
 		for _, e := range entries {
-			if isStorageForm(rootOf(e.k), s.cls != nil) {
-				return storageFormError(e.k, "")
+			if isStorageForm(rootOf(e.Key), s.cls != nil) {
+				return storageFormError(e.Key, "")
 			}
-			if !strings.Contains(e.k, ".") {
-				delete(s.usable, e.k)
+			if !strings.Contains(e.Key, ".") {
+				delete(s.usable, e.Key)
 			}
 		}
 		return nil
 	}
 	outs := []string{}
 	for _, e := range entries {
-		if e.k == "_id" {
-			if isExclusionValue(e.v) {
+		if e.Key == "_id" {
+			if isExclusionValue(e.Value) {
 				continue
 			}
 		}
 		switch {
-		case isInclusionValue(e.v):
-			if err := pv.checkRef(s, e.k, ""); err != nil {
+		case isInclusionValue(e.Value):
+			if err := pv.checkRef(s, e.Key, ""); err != nil {
 				return err
 			}
-		case isNestedProjection(e.v):
+		case isNestedProjection(e.Value):
 			// {"meta": {"source": 1}}: a projection inside a field.
-			if err := pv.checkRef(s, e.k, ""); err != nil {
+			if err := pv.checkRef(s, e.Key, ""); err != nil {
 				return err
 			}
-			if err := pv.nestedProjection(s, e.v); err != nil {
+			if err := pv.nestedProjection(s, e.Value); err != nil {
 				return err
 			}
 		default:
-			if err := pv.checkOutputName(s, e.k, where); err != nil {
+			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
 			}
-			if err := pv.expr(s, e.v); err != nil {
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
 		}
-		outs = append(outs, rootOf(e.k))
+		outs = append(outs, rootOf(e.Key))
 	}
 	// An inclusion projection keeps storage names, so documents stay
 	// class-shaped for the translation, but only the listed fields remain.
@@ -858,18 +796,18 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 }
 
 func (pv *pipelineValidator) nestedProjection(s *fieldState, v any) error {
-	entries, _ := pObject(v)
+	entries, _ := parsedb.Entries(v)
 	for _, e := range entries {
-		if isInclusionValue(e.v) || isExclusionValue(e.v) {
+		if isInclusionValue(e.Value) || isExclusionValue(e.Value) {
 			continue
 		}
-		if isNestedProjection(e.v) {
-			if err := pv.nestedProjection(s, e.v); err != nil {
+		if isNestedProjection(e.Value) {
+			if err := pv.nestedProjection(s, e.Value); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := pv.expr(s, e.v); err != nil {
+		if err := pv.expr(s, e.Value); err != nil {
 			return err
 		}
 	}
@@ -893,12 +831,12 @@ func isInclusionValue(v any) bool {
 }
 
 func isNestedProjection(v any) bool {
-	entries, ok := pObject(v)
+	entries, ok := parsedb.Entries(v)
 	if !ok || len(entries) == 0 {
 		return false
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.k, "$") {
+		if strings.HasPrefix(e.Key, "$") {
 			return false
 		}
 	}
@@ -907,37 +845,37 @@ func isNestedProjection(v any) bool {
 
 // filter validates a $match filter (top) or a sub-filter.
 func (pv *pipelineValidator) filter(s *fieldState, v any, where string, top bool) error {
-	entries, ok := pObject(v)
+	entries, ok := parsedb.Entries(v)
 	if !ok {
 		return invalidPipeline("%s needs a filter object", where)
 	}
 	for _, e := range entries {
 		switch {
-		case e.k == "$and" || e.k == "$or" || e.k == "$nor":
-			arr, ok := pArray(e.v)
+		case e.Key == "$and" || e.Key == "$or" || e.Key == "$nor":
+			arr, ok := parsedb.ArrayValues(e.Value)
 			if !ok || len(arr) == 0 {
-				return invalidPipeline("%s: %s needs a non-empty array of filters", where, e.k)
+				return invalidPipeline("%s: %s needs a non-empty array of filters", where, e.Key)
 			}
 			for _, sub := range arr {
 				if err := pv.filter(s, sub, where, top); err != nil {
 					return err
 				}
 			}
-		case e.k == "$expr":
-			if err := pv.expr(s, e.v); err != nil {
+		case e.Key == "$expr":
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
-		case parseOnlyOperators[e.k]:
-			return parseOnlyError(e.k, where)
-		case e.k == "$text" || e.k == "$comment":
+		case parseOnlyOperators[e.Key]:
+			return parseOnlyError(e.Key, where)
+		case e.Key == "$text" || e.Key == "$comment":
 			// No field references.
-		case strings.HasPrefix(e.k, "$"):
-			return invalidPipeline("%s: unknown operator %s at the top of a filter (allowed there: $and, $or, $nor, $expr, $text, $comment)", where, truncateText(e.k, 40))
+		case strings.HasPrefix(e.Key, "$"):
+			return invalidPipeline("%s: unknown operator %s at the top of a filter (allowed there: $and, $or, $nor, $expr, $text, $comment)", where, truncateText(e.Key, 40))
 		default:
-			if err := pv.checkRef(s, e.k, ""); err != nil {
+			if err := pv.checkRef(s, e.Key, ""); err != nil {
 				return err
 			}
-			if err := pv.fieldOperators(e.v, where); err != nil {
+			if err := pv.fieldOperators(e.Value, where); err != nil {
 				return err
 			}
 		}
@@ -947,16 +885,16 @@ func (pv *pipelineValidator) filter(s *fieldState, v any, where string, top bool
 
 // fieldOperators looks into a $match field's value for Parse-only operators.
 func (pv *pipelineValidator) fieldOperators(v any, where string) error {
-	entries, ok := pObject(v)
+	entries, ok := parsedb.Entries(v)
 	if !ok {
 		return nil
 	}
 	for _, e := range entries {
-		if parseOnlyOperators[e.k] {
-			return parseOnlyError(e.k, where)
+		if parseOnlyOperators[e.Key] {
+			return parseOnlyError(e.Key, where)
 		}
-		if e.k == "$not" {
-			if err := pv.fieldOperators(e.v, where); err != nil {
+		if e.Key == "$not" {
+			if err := pv.fieldOperators(e.Value, where); err != nil {
 				return err
 			}
 		}
@@ -987,9 +925,9 @@ func (pv *pipelineValidator) expr(s *fieldState, v any) error {
 		}
 		return nil
 	}
-	if entries, ok := pObject(v); ok {
-		if isOperatorObject(entries) {
-			op, arg := entries[0].k, entries[0].v
+	if entries, ok := parsedb.Entries(v); ok {
+		if parsedb.IsOperatorObject(entries) {
+			op, arg := entries[0].Key, entries[0].Value
 			switch op {
 			case "$literal":
 				return nil
@@ -999,13 +937,13 @@ func (pv *pipelineValidator) expr(s *fieldState, v any) error {
 			return pv.expr(s, arg)
 		}
 		for _, e := range entries {
-			if err := pv.expr(s, e.v); err != nil {
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
 		}
 		return nil
 	}
-	if arr, ok := pArray(v); ok {
+	if arr, ok := parsedb.ArrayValues(v); ok {
 		for _, el := range arr {
 			if err := pv.expr(s, el); err != nil {
 				return err
@@ -1025,13 +963,13 @@ func (pv *pipelineValidator) fieldOperatorExpr(s *fieldState, op string, arg any
 	if name, ok := arg.(string); ok {
 		return pv.checkRef(s, name, "")
 	}
-	entries, _ := pObject(arg)
-	field, _ := pGet(entries, "field")
-	if lit, ok := pObject(field); ok && len(lit) == 1 {
-		field = lit[0].v
+	entries, _ := parsedb.Entries(arg)
+	field, _ := parsedb.EntryValue(entries, "field")
+	if lit, ok := parsedb.Entries(field); ok && len(lit) == 1 {
+		field = lit[0].Value
 	}
 	name, _ := field.(string)
-	input, hasInput := pGet(entries, "input")
+	input, hasInput := parsedb.EntryValue(entries, "input")
 	if in, ok := input.(string); !hasInput || (ok && (in == "$$ROOT" || in == "$$CURRENT")) {
 		if op == "$getField" {
 			if err := pv.checkRef(s, name, ""); err != nil {
@@ -1042,8 +980,8 @@ func (pv *pipelineValidator) fieldOperatorExpr(s *fieldState, op string, arg any
 		}
 	}
 	for _, e := range entries {
-		if e.k == "input" || e.k == "value" {
-			if err := pv.expr(s, e.v); err != nil {
+		if e.Key == "input" || e.Key == "value" {
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
 		}
@@ -1087,16 +1025,16 @@ func (pv *pipelineValidator) joinTarget(v any, where string) (*parsedb.Class, er
 }
 
 func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error {
-	entries, ok := pObject(arg)
+	entries, ok := parsedb.Entries(arg)
 	if !ok {
 		return invalidPipeline("%s needs an object with from and as", where)
 	}
-	from, _ := pGet(entries, "from")
+	from, _ := parsedb.EntryValue(entries, "from")
 	jc, err := pv.joinTarget(from, where+".from")
 	if err != nil {
 		return err
 	}
-	as, ok := pGet(entries, "as")
+	as, ok := parsedb.EntryValue(entries, "as")
 	asName, isStr := as.(string)
 	if !ok || !isStr {
 		return invalidPipeline("%s needs as (the name of the output array field)", where)
@@ -1104,8 +1042,8 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 	if err := pv.checkOutputName(s, asName, where+".as"); err != nil {
 		return err
 	}
-	lf, hasLF := pGet(entries, "localField")
-	ff, hasFF := pGet(entries, "foreignField")
+	lf, hasLF := parsedb.EntryValue(entries, "localField")
+	ff, hasFF := parsedb.EntryValue(entries, "foreignField")
 	if hasLF != hasFF {
 		return invalidPipeline("%s needs both localField and foreignField, or neither", where)
 	}
@@ -1122,23 +1060,23 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 			return err
 		}
 	}
-	if let, ok := pGet(entries, "let"); ok {
-		le, ok := pObject(let)
+	if let, ok := parsedb.EntryValue(entries, "let"); ok {
+		le, ok := parsedb.Entries(let)
 		if !ok {
 			return invalidPipeline("%s: let must be an object of variables", where)
 		}
 		for _, e := range le {
-			if err := pv.expr(s, e.v); err != nil {
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
 		}
 	}
-	sub, hasPipeline := pGet(entries, "pipeline")
+	sub, hasPipeline := parsedb.EntryValue(entries, "pipeline")
 	if !hasLF && !hasPipeline {
 		return invalidPipeline("%s needs localField/foreignField or a pipeline", where)
 	}
 	if hasPipeline {
-		arr, ok := pArray(sub)
+		arr, ok := parsedb.ArrayValues(sub)
 		if !ok {
 			return invalidPipeline("%s.pipeline must be an array of stages", where)
 		}
@@ -1149,10 +1087,10 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 		}
 	}
 	for _, e := range entries {
-		switch e.k {
+		switch e.Key {
 		case "from", "as", "localField", "foreignField", "let", "pipeline":
 		default:
-			return invalidPipeline("%s: unsupported option %s", where, truncateText(e.k, 40))
+			return invalidPipeline("%s: unsupported option %s", where, truncateText(e.Key, 40))
 		}
 	}
 	s.introduce(rootOf(asName))
@@ -1160,59 +1098,59 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 }
 
 func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) error {
-	entries, ok := pObject(arg)
+	entries, ok := parsedb.Entries(arg)
 	if !ok {
 		return invalidPipeline("%s needs an object", where)
 	}
-	from, _ := pGet(entries, "from")
+	from, _ := parsedb.EntryValue(entries, "from")
 	jc, err := pv.joinTarget(from, where+".from")
 	if err != nil {
 		return err
 	}
 	js := pv.classState(jc)
 	for _, k := range []string{"startWith", "connectFromField", "connectToField", "as"} {
-		if _, ok := pGet(entries, k); !ok {
+		if _, ok := parsedb.EntryValue(entries, k); !ok {
 			return invalidPipeline("%s needs %s", where, k)
 		}
 	}
 	var asName string
 	for _, e := range entries {
-		switch e.k {
+		switch e.Key {
 		case "from", "maxDepth":
 		case "startWith":
-			if err := pv.expr(s, e.v); err != nil {
+			if err := pv.expr(s, e.Value); err != nil {
 				return err
 			}
 		case "connectFromField", "connectToField":
-			f, ok := e.v.(string)
+			f, ok := e.Value.(string)
 			if !ok {
-				return invalidPipeline("%s: %s must be a field name", where, e.k)
+				return invalidPipeline("%s: %s must be a field name", where, e.Key)
 			}
 			if err := pv.checkRef(js, f, ""); err != nil {
 				return err
 			}
 		case "as", "depthField":
-			n, ok := e.v.(string)
+			n, ok := e.Value.(string)
 			if !ok {
-				return invalidPipeline("%s: %s must be a field name", where, e.k)
+				return invalidPipeline("%s: %s must be a field name", where, e.Key)
 			}
-			if err := pv.checkOutputName(s, n, where+"."+e.k); err != nil {
+			if err := pv.checkOutputName(s, n, where+"."+e.Key); err != nil {
 				return err
 			}
-			if e.k == "as" {
+			if e.Key == "as" {
 				asName = n
 			}
 		case "restrictSearchWithMatch":
 			// It filters the joined class's raw documents, before any
 			// projection: field conditions only.
-			if mentionsExpr(e.v) {
+			if mentionsExpr(e.Value) {
 				return invalidPipeline("%s: restrictSearchWithMatch takes field conditions only ($expr is not supported there)", where)
 			}
-			if err := pv.filter(js, e.v, where+".restrictSearchWithMatch", true); err != nil {
+			if err := pv.filter(js, e.Value, where+".restrictSearchWithMatch", true); err != nil {
 				return err
 			}
 		default:
-			return invalidPipeline("%s: unsupported option %s", where, truncateText(e.k, 40))
+			return invalidPipeline("%s: unsupported option %s", where, truncateText(e.Key, 40))
 		}
 	}
 	s.introduce(rootOf(asName))
@@ -1221,14 +1159,14 @@ func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) e
 
 // mentionsExpr reports whether $expr appears anywhere in v.
 func mentionsExpr(v any) bool {
-	if entries, ok := pObject(v); ok {
+	if entries, ok := parsedb.Entries(v); ok {
 		for _, e := range entries {
-			if e.k == "$expr" || mentionsExpr(e.v) {
+			if e.Key == "$expr" || mentionsExpr(e.Value) {
 				return true
 			}
 		}
 	}
-	if arr, ok := pArray(v); ok {
+	if arr, ok := parsedb.ArrayValues(v); ok {
 		for _, el := range arr {
 			if mentionsExpr(el) {
 				return true
@@ -1242,12 +1180,12 @@ func (pv *pipelineValidator) unionWith(s *fieldState, arg any, where string) err
 	coll := arg
 	var sub any
 	hasPipeline := false
-	if entries, ok := pObject(arg); ok {
-		coll, _ = pGet(entries, "coll")
-		sub, hasPipeline = pGet(entries, "pipeline")
+	if entries, ok := parsedb.Entries(arg); ok {
+		coll, _ = parsedb.EntryValue(entries, "coll")
+		sub, hasPipeline = parsedb.EntryValue(entries, "pipeline")
 		for _, e := range entries {
-			if e.k != "coll" && e.k != "pipeline" {
-				return invalidPipeline("%s: unsupported option %s", where, truncateText(e.k, 40))
+			if e.Key != "coll" && e.Key != "pipeline" {
+				return invalidPipeline("%s: unsupported option %s", where, truncateText(e.Key, 40))
 			}
 		}
 	}
@@ -1256,7 +1194,7 @@ func (pv *pipelineValidator) unionWith(s *fieldState, arg any, where string) err
 		return err
 	}
 	if hasPipeline {
-		arr, ok := pArray(sub)
+		arr, ok := parsedb.ArrayValues(sub)
 		if !ok {
 			return invalidPipeline("%s.pipeline must be an array of stages", where)
 		}

@@ -46,10 +46,10 @@ var nameFields = map[string]map[string]bool{
 // as a "$" reference, as a field name of a join/unwind/count option, or in
 // $getField/$setField/$unsetField. $unset names are exempt (removal).
 func pipelineLeak(stages any, hidden func(string) bool) string {
-	arr, _ := pArray(stages)
+	arr, _ := parsedb.ArrayValues(stages)
 	for _, st := range arr {
-		if entries, ok := pObject(st); ok && len(entries) == 1 && entries[0].k == "$count" {
-			if n, ok := entries[0].v.(string); ok && hasInternalSegment(n) {
+		if entries, ok := parsedb.Entries(st); ok && len(entries) == 1 && entries[0].Key == "$count" {
+			if n, ok := entries[0].Value.(string); ok && hasInternalSegment(n) {
 				return "internal name in $count"
 			}
 		}
@@ -61,50 +61,50 @@ func pipelineLeak(stages any, hidden func(string) bool) string {
 }
 
 func valueLeak(v any, parentKey string, hidden func(string) bool) string {
-	if entries, ok := pObject(v); ok {
+	if entries, ok := parsedb.Entries(v); ok {
 		for _, e := range entries {
-			if blockedPipeline[e.k] {
-				return "blocked operator " + e.k
+			if blockedPipeline[e.Key] {
+				return "blocked operator " + e.Key
 			}
-			if hasInternalSegment(e.k) {
-				return "internal key " + e.k
+			if hasInternalSegment(e.Key) {
+				return "internal key " + e.Key
 			}
-			if str, ok := e.v.(string); ok {
-				if nameFields[parentKey][e.k] && hasInternalSegment(str) {
-					return "internal name in " + parentKey + "." + e.k
+			if str, ok := e.Value.(string); ok {
+				if nameFields[parentKey][e.Key] && hasInternalSegment(str) {
+					return "internal name in " + parentKey + "." + e.Key
 				}
 				fieldOp := parentKey == "$getField" || parentKey == "$setField" || parentKey == "$unsetField"
-				if (e.k == "$getField" || e.k == "$setField" || e.k == "$unsetField" || e.k == "field" && fieldOp) && parsedb.IsInternalField(str) {
-					return "internal field in " + e.k
+				if (e.Key == "$getField" || e.Key == "$setField" || e.Key == "$unsetField" || e.Key == "field" && fieldOp) && parsedb.IsInternalField(str) {
+					return "internal field in " + e.Key
 				}
-				if (e.k == "from" && (parentKey == "$lookup" || parentKey == "$graphLookup") || e.k == "coll" && parentKey == "$unionWith" || e.k == "$unionWith" && parentKey == "") && hidden(str) {
+				if (e.Key == "from" && (parentKey == "$lookup" || parentKey == "$graphLookup") || e.Key == "coll" && parentKey == "$unionWith" || e.Key == "$unionWith" && parentKey == "") && hidden(str) {
 					return "join into hidden " + str
 				}
 			}
 			switch {
-			case e.k == "$unset":
+			case e.Key == "$unset":
 				continue
-			case e.k == "pipeline" && (parentKey == "$lookup" || parentKey == "$unionWith"):
-				if r := pipelineLeak(e.v, hidden); r != "" {
+			case e.Key == "pipeline" && (parentKey == "$lookup" || parentKey == "$unionWith"):
+				if r := pipelineLeak(e.Value, hidden); r != "" {
 					return r
 				}
 				continue
-			case e.k == "$facet":
-				branches, _ := pObject(e.v)
+			case e.Key == "$facet":
+				branches, _ := parsedb.Entries(e.Value)
 				for _, br := range branches {
-					if r := pipelineLeak(br.v, hidden); r != "" {
+					if r := pipelineLeak(br.Value, hidden); r != "" {
 						return r
 					}
 				}
 				continue
 			}
-			if r := valueLeak(e.v, e.k, hidden); r != "" {
+			if r := valueLeak(e.Value, e.Key, hidden); r != "" {
 				return r
 			}
 		}
 		return ""
 	}
-	if arr, ok := pArray(v); ok {
+	if arr, ok := parsedb.ArrayValues(v); ok {
 		for _, el := range arr {
 			if r := valueLeak(el, parentKey, hidden); r != "" {
 				return r
