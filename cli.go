@@ -109,13 +109,19 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 		printJSON(stdout, map[string]any{"error": text, "_meta": msg.Result.Meta})
 		return exitFailure
 	}
-	var v any
-	if len(msg.Result.StructuredContent) > 0 {
-		_ = json.Unmarshal(msg.Result.StructuredContent, &v)
-	} else if len(msg.Result.Content) > 0 {
-		_ = json.Unmarshal([]byte(msg.Result.Content[0].Text), &v)
+	raw := []byte(msg.Result.StructuredContent)
+	if len(raw) == 0 && len(msg.Result.Content) > 0 {
+		raw = []byte(msg.Result.Content[0].Text)
 	}
-	return printJSON(stdout, v)
+	// Indent the bytes as they are: re-marshalling through a map would sort
+	// the keys and lose the row order (objectId, createdAt, updatedAt first).
+	var out bytes.Buffer
+	if err := json.Indent(&out, raw, "", "  "); err != nil {
+		fmt.Fprintln(stdout, string(raw))
+		return exitOK
+	}
+	fmt.Fprintln(stdout, out.String())
+	return exitOK
 }
 
 func printJSON(w io.Writer, v any) int {
