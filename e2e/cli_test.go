@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/parse-mcp/parse-mcp/demo"
+)
+
+// TestCallCommand: `parse-mcp call TOOL '{json}'` prints pretty JSON and
+// exits 0 on success, 1 on a tool error, 2 on bad usage.
+func TestCallCommand(t *testing.T) {
+	out, stderr, code := runCLI(t, nil, "call", "count_objects", `{"class_name":"Song","where":{"genre":"rock"}}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var res struct {
+		Count int `json:"count"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Count != demo.SongsPerGenre["rock"] {
+		t.Fatalf("count = %d (%v), want %d\n%s", res.Count, err, demo.SongsPerGenre["rock"], out)
+	}
+	if !strings.Contains(out, "\n  \"") {
+		t.Fatalf("output is not pretty-printed: %q", out)
+	}
+
+	cases := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"tool error", []string{"call", "count_objects", `{"class_name":"Nope"}`}, 1, "does not exist"},
+		{"hidden class", []string{"call", "get_schema", `{"class_name":"_SCHEMA"}`}, 1, "access_denied"},
+		{"unknown tool", []string{"call", "drop_database", `{}`}, 1, "drop_database"},
+		{"arguments not an object", []string{"call", "count_objects", `[1]`}, 2, "JSON object"},
+		{"arguments not JSON", []string{"call", "count_objects", `{class_name:Song}`}, 2, "JSON object"},
+		{"missing tool", []string{"call"}, 2, "usage"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out, stderr, code := runCLI(t, nil, c.args...)
+			if code != c.code {
+				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, c.code, out, stderr)
+			}
+			if !strings.Contains(out+stderr, c.want) {
+				t.Fatalf("output does not mention %q\nstdout: %s\nstderr: %s", c.want, out, stderr)
+			}
+		})
+	}
+}
+
+// TestDemoMode runs the real --demo path: embedded FerretDB in the process,
+// seeded from scratch, then served again from the same directory (the seed is
+// skipped the second time).
+func TestDemoMode(t *testing.T) {
+	dir := t.TempDir()
+	for i, name := range []string{"fresh seed", "already seeded"} {
+		start := time.Now()
+		out, stderr, code := runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir},
+			"--demo", "call", "count_objects", `{"class_name":"Song","apply_canonical_filter":false}`)
+		elapsed := time.Since(start)
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", name, code, stderr)
+		}
+		var res struct {
+			Count int `json:"count"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || res.Count != demo.SongCount {
+			t.Fatalf("%s: count %d (%v), want %d", name, res.Count, err, demo.SongCount)
+		}
+		t.Logf("%s: ready and answered in %v", name, elapsed)
+		if i == 1 && elapsed > 5*time.Second {
+			t.Errorf("a second start took %v: the seed was not skipped?", elapsed)
+		}
+	}
+	// The demo policy hides the class of fake secrets.
+	out, _, code := runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir},
+		"--demo", "call", "get_all_schemas", `{}`)
+	if code != 0 || strings.Contains(out, demo.HiddenClassName) {
+		t.Fatalf("get_all_schemas under --demo: exit %d, mentions %s: %v", code, demo.HiddenClassName, strings.Contains(out, demo.HiddenClassName))
+	}
+}
