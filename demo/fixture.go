@@ -1,6 +1,9 @@
 package demo
 
-import "time"
+import (
+	"testing"
+	"time"
+)
 
 // This file is the contract between the demo data and the tests that use it.
 //
@@ -173,10 +176,19 @@ var baseDate = time.Date(2019, 1, 1, 0, 0, 0, 0, time.UTC)
 // BaseDate is the earliest _created_at in the data set.
 var BaseDate = baseDate
 
-// fx is computed once at package initialisation from a fresh generation whose
-// documents are then dropped: only the small facts are kept, so importing the
-// package (the binary does) does not keep the whole data set in memory.
-var fx = generate().facts
+// fx is computed at package initialisation from a fresh generation whose
+// documents are then dropped. Only test binaries compute it: the facts exist
+// for tests to assert on, and generating them costs the server binary (which
+// imports this package for Seed) tens of milliseconds and megabytes at every
+// start-up. Seed never reads them.
+var fx = factsForTests()
+
+func factsForTests() facts {
+	if !testing.Testing() {
+		return facts{}
+	}
+	return generate().facts
+}
 
 // Users and roles.
 var (
