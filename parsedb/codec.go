@@ -1039,11 +1039,22 @@ func (e *RowEncoder) DecodeRow(doc bson.Raw) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	dec := json.NewDecoder(bytes.NewReader(buf))
+	m, err := DecodeJSONObject(buf)
+	if err != nil {
+		return nil, fmt.Errorf("parsedb: decoding row: %w", err)
+	}
+	return m, nil
+}
+
+// DecodeJSONObject decodes a JSON object the way DecodeRow reports rows:
+// integral numbers that fit an int64 are int64 (exact beyond 2^53), every
+// other number is float64.
+func DecodeJSONObject(b []byte) (map[string]any, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var m map[string]any
 	if err := dec.Decode(&m); err != nil {
-		return nil, fmt.Errorf("parsedb: decoding row: %w", err)
+		return nil, err
 	}
 	convertNumbers(m)
 	return m, nil

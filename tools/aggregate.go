@@ -480,40 +480,7 @@ func (r *outRow) toMap() (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return decodeJSONRow(b)
-}
-
-// decodeJSONRow decodes a JSON object the way parsedb.RowEncoder.DecodeRow
-// does: integral numbers that fit an int64 are int64, others float64.
-func decodeJSONRow(b []byte) (map[string]any, error) {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var m map[string]any
-	if err := dec.Decode(&m); err != nil {
-		return nil, err
-	}
-	fixNumbers(m)
-	return m, nil
-}
-
-func fixNumbers(v any) any {
-	switch x := v.(type) {
-	case json.Number:
-		if i, err := x.Int64(); err == nil {
-			return i
-		}
-		f, _ := x.Float64()
-		return f
-	case map[string]any:
-		for k, vv := range x {
-			x[k] = fixNumbers(vv)
-		}
-	case []any:
-		for i, vv := range x {
-			x[i] = fixNumbers(vv)
-		}
-	}
-	return v
+	return parsedb.DecodeJSONObject(b)
 }
 
 // rowConverter turns pipeline output documents into REST-shaped rows.
@@ -632,7 +599,7 @@ func (c *rowConverter) value(rv bson.RawValue) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := decodeJSONRow(append(append([]byte(`{"v":`), raw...), '}'))
+	m, err := parsedb.DecodeJSONObject(append(append([]byte(`{"v":`), raw...), '}'))
 	if err != nil {
 		return nil, err
 	}
