@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/parse-mcp/parse-mcp/parsedb"
 	"github.com/parse-mcp/parse-mcp/toolerror"
@@ -38,17 +39,7 @@ func (s *subQueries) MatchingIDs(ctx context.Context, className string, where ma
 	if err != nil {
 		return nil, err
 	}
-	defer cur.Close(ctx)
-	var ids []string
-	for cur.Next(ctx) {
-		if len(ids) == MaxSubQueryResults {
-			return nil, toolerror.New(toolerror.InvalidQuery, "the sub-query on %s matches more than %d objects; narrow its where", className, MaxSubQueryResults)
-		}
-		if id, ok := cur.Current.Lookup("_id").StringValueOK(); ok {
-			ids = append(ids, id)
-		}
-	}
-	return ids, cur.Err()
+	return collectStrings(ctx, cur, "_id", toolerror.New(toolerror.InvalidQuery, "the sub-query on %s matches more than %d objects; narrow its where", className, MaxSubQueryResults))
 }
 
 func (s *subQueries) SelectValues(ctx context.Context, className string, where map[string]any, key string) ([]any, error) {
@@ -111,17 +102,7 @@ func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key st
 	if err != nil {
 		return nil, err
 	}
-	defer cur.Close(ctx)
-	var ids []string
-	for cur.Next(ctx) {
-		if len(ids) == MaxSubQueryResults {
-			return nil, toolerror.New(toolerror.InvalidQuery, "$relatedTo: the relation has more than %d members", MaxSubQueryResults)
-		}
-		if id, ok := cur.Current.Lookup("relatedId").StringValueOK(); ok {
-			ids = append(ids, id)
-		}
-	}
-	return ids, cur.Err()
+	return collectStrings(ctx, cur, "relatedId", toolerror.New(toolerror.InvalidQuery, "$relatedTo: the relation has more than %d members", MaxSubQueryResults))
 }
 
 // OwningIDs answers a where on a relation field ({"songs": <Song pointer>}):
@@ -154,17 +135,23 @@ func (s *subQueries) OwningIDs(ctx context.Context, ownerClass, key string, rela
 	if err != nil {
 		return nil, err
 	}
+	return collectStrings(ctx, cur, "_id", toolerror.New(toolerror.InvalidQuery, "the relation constraint on %s.%s matches more than %d owners", ownerClass, key, MaxSubQueryResults))
+}
+
+var _ parsedb.RelationOwners = (*subQueries)(nil)
+
+// collectStrings reads the string field of every document of cur (closing
+// it), failing with tooMany past MaxSubQueryResults values.
+func collectStrings(ctx context.Context, cur *mongo.Cursor, field string, tooMany error) ([]string, error) {
 	defer cur.Close(ctx)
-	var out []string
+	out := []string{}
 	for cur.Next(ctx) {
 		if len(out) == MaxSubQueryResults {
-			return nil, toolerror.New(toolerror.InvalidQuery, "the relation constraint on %s.%s matches more than %d owners", ownerClass, key, MaxSubQueryResults)
+			return nil, tooMany
 		}
-		if id, ok := cur.Current.Lookup("_id").StringValueOK(); ok {
-			out = append(out, id)
+		if s, ok := cur.Current.Lookup(field).StringValueOK(); ok {
+			out = append(out, s)
 		}
 	}
 	return out, cur.Err()
 }
-
-var _ parsedb.RelationOwners = (*subQueries)(nil)
