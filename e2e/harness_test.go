@@ -211,7 +211,7 @@ type rawServer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *strings.Builder
+	stderr *syncBuffer
 	done   chan error
 }
 
@@ -227,8 +227,8 @@ func startRaw(t testing.TB, extraEnv ...string) *rawServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &strings.Builder{}
-	cmd.Stderr = &lockedWriter{w: stderr}
+	stderr := &syncBuffer{}
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -253,15 +253,22 @@ func startRaw(t testing.TB, extraEnv ...string) *rawServer {
 	return r
 }
 
-type lockedWriter struct {
+// syncBuffer is a goroutine-safe, readable stderr sink.
+type syncBuffer struct {
 	mu sync.Mutex
-	w  *strings.Builder
+	b  strings.Builder
 }
 
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.w.Write(p)
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
 
 func (r *rawServer) send(line string) {

@@ -31,24 +31,6 @@ type httpServer struct {
 	done   chan error
 }
 
-// syncBuffer is a goroutine-safe, readable stderr sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 var addrRe = regexp.MustCompile(`"addr":"([^"]+)"[^\n]*serving streamable HTTP`)
 
 // startHTTP starts the binary with PARSE_MCP_HTTP_ADDR (default

@@ -284,13 +284,13 @@ func (r *rawServer) updates(d time.Duration) []string {
 // up to 1s of polling, 250ms of debounce, plus slack.
 const settle = 3500 * time.Millisecond
 
-// expectUpdates waits (up to 10s, the poller stretches its interval on a
-// loaded machine) until n updates arrived, then 1.5s more to catch any
+// expectUpdates waits (up to 30s, the poller stretches its interval on a
+// loaded or instrumented machine) until n updates arrived, then 1.5s more to catch any
 // duplicate, and returns them sorted.
 func (r *rawServer) expectUpdates(n int) []string {
 	r.t.Helper()
 	var uris []string
-	deadline := time.After(10 * time.Second)
+	deadline := time.After(30 * time.Second)
 	var extra <-chan time.Time
 	for {
 		if len(uris) >= n && extra == nil {
@@ -405,7 +405,7 @@ func TestResourceSubscriptionsHTTP(t *testing.T) {
 	select {
 	case m := <-streamA:
 		gotA = append(append(gotA, m), drain(streamA, 1500*time.Millisecond)...)
-	case <-time.After(10 * time.Second):
+	case <-time.After(30 * time.Second):
 	}
 	if len(gotA) != 1 || gotA[0]["method"] != "notifications/resources/updated" || params(gotA[0])["uri"] != "parse://Song/count" {
 		t.Fatalf("session a's stream: %v", gotA)
