@@ -147,11 +147,7 @@ type pipelinePlan struct {
 // pipeline to send. autoLimit > 0 appends {$limit: autoLimit} unless the
 // caller's last stage is $limit or $count.
 func planPipeline(ctx context.Context, d *Deps, className string, stages []any, applyCanonical bool, autoLimit int) (*pipelinePlan, error) {
-	schema, err := d.Store.Schema.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cls, err := d.Policy.ResolveClass(ctx, schema, className)
+	schema, cls, err := d.resolveClass(ctx, className)
 	if err != nil {
 		return nil, err
 	}

@@ -62,11 +62,7 @@ func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	schema, err := d.Store.Schema.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err
 	}

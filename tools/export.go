@@ -199,11 +199,7 @@ func columnsArg(ctx context.Context, args Args, keys []string) ([]column, error)
 // join keys, and dotted paths through pointers ("artist.name") include the
 // pointer automatically.
 func addColumnKeys(ctx context.Context, d *Deps, name string, cols []column, in *planInput) error {
-	schema, err := d.Store.Schema.Get(ctx)
-	if err != nil {
-		return err
-	}
-	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return err
 	}

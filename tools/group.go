@@ -184,11 +184,7 @@ func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*g
 		}
 	}
 
-	schema, err := d.Store.Schema.Get(ctx)
-	if err != nil {
-		return nil, nil, err
-	}
-	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, nil, err
 	}

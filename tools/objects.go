@@ -131,11 +131,7 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 		return nil, err
 	}
 	if len(ids) == 0 {
-		schema, err := d.Store.Schema.Get(ctx)
-		if err != nil {
-			return nil, err
-		}
-		cls, err := d.Policy.ResolveClass(ctx, schema, name)
+		_, cls, err := d.resolveClass(ctx, name)
 		if err != nil {
 			return nil, err
 		}

@@ -120,11 +120,7 @@ func resolveRead(ctx context.Context, d *Deps, args Args, applyCanonicalDefault 
 	if err != nil {
 		return nil, err
 	}
-	schema, err := d.Store.Schema.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err
 	}

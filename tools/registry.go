@@ -147,3 +147,18 @@ func MarshalCompact(v any) ([]byte, error) {
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
+
+// resolveClass is the class gate for a tool's class name: the current schema
+// and the class, or the policy's refusal (hidden, filtered, unknown with
+// suggestions, CLP).
+func (d *Deps) resolveClass(ctx context.Context, name string) (*parsedb.Schema, *parsedb.Class, error) {
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return schema, cls, nil
+}

@@ -104,11 +104,7 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	schema, err := d.Store.Schema.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	_, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err
 	}
