@@ -25,13 +25,13 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/parse-mcp/parse-mcp/config"
-	"github.com/parse-mcp/parse-mcp/demo"
-	"github.com/parse-mcp/parse-mcp/embeddeddb"
-	"github.com/parse-mcp/parse-mcp/parsedb"
-	"github.com/parse-mcp/parse-mcp/policy"
-	"github.com/parse-mcp/parse-mcp/server"
-	"github.com/parse-mcp/parse-mcp/tools"
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/internal/server"
+	"github.com/parse-mcp/parse-mcp/internal/tools"
 )
 
 // Exit codes.

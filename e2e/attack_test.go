@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parse-mcp/parse-mcp/demo"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // The attack suite through the binary: every case is an attempt that must

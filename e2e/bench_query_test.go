@@ -13,11 +13,11 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/parse-mcp/parse-mcp/config"
-	"github.com/parse-mcp/parse-mcp/demo"
-	"github.com/parse-mcp/parse-mcp/parsedb"
-	"github.com/parse-mcp/parse-mcp/policy"
-	"github.com/parse-mcp/parse-mcp/tools"
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/internal/tools"
 )
 
 // The query target (issue 3): query_class of 1000 rows within 1.3× of the

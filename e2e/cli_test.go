@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parse-mcp/parse-mcp/demo"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // TestCallCommand: `parse-mcp call TOOL '{json}'` prints pretty JSON and

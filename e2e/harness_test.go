@@ -25,8 +25,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/parse-mcp/parse-mcp/demo"
-	"github.com/parse-mcp/parse-mcp/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 )
 
 // ProtocolVersion is pinned so the client uses the initialize handshake, as

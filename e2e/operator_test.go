@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parse-mcp/parse-mcp/demo"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // Operator commands: describe, would-permit, audit.

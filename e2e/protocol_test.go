@@ -21,7 +21,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/parse-mcp/parse-mcp/demo"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // The scratch app: the demo fixture again, under the collection prefix
@@ -76,7 +76,7 @@ func scratchEnv(t testing.TB, extra ...string) []string {
 }
 
 func demoPolicy(t testing.TB) string {
-	p, err := filepath.Abs("../demo/policy.yaml")
+	p, err := filepath.Abs("../internal/demo/policy.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/parse-mcp/parse-mcp/demo"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // demoSettingsLine is the settings line of demo/policy.yaml that

@@ -1,0 +1,339 @@
+package policy
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+)
+
+// The demo app in an embedded FerretDB (or PARSE_MCP_TEST_MONGODB_URI), for
+// the checks that need a database: identity set-up, the cross-tenant get
+// check, the COLLSCAN guard, and the overhead benchmark.
+var (
+	secDBOnce  sync.Once
+	secDBStore *parsedb.Store
+	secDBErr   error
+	secDBReal  bool
+)
+
+func secDB(t testing.TB) *parsedb.Store {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a database")
+	}
+	secDBOnce.Do(func() {
+		uri := os.Getenv("PARSE_MCP_TEST_MONGODB_URI")
+		secDBReal = uri != ""
+		if uri == "" {
+			dir, err := os.MkdirTemp("", "policy-db-")
+			if err != nil {
+				secDBErr = err
+				return
+			}
+			srv, err := embeddeddb.Start(dir, nil)
+			if err != nil {
+				secDBErr = err
+				return
+			}
+			uri = srv.URI
+		}
+		cl, err := mongo.Connect(options.Client().ApplyURI(uri))
+		if err != nil {
+			secDBErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		if secDBErr = demo.ForceSeed(ctx, cl.Database("policy_db_test"), ""); secDBErr != nil {
+			return
+		}
+		secDBStore = parsedb.NewStore(cl, "policy_db_test", "")
+	})
+	if secDBErr != nil {
+		t.Fatalf("test database: %v", secDBErr)
+	}
+	return secDBStore
+}
+
+// demoEngine is the engine main builds: the demo policy (plus extra YAML),
+// set up against the seeded database.
+func demoEngine(t testing.TB, extra string, cfg *config.Config) (*Engine, error) {
+	t.Helper()
+	store := secDB(t)
+	doc := strings.Replace(string(demo.PolicyYAML), "\nclasses:\n", "\nclasses:\n"+extra, 1)
+	f, err := Parse([]byte(doc), false)
+	if err != nil {
+		t.Fatalf("policy: %v", err)
+	}
+	if cfg.Permissions == "" {
+		cfg.Permissions = "readonly"
+	}
+	e := New(cfg, f, zerolog.New(io.Discard))
+	e.Register(ToolInfo{Name: "get_object", Category: "query", Tier: "readonly"},
+		ToolInfo{Name: "count_objects", Category: "query", Tier: "readonly"},
+		ToolInfo{Name: "query_class", Category: "query", Tier: "readonly"})
+	return e, e.Setup(context.Background(), store, false)
+}
+
+func TestSetupIdentityErrors(t *testing.T) {
+	cases := []struct {
+		cfg  config.Config
+		want string
+	}{
+		{config.Config{SessionToken: demo.ExpiredSessionToken}, "PARSE_MCP_SESSION_TOKEN: the session token expired at 2020-06-01T12:00:00Z"},
+		{config.Config{SessionToken: "r:ffffffffffffffffffffffffffffffff"}, "PARSE_MCP_SESSION_TOKEN: unknown session token"},
+		{config.Config{ACLUser: "NoSuchUser"}, "PARSE_MCP_ACL_USER: no _User has this objectId"},
+		{config.Config{ACLRole: "Root"}, "PARSE_MCP_ACL_ROLE: no _Role has this name"},
+	}
+	for _, c := range cases {
+		cfg := c.cfg
+		_, err := demoEngine(t, "", &cfg)
+		se, ok := err.(*SetupError)
+		if !ok || !se.Config || !strings.HasPrefix(se.Msg, c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+		if strings.Contains(err.Error(), "r:") {
+			t.Errorf("the token is echoed: %v", err)
+		}
+	}
+	// Policy problems against the real _SCHEMA fail with the path.
+	_, err := demoEngine(t, "  _Role: {agent_fields: [name, nmae]}\n", &config.Config{})
+	if err == nil || !strings.Contains(err.Error(), "PARSE_MCP_POLICY_FILE: classes._Role.agent_fields[1]: no field nmae in _Role's _SCHEMA (did you mean name?)") {
+		t.Fatalf("schema problem: %v", err)
+	}
+	e, err := demoEngine(t, "", &config.Config{SessionToken: demo.AliceSessionToken})
+	if err != nil || e.Identity().UserID != demo.UserAliceID {
+		t.Fatalf("alice: %v", err)
+	}
+	// CLP from the stored _SCHEMA: protectedFields apply to scoped identities.
+	schema, _ := secDB(t).Schema.Get(context.Background())
+	if pf := e.ProtectedFields(schema.Class("Song")); !pf[demo.ProtectedField] {
+		t.Fatalf("protectedFields of Song for alice: %v", pf)
+	}
+	if got := e.CLPSummary(schema.Class("Invoice")); got["find"] != "allowed" {
+		t.Fatalf("Invoice CLP for alice: %v", got)
+	}
+}
+
+func TestCrossTenantGetIsDenied(t *testing.T) {
+	// demo.PolicyYAML already has an Invoice entry; build the policy by hand.
+	store := secDB(t)
+	doc := strings.Replace(string(demo.PolicyYAML), "  Invoice:\n", "  Invoice:\n    tenant_scope: {field: orgId}\n", 1)
+	f, err := Parse([]byte(doc), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(&config.Config{Permissions: "readonly", TenantID: demo.OrgNorth}, f, zerolog.New(io.Discard))
+	e.Register(ToolInfo{Name: "get_object", Category: "query", Tier: "readonly"}, ToolInfo{Name: "get_objects", Category: "query", Tier: "readonly"})
+	if err := e.Setup(context.Background(), store, false); err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := store.Schema.Get(context.Background())
+	cls := schema.Class("Invoice")
+	// Find one invoice of each org.
+	ids := map[string]string{}
+	cur, err := store.Collection("Invoice").Find(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cur.Next(context.Background()) {
+		org, _ := cur.Current.Lookup("orgId").StringValueOK()
+		id, _ := cur.Current.Lookup("_id").StringValueOK()
+		ids[org] = id
+	}
+	cur.Close(context.Background())
+	for _, tool := range []string{"get_object", "get_objects"} {
+		ctx := callCtx(e, tool, "Invoice")
+		where := map[string]any{"objectId": ids[demo.OrgSouth]}
+		if tool == "get_objects" {
+			where = map[string]any{"objectId": map[string]any{"$in": []any{ids[demo.OrgNorth], ids[demo.OrgSouth]}}}
+		}
+		if _, err := e.ComposeWhere(ctx, cls, where, false); outcome(err) != "access_denied/tenant_scope" {
+			t.Errorf("%s of another tenant's row: %v", tool, err)
+		}
+		shown, err := e.ComposeWhere(ctx, cls, map[string]any{"objectId": ids[demo.OrgNorth]}, false)
+		if err != nil {
+			t.Errorf("%s of own row: %v", tool, err)
+		}
+		if len(shown["$and"].([]any)) != 2 {
+			t.Errorf("composed %v", shown)
+		}
+		// A missing id stays "not found" (no refusal here).
+		if _, err := e.ComposeWhere(ctx, cls, map[string]any{"objectId": "zzzzzzzzzz"}, false); err != nil {
+			t.Errorf("missing id: %v", err)
+		}
+	}
+}
+
+func TestCollscanGuardFailsClosed(t *testing.T) {
+	store := secDB(t)
+	doc := strings.Replace(string(demo.PolicyYAML), "settings: {refuse_collscan: false", "settings: {refuse_collscan: true", 1)
+	doc = strings.Replace(doc, "  Artist:\n", "  Artist:\n    allow_collscan: true\n", 1)
+	f, err := Parse([]byte(doc), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(&config.Config{Permissions: "readonly"}, f, zerolog.New(io.Discard))
+	if err := e.Setup(context.Background(), store, false); err != nil {
+		t.Fatal(err)
+	}
+	schema, _ := store.Schema.Get(context.Background())
+	ctx := context.Background()
+	err = e.CheckCollscan(ctx, store, schema.Class("Song"), bson.D{})
+	ref, ok := err.(*Refusal)
+	if !ok || !ref.Refused || !strings.HasPrefix(ref.Reason, "COLLSCAN on Song") || ref.Suggestion == "" {
+		t.Fatalf("full scan on Song: %v", err)
+	}
+	if !secDBReal && !strings.Contains(ref.Reason, "no query plan") {
+		t.Fatalf("FerretDB gives no plan: the guard must fail closed: %v", ref.Reason)
+	}
+	if err := e.CheckCollscan(ctx, store, schema.Class("Artist"), bson.D{}); err != nil {
+		t.Fatalf("allow_collscan: %v", err)
+	}
+	if secDBReal {
+		// On MongoDB an _id lookup is not a collection scan.
+		if err := e.CheckCollscan(ctx, store, schema.Class("Song"), bson.D{{Key: "_id", Value: demo.SongPublicID}}); err != nil {
+			t.Fatalf("_id lookup refused: %v", err)
+		}
+	}
+	// refuse_collscan off: nothing is explained.
+	off, _ := demoEngine(t, "", &config.Config{})
+	if err := off.CheckCollscan(ctx, store, schema.Class("Song"), bson.D{}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The overhead benchmark: what the policy adds to one count_objects call
+// (middleware with rate limiter, tool and class gates and the audit event;
+// where composition and translation; the identity scope; redaction of a
+// page of rows), against the call's database round trip.
+
+func overheadEngine(b testing.TB) (*Engine, *parsedb.Schema) {
+	e, err := demoEngine(b, "", &config.Config{SessionToken: demo.BobSessionToken})
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.log = zerolog.New(io.Discard) // the audit event is built and written
+	e.limiter = newRateLimiter(1<<30, time.Minute, time.Now)
+	schema, err := secDB(b).Schema.Get(context.Background())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return e, schema
+}
+
+var overheadWhere = map[string]any{"genre": map[string]any{"$in": []any{"rock", "jazz"}}, "plays": map[string]any{"$gt": 1000}}
+
+func overheadFilter(ctx context.Context, e *Engine, schema *parsedb.Schema) (bson.D, error) {
+	cls, err := e.ResolveClass(ctx, schema, "Song")
+	if err != nil {
+		return nil, err
+	}
+	shown, err := e.ComposeWhere(ctx, cls, overheadWhere, true)
+	if err != nil {
+		return nil, err
+	}
+	f, err := parsedb.WhereToFilter(ctx, cls, shown, parsedb.WhereOptions{Schema: schema})
+	if err != nil {
+		return nil, err
+	}
+	scope, err := e.StorageScope(ctx, cls)
+	if err != nil {
+		return nil, err
+	}
+	return bson.D{{Key: "$and", Value: bson.A{f, scope}}}, nil
+}
+
+func BenchmarkPolicyOverheadPerCall(b *testing.B) { benchOverhead(b, 0) }
+
+// BenchmarkPolicyOverheadPerCallWith20Rows adds the redaction of a page of
+// 20 rows (what query_class adds on top of count_objects).
+func BenchmarkPolicyOverheadPerCallWith20Rows(b *testing.B) { benchOverhead(b, 20) }
+
+func benchOverhead(b *testing.B, nRows int) {
+	e, schema := overheadEngine(b)
+	store := secDB(b)
+	// A page of 20 real Song rows to redact.
+	cur, err := store.Collection("Song").Find(context.Background(), bson.D{}, options.Find().SetLimit(int64(nRows)+1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	var rows []bson.Raw
+	for cur.Next(context.Background()) && len(rows) < nRows {
+		rows = append(rows, append(bson.Raw{}, cur.Current...))
+	}
+	cur.Close(context.Background())
+	cls := schema.Class("Song")
+	mw := e.Middleware(func(context.Context) (*parsedb.Schema, error) { return schema, nil })
+	var buf []byte
+	handler := mw(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if _, err := overheadFilter(ctx, e, schema); err != nil {
+			return nil, err
+		}
+		enc := e.RowEncoder(cls, nil)
+		buf = buf[:0]
+		for _, r := range rows {
+			if buf, err = enc.AppendRow(buf, r); err != nil {
+				return nil, err
+			}
+		}
+		return mcp.NewToolResultText(`{"class_name":"Song","count":1}`), nil
+	})
+	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "count_objects", Arguments: map[string]any{"class_name": "Song", "where": overheadWhere}}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		res, err := handler(context.Background(), req)
+		if err != nil || res.IsError {
+			b.Fatal(err, res)
+		}
+	}
+}
+
+func BenchmarkCountObjectsRoundTrip(b *testing.B) {
+	e, schema := overheadEngine(b)
+	store := secDB(b)
+	ctx := callCtx(e, "count_objects", "Song")
+	filter, err := overheadFilter(ctx, e, schema)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if _, err := store.Count(context.Background(), "Song", filter); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// TestPolicyOverheadRatio runs both benchmarks and checks the ≤ 5 % target.
+func TestPolicyOverheadRatio(t *testing.T) {
+	if os.Getenv("PARSE_MCP_BENCH") == "" {
+		t.Skip("set PARSE_MCP_BENCH=1 to measure the policy overhead ratio")
+	}
+	secDB(t)
+	policy := testing.Benchmark(BenchmarkPolicyOverheadPerCall)
+	rows := testing.Benchmark(BenchmarkPolicyOverheadPerCallWith20Rows)
+	count := testing.Benchmark(BenchmarkCountObjectsRoundTrip)
+	ratio := float64(policy.NsPerOp()) / float64(count.NsPerOp())
+	t.Logf("policy overhead %v/call (%v with 20 rows redacted), count_objects round trip %v: %.2f%%",
+		time.Duration(policy.NsPerOp()), time.Duration(rows.NsPerOp()), time.Duration(count.NsPerOp()), ratio*100)
+	if ratio > 0.05 {
+		t.Errorf("policy overhead is %.1f%% of a count_objects round trip (target ≤ 5%%)", ratio*100)
+	}
+}

@@ -1,0 +1,227 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"unicode"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// Fields (§5.4): the internal-field floor always; agent_fields allowlists;
+// protectedFields for scoped identities; storage-form names (_p_x) refused
+// with a suggested rewrite.
+
+// alwaysVisible are shown on every class, whatever the allowlist says.
+func alwaysVisible(name string) bool {
+	switch name {
+	case "objectId", "createdAt", "updatedAt":
+		return true
+	}
+	return false
+}
+
+// allowlist returns the class's agent_fields as a set (nil = no allowlist).
+func (e *Engine) allowlist(class string) map[string]bool {
+	cp := e.Class(class)
+	if cp == nil || len(cp.AgentFields) == 0 {
+		return nil
+	}
+	allow := make(map[string]bool, len(cp.AgentFields)+3)
+	for _, f := range cp.AgentFields {
+		allow[f] = true
+	}
+	return allow
+}
+
+// VisibleFields are the class's fields this session may see: never the
+// internal-field floor, never ACL or password, only allowlisted ones when the
+// class has agent_fields (objectId/createdAt/updatedAt always), never
+// protectedFields for a scoped identity.
+func (e *Engine) VisibleFields(cls *parsedb.Class) []*parsedb.Field {
+	allow := e.allowlist(cls.Name)
+	protected := e.ProtectedFields(cls)
+	var out []*parsedb.Field
+	for _, name := range cls.FieldNames() {
+		if name == "ACL" || name == "password" || parsedb.IsInternalField(name) {
+			continue
+		}
+		if allow != nil && !allow[name] && !alwaysVisible(name) {
+			continue
+		}
+		if protected[name] {
+			continue
+		}
+		f := cls.Fields[name]
+		if f.Name == "" {
+			ff := *f
+			ff.Name = name
+			f = &ff
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// FieldVisible reports whether one top-level field of a class may be shown.
+func (e *Engine) FieldVisible(cls *parsedb.Class, name string) bool {
+	return e.CheckReadField(cls, name) == nil
+}
+
+// DisplayType is a field's type as shown in get_all_schemas: Pointer<X>,
+// Relation<X>, with hidden targets masked.
+func (e *Engine) DisplayType(f *parsedb.Field) string {
+	if f.Type != parsedb.TypePointer && f.Type != parsedb.TypeRelation {
+		return f.Type
+	}
+	target := f.TargetClass
+	if e.Hidden(target) {
+		target = "<targetClass>"
+	}
+	return f.Type + "<" + target + ">"
+}
+
+// DisplayPermissions is the class's CLP as shown to the model (nil = public).
+// A scoped identity sees what it may do rather than the raw CLP (which can
+// name users and roles).
+func (e *Engine) DisplayPermissions(cls *parsedb.Class) bson.M {
+	if e.MasterPosture() {
+		return cls.Permissions
+	}
+	out := bson.M{}
+	for k, v := range e.CLPSummary(cls) {
+		out[k] = v
+	}
+	return out
+}
+
+// CleanText makes operator-written text safe to show the model: control
+// characters removed (newlines and tabs become spaces), at most 200
+// characters.
+func CleanText(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || r == '\u2028' || r == '\u2029' || unicode.Is(unicode.Cf, r) {
+			if r == '\n' || r == '\t' || r == '\r' || r == '\u2028' || r == '\u2029' {
+				return ' '
+			}
+			return -1
+		}
+		return r
+	}, s)
+	if r := []rune(s); len(r) > 200 {
+		s = string(r[:200])
+	}
+	return s
+}
+
+// CheckReadField refuses a field a read may not reference (where keys, keys,
+// order, group/distinct fields, export columns, pipeline references): the
+// internal floor always (a security violation, -32602); storage-form names
+// (_p_author) with kind storage_form_field_ref and the REST name as
+// suggested_rewrite; fields outside agent_fields (field_not_allowed); and
+// protectedFields for a scoped identity (protected_field). field may be a
+// dotted path; its first segment decides.
+func (e *Engine) CheckReadField(cls *parsedb.Class, field string) error {
+	root := field
+	if i := strings.IndexByte(field, '.'); i >= 0 {
+		root = field[:i]
+	}
+	if parsedb.IsInternalPath(field) || root == "ACL" || root == "password" && cls.Name == "_User" {
+		return toolerror.Violationf("internal field %q referenced on %s", field, cls.Name)
+	}
+	if strings.HasPrefix(root, "_p_") && len(root) > 3 {
+		rest := field[3:]
+		return &toolerror.Error{Code: toolerror.AccessDenied,
+			Message: "use REST field names: " + rest + ", not the storage name " + root,
+			Details: &toolerror.Details{Kind: "storage_form_field_ref", DeniedField: root, SuggestedRewrite: rest}}
+	}
+	if alwaysVisible(root) {
+		return nil
+	}
+	if allow := e.allowlist(cls.Name); allow != nil && !allow[root] {
+		allowed := append([]string{}, e.Class(cls.Name).AgentFields...)
+		if len(allowed) > 20 {
+			allowed = allowed[:20]
+		}
+		return &toolerror.Error{Code: toolerror.AccessDenied, Message: "field " + root + " of " + cls.Name + " is not available to this agent",
+			Details: &toolerror.Details{Kind: "field_not_allowed", DeniedField: root, AllowedFields: allowed}}
+	}
+	if e.ProtectedFields(cls)[root] {
+		return &toolerror.Error{Code: toolerror.AccessDenied, Message: "field " + root + " of " + cls.Name + " is protected for this identity (protectedFields)",
+			Details: &toolerror.Details{Kind: "protected_field", DeniedField: root}}
+	}
+	return nil
+}
+
+// CheckReadFields runs CheckReadField over a list (keys, order fields…); a
+// leading "-" (descending order) is ignored.
+func (e *Engine) CheckReadFields(cls *parsedb.Class, fields []string) error {
+	for _, f := range fields {
+		if err := e.CheckReadField(cls, strings.TrimPrefix(f, "-")); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// RowEncoder returns the codec for rows of cls as this session may see them:
+// only keys (when given; objectId/createdAt/updatedAt always), never the
+// internal floor, ACL or _User.password, only agent_fields when the class
+// has an allowlist, never protectedFields for a scoped identity, and every
+// reference to a hidden class redacted at any depth ("Hidden$id" strings,
+// embedded pointers and objects) — §5.3/§5.4.
+func (e *Engine) RowEncoder(cls *parsedb.Class, keys []string) *parsedb.RowEncoder {
+	enc := &parsedb.RowEncoder{Class: cls, HiddenClass: e.Hidden}
+	if len(keys) > 0 {
+		enc.Keys = make(map[string]bool, len(keys))
+		for _, k := range keys {
+			root, _, _ := strings.Cut(strings.TrimPrefix(k, "-"), ".")
+			enc.Keys[root] = true
+		}
+	}
+	var allow, protected map[string]bool
+	if cls != nil {
+		allow = e.allowlist(cls.Name)
+		protected = e.ProtectedFields(cls)
+	}
+	isUser := cls != nil && cls.Name == "_User"
+	enc.Drop = func(f string) bool {
+		if (allow != nil && !allow[f]) || protected[f] {
+			return true
+		}
+		return f == "password" && isUser || f == "ACL"
+	}
+	return enc
+}
+
+// CheckInclude checks an include path ("album.artist") from cls: every
+// segment must be a readable pointer field whose target class passes the
+// class gate (hidden, agent.classes, CLP) and no tenant scope may govern
+// either end (CheckJoin). It returns the class the path ends in.
+func (e *Engine) CheckInclude(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, path string) (*parsedb.Class, error) {
+	cur := cls
+	for _, seg := range strings.Split(path, ".") {
+		if err := e.CheckReadField(cur, seg); err != nil {
+			return nil, err
+		}
+		f := cur.Field(seg)
+		if f == nil || f.Type != parsedb.TypePointer {
+			return nil, toolerror.New(toolerror.InvalidArgument, "include %q: %s is not a Pointer field of %s", truncateText(path, 80), seg, cur.Name)
+		}
+		if e.Hidden(f.TargetClass) {
+			return nil, toolerror.Denied("hidden_class", "include %q: %s points to a class that is not accessible", truncateText(path, 80), seg)
+		}
+		target, err := e.ResolveClass(ctx, schema, f.TargetClass)
+		if err != nil {
+			return nil, err
+		}
+		if err := e.CheckJoin(cur.Name, target.Name); err != nil {
+			return nil, err
+		}
+		cur = target
+	}
+	return cur, nil
+}

@@ -1,0 +1,418 @@
+package policy
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// Operator introspection: parse-mcp describe, would-permit and audit, and
+// the start-up step that binds the policy to the database.
+
+// SetupError is a start-up failure. Config is true for problems the
+// operator fixes in the policy file or environment (exit 2), false for
+// runtime failures (exit 1).
+type SetupError struct {
+	Config bool
+	Msg    string
+}
+
+func (e *SetupError) Error() string { return e.Msg }
+
+// Setup binds the engine to the database: it validates the policy file
+// against _SCHEMA (every problem is a configuration error unless lenient,
+// for `parse-mcp audit`, which reports them instead) and resolves the
+// identity scope (an unknown or expired session token, an unknown user or
+// role is a configuration error). Call Register first.
+func (e *Engine) Setup(ctx context.Context, store *parsedb.Store, lenient bool) error {
+	e.SetStore(store)
+	schema, err := store.Schema.Get(ctx)
+	if err != nil {
+		return &SetupError{Msg: fmt.Sprintf("reading _SCHEMA: %v", err)}
+	}
+	if problems := e.Validate(ctx, schema); len(problems) > 0 && !lenient {
+		msg := "PARSE_MCP_POLICY_FILE: " + problems[0].Error()
+		if len(problems) > 1 {
+			msg += fmt.Sprintf(" (and %d more problem(s); `parse-mcp audit` lists them all)", len(problems)-1)
+		}
+		return &SetupError{Config: true, Msg: msg}
+	}
+	var id *parsedb.Identity
+	switch e.cfg.Identity() {
+	case parsedb.IdentitySession:
+		id, err = parsedb.ResolveSessionToken(ctx, store, e.cfg.SessionToken, e.now())
+	case parsedb.IdentityUser:
+		id, err = parsedb.ResolveUser(ctx, store, e.cfg.ACLUser)
+	case parsedb.IdentityRole:
+		id, err = parsedb.ResolveRole(ctx, store, e.cfg.ACLRole)
+	default:
+		id = &parsedb.Identity{Kind: parsedb.IdentityMaster}
+	}
+	if err != nil {
+		var ie *parsedb.IdentityError
+		if errors.As(err, &ie) {
+			return &SetupError{Config: true, Msg: ie.Error()}
+		}
+		return &SetupError{Msg: "resolving the identity scope: " + err.Error()}
+	}
+	e.SetIdentity(id)
+	return nil
+}
+
+// Fingerprint is a short, non-reversible identifier of a secret.
+func Fingerprint(secret string) string {
+	sum := sha256.Sum256([]byte(secret))
+	return "sha256:" + hex.EncodeToString(sum[:])[:12]
+}
+
+// toolInfo finds a registered tool, or one of SpecTools.
+func (e *Engine) toolInfo(name string) (ToolInfo, bool, bool) {
+	if t, ok := e.tools[name]; ok {
+		return t, true, true
+	}
+	for _, t := range SpecTools {
+		if t.Name == name {
+			return t, true, false
+		}
+	}
+	return ToolInfo{}, false, false
+}
+
+// Describe is the effective policy, for `parse-mcp describe`. Secrets
+// (session token, API key, database password) are shown only as short
+// SHA-256 fingerprints. schema may be nil.
+func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
+	identity := map[string]any{"type": e.cfg.Identity()}
+	if e.cfg.SessionToken != "" {
+		identity["session_token"] = Fingerprint(e.cfg.SessionToken)
+	}
+	if id := e.Identity(); id != nil {
+		if id.UserID != "" {
+			identity["user_id"] = id.UserID
+		}
+		identity["roles"] = append([]string{}, id.Roles...)
+		identity["acl_entries"] = id.Entries()
+		if !id.ExpiresAt.IsZero() {
+			identity["expires_at"] = id.ExpiresAt.Format(time.RFC3339)
+		}
+	} else if e.MasterPosture() {
+		identity["note"] = "master posture: ACLs and class-level permissions do not restrict reads"
+	}
+
+	var tools []map[string]any
+	names := map[string]bool{}
+	for n := range e.tools {
+		names[n] = true
+	}
+	for _, t := range SpecTools {
+		names[t.Name] = true
+	}
+	sorted := make([]string, 0, len(names))
+	for n := range names {
+		sorted = append(sorted, n)
+	}
+	sort.Strings(sorted)
+	for _, n := range sorted {
+		t, _, registered := e.toolInfo(n)
+		entry := map[string]any{"name": n, "category": t.Category, "tier": t.Tier, "allowed": true}
+		if g := Gates(t); len(g) > 0 {
+			entry["env_gates"] = g
+		}
+		if !registered {
+			entry["registered"] = false
+		}
+		if d := e.permit(t); d != nil {
+			entry["allowed"] = false
+			entry["gate"] = d.Gate
+			entry["reason"] = d.Message
+		}
+		tools = append(tools, entry)
+	}
+
+	rl := map[string]any{"requests": e.limiter.limit, "window": e.limiter.window.String(), "scope": "process"}
+	if e.cfg.HTTPAddr != "" {
+		rl["scope"] = "per HTTP session"
+	}
+	if e.limiter.limit <= 0 {
+		rl = map[string]any{"disabled": true}
+	}
+	out := map[string]any{
+		"permissions": e.cfg.Permissions,
+		"identity":    identity,
+		"env_gates": map[string]bool{
+			GateWriteTools: e.cfg.Gates.WriteTools, GateRawCRUD: e.cfg.Gates.RawCRUD,
+			GateSchemaOps: e.cfg.Gates.SchemaOps, GateRawSchema: e.cfg.Gates.RawSchema,
+		},
+		"tools":              tools,
+		"rate_limit":         rl,
+		"max_response_bytes": e.MaxResponseBytes(),
+		"refuse_collscan":    e.RefuseCollscan(),
+		"expose_explain":     e.ExposeExplain(),
+		"policy_file":        e.cfg.PolicyFile,
+	}
+	if e.cfg.Demo && e.cfg.PolicyFile == "" {
+		out["policy_file"] = "(built-in demo policy)"
+	} else if e.file == nil {
+		out["policy_file"] = "(none: built-in safe defaults)"
+	}
+	if e.cfg.HTTPAddr != "" {
+		h := map[string]any{"addr": e.cfg.HTTPAddr}
+		if e.cfg.APIKey != "" {
+			h["api_key"] = Fingerprint(e.cfg.APIKey)
+		}
+		out["http"] = h
+	}
+	if e.cfg.MongoDBURI != "" {
+		out["database"] = map[string]any{"uri": config.RedactedURI(e.cfg.MongoDBURI), "name": e.cfg.DatabaseName(), "collection_prefix": e.cfg.CollectionPrefix}
+	}
+	tenant := map[string]any{}
+	if e.cfg.TenantID != "" {
+		tenant["id"] = e.cfg.TenantID
+	}
+	scoped := map[string]string{}
+	if e.file != nil {
+		for n, cp := range e.file.Classes {
+			if cp.TenantScope != nil {
+				scoped[n] = cp.TenantScope.Field
+			}
+		}
+		if len(e.file.Agent.Tools.Only)+len(e.file.Agent.Tools.Except) > 0 {
+			out["agent_tools"] = e.file.Agent.Tools
+		}
+		if len(e.file.Agent.Classes.Only)+len(e.file.Agent.Classes.Except) > 0 {
+			out["agent_classes"] = e.file.Agent.Classes
+		}
+	}
+	if len(scoped) > 0 {
+		tenant["scoped_classes"] = scoped
+	}
+	if len(tenant) > 0 {
+		out["tenant"] = tenant
+	}
+	hidden := map[string]bool{"_Join:*": true}
+	for c := range e.hidden {
+		hidden[c] = true
+	}
+	for c := range e.exceptMaster {
+		if e.Hidden(c) {
+			hidden[c] = true
+		}
+	}
+	if schema == nil {
+		out["hidden_classes"] = sortedSet(hidden)
+		return out
+	}
+	var visible, filtered []string
+	classes := map[string]any{}
+	for _, n := range schema.Names() {
+		switch {
+		case e.Hidden(n):
+			hidden[n] = true
+			continue
+		case e.ClassFiltered(n):
+			filtered = append(filtered, n)
+			continue
+		}
+		visible = append(visible, n)
+		cls := schema.Class(n)
+		c := map[string]any{}
+		if cp := e.Class(n); cp != nil {
+			if cp.Description != "" {
+				c["description"] = cp.Description
+			}
+			if len(cp.AgentFields) > 0 {
+				c["agent_fields"] = cp.AgentFields
+			}
+			if len(cp.JoinFields) > 0 {
+				c["join_fields"] = cp.JoinFields
+			}
+			if len(cp.LargeFields) > 0 {
+				c["large_fields"] = cp.LargeFields
+			}
+			if cp.AllowCollscan {
+				c["allow_collscan"] = true
+			}
+		}
+		var filters []map[string]any
+		for _, p := range e.scopeParts(cls, true) {
+			filters = append(filters, map[string]any{"source": p.Source, "where": p.Where})
+		}
+		if len(filters) > 0 {
+			c["filters"] = filters
+		}
+		if !e.MasterPosture() {
+			c["clp"] = e.CLPSummary(cls)
+			if pf := e.ProtectedFields(cls); len(pf) > 0 {
+				c["protected_fields"] = sortedSet(pf)
+			}
+		}
+		if len(c) > 0 {
+			classes[n] = c
+		}
+	}
+	out["hidden_classes"] = sortedSet(hidden)
+	out["visible_classes"] = visible
+	if len(filtered) > 0 {
+		out["filtered_classes"] = filtered
+	}
+	out["classes"] = classes
+	return out
+}
+
+func sortedSet(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Verdict answers `parse-mcp would-permit TOOL CLASS`.
+type Verdict struct {
+	Tool    string `json:"tool"`
+	Class   string `json:"class,omitempty"`
+	Allowed bool   `json:"allowed"`
+	// Gate is the dispatch step that refuses: tool_filter, permission_tier,
+	// env_gate or class_gate.
+	Gate   string `json:"gate,omitempty"`
+	Code   string `json:"error_code,omitempty"`
+	Kind   string `json:"kind,omitempty"`
+	Reason string `json:"reason,omitempty"`
+	// Note is extra information (a tool of the spec this build lacks).
+	Note string `json:"note,omitempty"`
+}
+
+// WouldPermit runs the tool and class gates of the dispatch order without
+// calling anything.
+func (e *Engine) WouldPermit(ctx context.Context, schema *parsedb.Schema, tool, class string) Verdict {
+	v := Verdict{Tool: tool, Class: class}
+	info, ok, registered := e.toolInfo(tool)
+	if !ok {
+		v.Gate, v.Code, v.Reason = "tool_filter", string(toolerror.ToolFiltered), "no such tool"
+		if s := Suggest(tool, e.toolNames(), 1); len(s) > 0 {
+			v.Reason += " (did you mean " + s[0] + "?)"
+		}
+		return v
+	}
+	if !registered {
+		v.Note = "this build does not register " + tool + " yet"
+	}
+	if d := e.permit(info); d != nil {
+		v.Gate, v.Code, v.Reason = d.Gate, string(d.Code), d.Message
+		if d.Details != nil {
+			v.Kind = d.Details.Kind
+		}
+		return v
+	}
+	if class != "" && schema != nil {
+		ctx = context.WithValue(ctx, callKey{}, &callInfo{tool: info, op: Operation(info), class: class})
+		if _, err := e.ResolveClass(ctx, schema, class); err != nil {
+			v.Gate, v.Reason = "class_gate", err.Error()
+			if te, ok := toolerror.As(err); ok {
+				v.Code = string(te.Code)
+				if te.Details != nil {
+					v.Kind = te.Details.Kind
+				}
+			}
+			return v
+		}
+	}
+	v.Allowed = true
+	return v
+}
+
+func (e *Engine) toolNames() []string {
+	var out []string
+	for n := range e.tools {
+		out = append(out, n)
+	}
+	for _, t := range SpecTools {
+		out = append(out, t.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Audit lists metadata gaps for `parse-mcp audit`: classes without
+// descriptions, fields without descriptions, policy entries that match no
+// _SCHEMA field (and every other validation problem), and the filters
+// declared.
+func (e *Engine) Audit(ctx context.Context, schema *parsedb.Schema) map[string]any {
+	undocumented := []string{}
+	fieldsUndocumented := map[string][]string{}
+	for _, n := range e.VisibleClassNames(schema) {
+		cp := e.Class(n)
+		if cp == nil || cp.Description == "" {
+			undocumented = append(undocumented, n)
+		}
+		var missing []string
+		for _, f := range e.VisibleFields(schema.Class(n)) {
+			if alwaysVisible(f.Name) {
+				continue
+			}
+			if cp == nil || cp.Fields[f.Name] == nil || cp.Fields[f.Name].Description == "" {
+				missing = append(missing, f.Name)
+			}
+		}
+		if len(missing) > 0 {
+			fieldsUndocumented[n] = missing
+		}
+	}
+	problems := []string{}
+	unmatched := []string{}
+	for _, p := range e.Validate(ctx, schema) {
+		problems = append(problems, p.Error())
+		if strings.Contains(p.Problem, "_SCHEMA") {
+			unmatched = append(unmatched, p.Error())
+		}
+	}
+	canonical := map[string]any{}
+	filters := map[string]any{}
+	tenant := map[string]string{}
+	if e.file != nil {
+		for n, cp := range e.file.Classes {
+			if len(cp.CanonicalFilter) > 0 {
+				canonical[n] = cp.CanonicalFilter
+			}
+			if cp.TenantScope != nil {
+				tenant[n] = cp.TenantScope.Field
+			}
+		}
+		for n, f := range e.file.Agent.Filters {
+			entry := map[string]any{"where": f}
+			if n == DefaultFilterKey {
+				var applies []string
+				for _, c := range e.VisibleClassNames(schema) {
+					if e.defaultFilterApplies(schema.Class(c)) {
+						applies = append(applies, c)
+					}
+				}
+				entry["applies_to"] = applies
+			}
+			filters[n] = entry
+		}
+	}
+	out := map[string]any{
+		"classes_without_description": undocumented,
+		"fields_without_description":  fieldsUndocumented,
+		"entries_not_in_schema":       unmatched,
+		"policy_problems":             problems,
+		"canonical_filters":           canonical,
+		"agent_filters":               filters,
+		"ok":                          len(problems) == 0,
+	}
+	if len(tenant) > 0 {
+		out["tenant_scoped_classes"] = tenant
+	}
+	return out
+}

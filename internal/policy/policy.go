@@ -1,0 +1,554 @@
+// Package policy is parse-mcp's security boundary: which tools a session may
+// call, which classes and fields it may see, and which filters every read
+// carries. It is enforced in one middleware in front of every tool and knows
+// nothing about transports.
+//
+// Tools never re-implement a policy check; they ask the engine:
+//
+//	ResolveClass    the class gate (hidden, agent.classes, CLP, tenant binding)
+//	ComposeWhere    caller where → canonical → agent filters → default → tenant
+//	StorageScope    the identity's _rperm constraint and CLP pointer permissions
+//	PipelineScope   the same as separate $match stages for aggregate pipelines
+//	CheckReadField  internal floor, storage-form names, agent_fields, protectedFields
+//	CheckInclude    include paths walked through pointer targets
+//	RowEncoder      the codec configured with redaction and field dropping
+//	CheckCollscan   refuse_collscan
+package policy
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// ToolInfo is what the policy needs to know about a tool.
+type ToolInfo struct {
+	Name     string
+	Category string
+	Tier     string        // config.TierReadonly | TierWrite | TierAdmin
+	Gates    []string      // env kill switches that must all be on (added to the defaults of §5.2)
+	Timeout  time.Duration // per-call timeout
+	// Operation is the class-level permission the tool exercises on its
+	// class_name (find, count, get, create, update, delete; "" for
+	// metadata tools). Empty means the default for the tool's name and
+	// category (see Operation).
+	Operation string
+}
+
+// Gate variable names.
+const (
+	GateWriteTools = "PARSE_AGENT_ALLOW_WRITE_TOOLS"
+	GateRawCRUD    = "PARSE_AGENT_ALLOW_RAW_CRUD"
+	GateSchemaOps  = "PARSE_AGENT_ALLOW_SCHEMA_OPS"
+	GateRawSchema  = "PARSE_AGENT_ALLOW_RAW_SCHEMA"
+)
+
+// CLP operations.
+const (
+	OpFind   = "find"
+	OpCount  = "count"
+	OpGet    = "get"
+	OpCreate = "create"
+	OpUpdate = "update"
+	OpDelete = "delete"
+)
+
+// SpecTools are the tools of PRODUCT.md §4.1 that this build may not
+// register yet (writes). would-permit and agent.tools know them, so an
+// operator can check a deployment before the tools exist.
+var SpecTools = []ToolInfo{
+	{Name: "create_object", Category: "mutation", Tier: config.TierWrite},
+	{Name: "update_object", Category: "mutation", Tier: config.TierWrite},
+	{Name: "delete_object", Category: "mutation", Tier: config.TierAdmin},
+	{Name: "create_class", Category: "mutation", Tier: config.TierAdmin},
+	{Name: "delete_class", Category: "mutation", Tier: config.TierAdmin},
+	{Name: "call_action", Category: "mutation", Tier: config.TierWrite},
+}
+
+// Engine evaluates the policy.
+type Engine struct {
+	cfg   *config.Config
+	log   zerolog.Logger
+	tools map[string]ToolInfo
+	// hidden are classes no tool may see, ever.
+	hidden map[string]bool
+	// exceptMaster are hidden unless the server runs in master posture.
+	exceptMaster map[string]bool
+	// file is the loaded policy file (nil = built-in safe defaults).
+	file *File
+
+	classOnly, classExcept map[string]bool // agent.classes (nil = no restriction)
+	toolOnly, toolExcept   map[string]bool // agent.tools
+
+	identity *parsedb.Identity
+	store    *parsedb.Store
+	limiter  *rateLimiter
+	now      func() time.Time
+}
+
+// DefaultHiddenClasses are hidden whatever the policy file says (internal
+// collections are hidden too, see parsedb.IsInternalCollection). _Session
+// is visible in master posture only (see Hidden).
+var DefaultHiddenClasses = []string{"_Product", "_JobStatus", "_JobSchedule", "_PushStatus", "_Audience", "_Idempotency", "_GlobalConfig", "_GraphQLConfig", "_Hooks", "_SCHEMA"}
+
+// New builds an engine from the configuration and the (structurally
+// validated) policy file; file may be nil.
+func New(cfg *config.Config, file *File, log zerolog.Logger) *Engine {
+	e := &Engine{cfg: cfg, file: file, log: log, tools: map[string]ToolInfo{}, hidden: map[string]bool{},
+		exceptMaster: map[string]bool{"_Session": true}, now: time.Now}
+	for _, c := range DefaultHiddenClasses {
+		e.hidden[c] = true
+	}
+	limit, window := DefaultRateLimitRequests, DefaultRateLimitWindow
+	if file != nil {
+		for name, cp := range file.Classes {
+			switch {
+			case cp.IsHidden():
+				e.hidden[name] = true
+			case cp.IsHiddenExceptMaster():
+				e.exceptMaster[name] = true
+			}
+		}
+		e.classOnly = set(file.Agent.Classes.Only)
+		e.classExcept = set(file.Agent.Classes.Except)
+		e.toolOnly = set(file.Agent.Tools.Only)
+		e.toolExcept = set(file.Agent.Tools.Except)
+		if rl := file.Settings.RateLimit; rl != nil {
+			limit = rl.Requests
+			if d, err := time.ParseDuration(rl.Window); err == nil && d > 0 {
+				window = d
+			}
+		}
+	}
+	e.limiter = newRateLimiter(limit, window, func() time.Time { return e.now() })
+	return e
+}
+
+func set(list []string) map[string]bool {
+	if len(list) == 0 {
+		return nil
+	}
+	m := make(map[string]bool, len(list))
+	for _, s := range list {
+		m[s] = true
+	}
+	return m
+}
+
+// Register tells the engine about the tools it guards.
+func (e *Engine) Register(infos ...ToolInfo) {
+	for _, t := range infos {
+		e.tools[t.Name] = t
+	}
+}
+
+// SetIdentity installs the resolved identity scope (nil or master kind =
+// master posture). It must be called before serving when the configuration
+// names an identity: until then every read fails closed.
+func (e *Engine) SetIdentity(id *parsedb.Identity) { e.identity = id }
+
+// Identity returns the resolved identity (nil in master posture).
+func (e *Engine) Identity() *parsedb.Identity {
+	if e.identity.Master() {
+		return nil
+	}
+	return e.identity
+}
+
+// SetStore gives the engine the database for the checks that need one
+// (COLLSCAN explain, the cross-tenant get check).
+func (e *Engine) SetStore(s *parsedb.Store) { e.store = s }
+
+// SetClock replaces the clock (tests).
+func (e *Engine) SetClock(now func() time.Time) { e.now = now }
+
+// MasterPosture reports whether no identity scope is configured.
+func (e *Engine) MasterPosture() bool { return e.cfg.Identity() == "master" }
+
+// Hidden reports whether a class is hidden from every surface.
+func (e *Engine) Hidden(class string) bool {
+	if parsedb.IsInternalCollection(class) || e.hidden[class] {
+		return true
+	}
+	if e.exceptMaster[class] && !e.MasterPosture() {
+		return true
+	}
+	return false
+}
+
+// ClassFiltered reports whether agent.classes excludes a class.
+func (e *Engine) ClassFiltered(class string) bool {
+	if e.classOnly != nil && !e.classOnly[class] {
+		return true
+	}
+	return e.classExcept[class]
+}
+
+// Visible reports whether the session may see a class at all (neither hidden
+// nor filtered by agent.classes).
+func (e *Engine) Visible(class string) bool { return !e.Hidden(class) && !e.ClassFiltered(class) }
+
+var tierRank = map[string]int{config.TierReadonly: 0, config.TierWrite: 1, config.TierAdmin: 2}
+
+// Gates are the env kill switches a tool needs (§5.2): object CRUD needs
+// WRITE_TOOLS and RAW_CRUD, class create/delete SCHEMA_OPS and RAW_SCHEMA,
+// any other tool above readonly (configured actions) the broad WRITE_TOOLS
+// gate; plus whatever the tool declares.
+func Gates(t ToolInfo) []string {
+	var g []string
+	switch t.Name {
+	case "create_object", "update_object", "delete_object":
+		g = []string{GateWriteTools, GateRawCRUD}
+	case "create_class", "delete_class":
+		g = []string{GateSchemaOps, GateRawSchema}
+	default:
+		if t.Tier != config.TierReadonly {
+			g = []string{GateWriteTools}
+		}
+	}
+	for _, x := range t.Gates {
+		if !contains(g, x) {
+			g = append(g, x)
+		}
+	}
+	return g
+}
+
+// Denial is a refusal of the tool gates, with the gate that refused.
+type Denial struct {
+	*toolerror.Error
+	// Gate is tool_filter, permission_tier or env_gate.
+	Gate string
+}
+
+// Permit reports whether the session may call a tool at all, in dispatch
+// order: tool filter (agent.tools) → permission tier → env gates. A nil
+// error means permitted.
+func (e *Engine) Permit(t ToolInfo) *toolerror.Error {
+	if d := e.permit(t); d != nil {
+		return d.Error
+	}
+	return nil
+}
+
+func (e *Engine) permit(t ToolInfo) *Denial {
+	if (e.toolOnly != nil && !e.toolOnly[t.Name]) || e.toolExcept[t.Name] {
+		return &Denial{toolerror.New(toolerror.ToolFiltered, "tool %s is not available in this deployment (agent.tools)", t.Name), "tool_filter"}
+	}
+	rank, ok := tierRank[t.Tier]
+	if !ok {
+		rank = len(tierRank) // an unknown tier is never permitted
+	}
+	if rank > tierRank[e.cfg.Permissions] {
+		return &Denial{toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions), "permission_tier"}
+	}
+	var missing []string
+	for _, g := range Gates(t) {
+		if !e.gateOn(g) {
+			missing = append(missing, g)
+		}
+	}
+	if len(missing) > 0 {
+		return &Denial{toolerror.Denied("env_gate", "%s is disabled by the operator: it needs %s set to true", t.Name, strings.Join(missing, " and ")), "env_gate"}
+	}
+	return nil
+}
+
+func (e *Engine) gateOn(name string) bool {
+	g := e.cfg.Gates
+	switch name {
+	case GateWriteTools:
+		return g.WriteTools
+	case GateRawCRUD:
+		return g.RawCRUD
+	case GateSchemaOps:
+		return g.SchemaOps
+	case GateRawSchema:
+		return g.RawSchema
+	}
+	return false
+}
+
+// dispatchCallKey marks the context of a tools/call request (see
+// WithToolCall).
+type dispatchCallKey struct{}
+
+// WithToolCall marks ctx as a tools/call request. The transport sets it so
+// that ToolFilter lets the call through to the middleware, which refuses a
+// tool the session may not call with its precise code (tool_filtered,
+// permission_denied, access_denied) instead of mcp-go's generic "tool not
+// found". Unmarked contexts (tools/list) are filtered.
+func WithToolCall(ctx context.Context) context.Context {
+	return context.WithValue(ctx, dispatchCallKey{}, true)
+}
+
+// ToolFilter removes the tools this session may not call from tools/list
+// (the same decision list_tools and the middleware make).
+func (e *Engine) ToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	if ctx.Value(dispatchCallKey{}) != nil {
+		return tools
+	}
+	out := tools[:0:0]
+	for _, t := range tools {
+		info, ok := e.tools[t.Name]
+		if ok && e.Permit(info) == nil {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// Operation is the CLP operation a tool exercises on its class.
+func Operation(t ToolInfo) string {
+	if t.Operation != "" {
+		if t.Operation == "-" {
+			return ""
+		}
+		return t.Operation
+	}
+	switch t.Name {
+	case "list_tools", "get_all_schemas", "get_schema", "create_class", "delete_class":
+		return ""
+	case "count_objects":
+		return OpCount
+	case "get_object", "get_objects":
+		return OpGet
+	case "create_object":
+		return OpCreate
+	case "update_object", "call_action":
+		return OpUpdate
+	case "delete_object":
+		return OpDelete
+	}
+	switch t.Category {
+	case "discovery", "schema":
+		return ""
+	}
+	return OpFind
+}
+
+// callKey carries the current call's policy context.
+type callKey struct{}
+
+type callInfo struct {
+	tool ToolInfo
+	op   string
+	// class is the call's class_name once the class gate passed.
+	class string
+}
+
+func callFrom(ctx context.Context) *callInfo {
+	ci, _ := ctx.Value(callKey{}).(*callInfo)
+	return ci
+}
+
+// operationFor is the CLP operation a read of class performs in ctx: the
+// tool's own operation on its class_name, find on any other class (sub-
+// queries, includes, joins), find outside a tool call.
+func operationFor(ctx context.Context, class string) string {
+	ci := callFrom(ctx)
+	if ci == nil {
+		return OpFind
+	}
+	if ci.op == "" || ci.class == "" || ci.class == class {
+		return ci.op
+	}
+	return OpFind
+}
+
+var classNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
+
+// ResolveClass is the class gate: it checks that name is a class the session
+// may use and returns it. Hidden classes are refused (access_denied kind
+// hidden_class) with the same message as a missing class; unknown names get
+// "did you mean" suggestions drawn from visible classes only; agent.classes
+// refuses with kind class_filter; for scoped identities the class-level
+// permission of the call's operation is checked (clp_denied); a
+// tenant-scoped class needs a bound tenant (tenant_required).
+func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name string) (*parsedb.Class, error) {
+	if !classNameRe.MatchString(name) {
+		return nil, toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name (letters, digits and _, starting with a letter or _, at most 128 characters)", truncateText(name, 40))
+	}
+	if e.Hidden(name) {
+		err := e.unknownClass(schema, name)
+		err.Details = &toolerror.Details{Kind: "hidden_class"}
+		err.Code = toolerror.AccessDenied
+		return nil, err
+	}
+	cls := schema.Class(name)
+	if cls == nil {
+		return nil, e.unknownClass(schema, name)
+	}
+	if e.ClassFiltered(name) {
+		return nil, toolerror.Denied("class_filter", "class %s is not available to this agent (agent.classes)", name)
+	}
+	op := operationFor(ctx, name)
+	if op == "" {
+		return cls, nil
+	}
+	if err := e.checkTenantBound(cls.Name); err != nil {
+		return nil, err
+	}
+	if err := e.checkSession(); err != nil {
+		return nil, err
+	}
+	if v := e.clp(cls, op); !v.allowed {
+		return nil, toolerror.Denied("clp_denied", "the class-level permissions of %s do not allow %s for this identity%s", cls.Name, op, v.why)
+	}
+	return cls, nil
+}
+
+func (e *Engine) unknownClass(schema *parsedb.Schema, name string) *toolerror.Error {
+	msg := fmt.Sprintf("Class %s does not exist or is not accessible.", name)
+	if s := Suggest(name, e.VisibleClassNames(schema), 3); len(s) > 0 {
+		msg += " Did you mean " + strings.Join(s, ", ") + "?"
+	}
+	return toolerror.New(toolerror.InvalidArgument, "%s", msg)
+}
+
+// VisibleClassNames lists the classes this session may see, sorted.
+func (e *Engine) VisibleClassNames(schema *parsedb.Schema) []string {
+	var out []string
+	for _, n := range schema.Names() {
+		if e.Visible(n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// Suggest returns up to n candidates closest to name by edit distance
+// (case-insensitive), nearest first; candidates too far away are left out.
+func Suggest(name string, candidates []string, n int) []string {
+	type scored struct {
+		name string
+		d    int
+	}
+	if len(name) > 256 {
+		return nil // nothing is that long; do not spend time on it
+	}
+	lname := strings.ToLower(name)
+	var list []scored
+	for _, c := range candidates {
+		d := levenshtein(lname, strings.ToLower(c))
+		limit := max(2, len(name)/2)
+		if d <= limit || strings.Contains(strings.ToLower(c), lname) && len(lname) >= 3 {
+			list = append(list, scored{c, d})
+		}
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].d != list[j].d {
+			return list[i].d < list[j].d
+		}
+		return list[i].name < list[j].name
+	})
+	var out []string
+	for i := 0; i < len(list) && i < n; i++ {
+		out = append(out, list[i].name)
+	}
+	return out
+}
+
+func levenshtein(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// checkSession refuses every read once a session identity has expired
+// while the server runs.
+func (e *Engine) checkSession() *toolerror.Error {
+	if e.MasterPosture() {
+		return nil
+	}
+	if e.identity == nil {
+		// The configuration names an identity that was never resolved:
+		// fail closed.
+		return toolerror.Denied("identity_unresolved", "the identity scope is not resolved; reads are refused")
+	}
+	if e.identity.Expired(e.now()) {
+		return toolerror.Denied("session_expired", "the session of PARSE_MCP_SESSION_TOKEN has expired; the operator must configure a fresh token")
+	}
+	return nil
+}
+
+// Middleware is the single policy checkpoint in front of every tool. It runs
+// the dispatch order of §5.1 — rate limit → tool filter → tier → env gates →
+// (argument syntax) → class gate — then the tool, turns failures into the
+// result envelope of §6, marks row-bearing results as untrusted data,
+// enforces the response cap, and emits one tool_call audit event per call.
+func (e *Engine) Middleware(schema func(context.Context) (*parsedb.Schema, error)) mcpserver.ToolHandlerMiddleware {
+	return func(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			start := time.Now()
+			name := req.Params.Name
+			args, _ := req.Params.Arguments.(map[string]any)
+			info, known := e.tools[name]
+			ci := &callInfo{tool: info, op: Operation(info)}
+			ctx = context.WithValue(ctx, callKey{}, ci)
+			var res *mcp.CallToolResult
+			var err error
+			if known {
+				res, err = e.guard(ctx, ci, args, schema, req, next)
+			} else {
+				err = toolerror.New(toolerror.ToolFiltered, "tool %s is not available", truncateText(name, 64))
+			}
+			res, err = e.envelope(ctx, name, res, err)
+			if err == nil && res != nil && !res.IsError {
+				res = e.finish(name, info, res)
+			}
+			e.audit(ctx, name, args, res, err, time.Since(start))
+			return res, err
+		}
+	}
+}
+
+func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, schema func(context.Context) (*parsedb.Schema, error), req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+	if wait, ok := e.limiter.allow(e.rateKey(ctx)); !ok {
+		return nil, &toolerror.Error{Code: toolerror.RateLimited, RetryAfter: wait,
+			Message: fmt.Sprintf("rate limit reached (%d calls per %s); retry in %d s", e.limiter.limit, e.limiter.window, retrySeconds(wait))}
+	}
+	if err := e.Permit(ci.tool); err != nil {
+		return nil, err
+	}
+	// Argument validation belongs to the tool; the class gate runs here as
+	// well (as a backstop for any tool), but only on a well-formed
+	// class_name so that a malformed one is the tool's invalid_argument.
+	if cn, ok := args["class_name"].(string); ok && classNameRe.MatchString(cn) {
+		s, err := schema(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := e.ResolveClass(ctx, s, cn); err != nil {
+			return nil, err
+		}
+		ci.class = cn
+	}
+	return next(ctx, req)
+}

@@ -1,0 +1,324 @@
+package server
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// JSON-RPC error codes used by the transports.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	codeMethodNotFound = -32601
+	codeInvalidParams  = -32602
+	codeInternalError  = -32603
+)
+
+// Dispatcher runs JSON-RPC messages through mcp-go's MCPServer.HandleMessage
+// for any transport. It exists because mcp-go's own transports fall short
+// (MCP_GO_NOTES.md): it writes a request's notifications before its response,
+// keeps ping and lists from waiting behind slow tool calls, honours a cancel
+// that arrives while a call is still queued, answers a cancelled call with
+// nothing instead of -32603, maps security violations to -32602, and never
+// lets an internal error message reach the client.
+type Dispatcher struct {
+	mcp *mcpserver.MCPServer
+	log zerolog.Logger
+	// workers bounds concurrent tools/call executions.
+	workers chan struct{}
+
+	mu       sync.Mutex
+	inflight map[string]*inflightCall // sessionID + "\x00" + request id
+}
+
+type inflightCall struct {
+	cancel    context.CancelFunc
+	cancelled atomic.Bool
+}
+
+// NewDispatcher wraps an MCPServer. workers bounds concurrent tool calls.
+func NewDispatcher(s *mcpserver.MCPServer, workers int, log zerolog.Logger) *Dispatcher {
+	if workers < 1 {
+		workers = 1
+	}
+	return &Dispatcher{mcp: s, log: log, workers: make(chan struct{}, workers), inflight: map[string]*inflightCall{}}
+}
+
+// MCPServer returns the wrapped server.
+func (d *Dispatcher) MCPServer() *mcpserver.MCPServer { return d.mcp }
+
+// envelope is the part of a JSON-RPC message the dispatcher needs to route it.
+type envelope struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   json.RawMessage `json:"error"`
+}
+
+// ErrorResponse encodes a JSON-RPC error response. id may be nil.
+func ErrorResponse(id json.RawMessage, code int, message string) []byte {
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	return b
+}
+
+// Handle processes one raw message from sess. Notifications the request emits
+// are passed to emit, in order, before Handle returns; Handle returns the
+// response to write, or nil when there is none (notifications, responses, a
+// cancelled request). emit is never called concurrently for one Handle call.
+func (d *Dispatcher) Handle(ctx context.Context, sess *Session, raw []byte, emit func([]byte)) []byte {
+	raw = bytes.TrimSpace(raw)
+	if !json.Valid(raw) {
+		return ErrorResponse(nil, codeParseError, "Parse error")
+	}
+	if len(raw) == 0 || raw[0] != '{' {
+		// Batches were removed from MCP in 2025-06-18; anything but an object is
+		// not a request.
+		return ErrorResponse(nil, codeInvalidRequest, "Invalid Request: expected a single JSON-RPC object")
+	}
+	var env envelope
+	if err := json.Unmarshal(raw, &env); err != nil {
+		return ErrorResponse(nil, codeInvalidRequest, "Invalid Request")
+	}
+	if env.JSONRPC != "2.0" {
+		return ErrorResponse(env.ID, codeInvalidRequest, "Invalid Request: jsonrpc must be \"2.0\"")
+	}
+	isNull := len(env.ID) == 0 || string(env.ID) == "null"
+	switch {
+	case isNull && env.Method == "":
+		if len(env.Result) > 0 || len(env.Error) > 0 {
+			return nil // a response to nothing we asked: ignore
+		}
+		return ErrorResponse(nil, codeInvalidRequest, "Invalid Request: missing method")
+	case isNull:
+		d.notification(ctx, sess, env, raw)
+		return nil
+	case env.Method == "":
+		// A response to a server-initiated request (sampling, elicitation).
+		d.mcp.HandleMessage(d.mcp.WithContext(ctx, sess), raw)
+		return nil
+	}
+	if env.ID[0] != '"' && (env.ID[0] < '0' || env.ID[0] > '9') && env.ID[0] != '-' {
+		return ErrorResponse(nil, codeInvalidRequest, "Invalid Request: id must be a string or number")
+	}
+	return d.request(ctx, sess, env, raw, emit)
+}
+
+func (d *Dispatcher) notification(ctx context.Context, sess *Session, env envelope, raw []byte) {
+	if env.Method == string(mcp.MethodNotificationCancelled) {
+		var p struct {
+			RequestID json.RawMessage `json:"requestId"`
+		}
+		_ = json.Unmarshal(env.Params, &p)
+		if len(p.RequestID) > 0 {
+			d.mu.Lock()
+			call := d.inflight[inflightKey(sess, p.RequestID)]
+			d.mu.Unlock()
+			if call != nil {
+				call.cancelled.Store(true)
+				call.cancel()
+			}
+		}
+		return
+	}
+	d.mcp.HandleMessage(d.mcp.WithContext(ctx, sess), raw)
+}
+
+func inflightKey(sess *Session, id json.RawMessage) string {
+	return sess.SessionID() + "\x00" + string(id)
+}
+
+// CancelSession cancels every in-flight request of a session (HTTP DELETE,
+// transport shutdown).
+func (d *Dispatcher) CancelSession(sess *Session) int {
+	prefix := sess.SessionID() + "\x00"
+	n := 0
+	d.mu.Lock()
+	for k, call := range d.inflight {
+		if len(k) >= len(prefix) && k[:len(prefix)] == prefix {
+			call.cancelled.Store(true)
+			call.cancel()
+			n++
+		}
+	}
+	d.mu.Unlock()
+	return n
+}
+
+func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, raw []byte, emit func([]byte)) []byte {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	ctx, params := withParamsRecorder(ctx)
+	call := &inflightCall{cancel: cancel}
+	key := inflightKey(sess, env.ID)
+	d.mu.Lock()
+	if _, dup := d.inflight[key]; dup {
+		d.mu.Unlock()
+		return ErrorResponse(env.ID, codeInvalidRequest, "Invalid Request: duplicate id of a request still in flight")
+	}
+	d.inflight[key] = call
+	d.mu.Unlock()
+	defer func() {
+		d.mu.Lock()
+		delete(d.inflight, key)
+		d.mu.Unlock()
+	}()
+
+	if env.Method == string(mcp.MethodToolsCall) {
+		// Only tool calls take a worker: ping, initialize and lists are cheap
+		// and must never wait behind slow aggregates.
+		select {
+		case d.workers <- struct{}{}:
+			defer func() { <-d.workers }()
+		case <-ctx.Done():
+			// Cancelled while queued (or the transport is shutting down).
+			return nil
+		}
+	}
+
+	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), ctx: ctx}
+	hctx, outcome := toolerror.WithRecorder(d.mcp.WithContext(ctx, rs))
+	if env.Method == string(mcp.MethodToolsList) {
+		hctx = withListCategory(hctx, env.Params)
+	}
+	if env.Method == string(mcp.MethodToolsCall) {
+		// The policy middleware, not mcp-go's call-time tool filter, refuses
+		// a tool this session may not call, with its precise error code.
+		hctx = policy.WithToolCall(hctx)
+	}
+
+	// Forward the request's notifications while it runs; after it returns,
+	// drain what is left so every notification precedes the response.
+	stop := make(chan struct{})
+	drained := make(chan struct{})
+	go func() {
+		defer close(drained)
+		for {
+			select {
+			case n := <-rs.ch:
+				d.emitNotification(n, emit)
+			case <-stop:
+				for {
+					select {
+					case n := <-rs.ch:
+						d.emitNotification(n, emit)
+					default:
+						return
+					}
+				}
+			}
+		}
+	}()
+	resp := d.mcp.HandleMessage(hctx, raw)
+	close(stop)
+	<-drained
+
+	if call.cancelled.Load() {
+		// MCP: the receiver of a cancellation should not answer the request.
+		return nil
+	}
+	if resp == nil {
+		return nil
+	}
+	if e, ok := resp.(mcp.JSONRPCError); ok {
+		switch {
+		case outcome.Violation() != nil:
+			d.log.Warn().Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
+			return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage)
+		case params.get() != nil:
+			return ErrorResponse(env.ID, codeInvalidParams, params.get().Message)
+		case e.Error.Code == mcp.RESOURCE_NOT_FOUND:
+			// mcp-go answers a URI no resource or template matches with
+			// -32002 for clients before 2026-07-28; §8 asks for -32602.
+			return ErrorResponse(env.ID, codeInvalidParams, "Unknown resource URI: expected parse://{className}/schema, /count or /samples")
+		case e.Error.Code == codeInternalError:
+			if ctx.Err() != nil {
+				return nil // shutting down
+			}
+			d.log.Error().Str("method", env.Method).Str("error", e.Error.Message).Msg("internal error")
+			return ErrorResponse(env.ID, codeInternalError, "Internal error")
+		}
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		d.log.Error().Err(err).Str("method", env.Method).Msg("encoding response")
+		return ErrorResponse(env.ID, codeInternalError, "Internal error")
+	}
+	return b
+}
+
+func (d *Dispatcher) emitNotification(n mcp.JSONRPCNotification, emit func([]byte)) {
+	b, err := json.Marshal(n)
+	if err != nil {
+		d.log.Error().Err(err).Msg("encoding notification")
+		return
+	}
+	emit(b)
+}
+
+// EncodeNotification encodes an unsolicited notification for a transport.
+func EncodeNotification(n mcp.JSONRPCNotification) ([]byte, error) {
+	b, err := json.Marshal(n)
+	if err != nil {
+		return nil, fmt.Errorf("encoding notification: %w", err)
+	}
+	return b, nil
+}
+
+// listCategoryKey carries tools/list's non-standard "category" param to the
+// category tool filter.
+type listCategoryKey struct{}
+
+func withListCategory(ctx context.Context, params json.RawMessage) context.Context {
+	var p struct {
+		Category *string `json:"category"`
+	}
+	if json.Unmarshal(params, &p) != nil || p.Category == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, listCategoryKey{}, *p.Category)
+}
+
+// categoryFilter keeps only the tools of the requested category
+// (case-insensitive; an unknown category yields an empty list).
+func categoryFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	cat, ok := ctx.Value(listCategoryKey{}).(string)
+	if !ok {
+		return tools
+	}
+	out := tools[:0:0]
+	for _, t := range tools {
+		if t.Meta != nil {
+			if c, _ := t.Meta.AdditionalFields["category"].(string); strings.EqualFold(c, cat) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}

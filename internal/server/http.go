@@ -1,0 +1,518 @@
+package server
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+)
+
+// HTTP limits (§3).
+const (
+	MaxHTTPBodyBytes = 1 << 20
+	MaxJSONDepth     = 20
+	maxHTTPSessions  = 256
+	sessionIdleTTL   = 30 * time.Minute
+)
+
+// unauthorizedBody is the fixed 401 body.
+const unauthorizedBody = `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Unauthorized"}}`
+
+// HTTPOptions configure the streamable HTTP transport.
+type HTTPOptions struct {
+	Addr   string
+	APIKey string
+	Log    zerolog.Logger
+	// Ready, if set, receives the bound address once listening (tests, ":0").
+	Ready func(addr string)
+}
+
+// HTTPHandler is parse-mcp's streamable HTTP transport: POST /mcp for
+// messages (answered as JSON, or as an SSE stream carrying the request's own
+// notifications before its response), GET /mcp for a session's unsolicited
+// notifications, DELETE /mcp to end a session, GET /health.
+//
+// It is written over the Dispatcher instead of mcp-go's StreamableHTTPServer
+// because the latter misroutes progress notifications between concurrent
+// requests in stateful mode and has no body limit, Origin check or auth.
+type HTTPHandler struct {
+	d        *Dispatcher
+	log      zerolog.Logger
+	keyHash  [32]byte
+	hasKey   bool
+	loopback bool
+
+	mu       sync.Mutex
+	sessions map[string]*httpSession
+}
+
+type httpSession struct {
+	*Session
+	lastUsed  time.Time
+	streaming bool
+	ctx       context.Context
+	cancel    context.CancelFunc
+}
+
+// NewHTTPHandler builds the handler. loopback says whether the server is
+// bound to a loopback address (stricter Host checks apply).
+func NewHTTPHandler(d *Dispatcher, apiKey string, loopback bool, log zerolog.Logger) *HTTPHandler {
+	h := &HTTPHandler{d: d, log: log, loopback: loopback, sessions: map[string]*httpSession{}}
+	if apiKey != "" {
+		h.keyHash = sha256.Sum256([]byte(apiKey))
+		h.hasKey = true
+	}
+	return h
+}
+
+// ServeHTTP serves until ctx is cancelled.
+func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
+	host, _, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return err
+	}
+	loopback := config.IsLoopbackHost(host)
+	if !loopback && o.APIKey == "" {
+		return errors.New("refusing to bind a non-loopback address without PARSE_MCP_API_KEY")
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return err
+	}
+	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
+	if o.Ready != nil {
+		o.Ready(ln.Addr().String())
+	}
+	go h.expireIdle(ctx)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	h.closeAll()
+	sctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = srv.Shutdown(sctx)
+	return nil
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/health":
+		if r.Method != http.MethodGet {
+			http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"status":"ok"}`)
+		return
+	case "/mcp":
+	default:
+		http.NotFound(w, r)
+		return
+	}
+	if !h.hostAllowed(r) || !originAllowed(r) {
+		http.Error(w, "forbidden: Host or Origin not allowed", http.StatusForbidden)
+		return
+	}
+	// Browser clients on a loopback origin (MCP Inspector in direct mode)
+	// need CORS; only origins originAllowed accepted get here.
+	if o := r.Header.Get("Origin"); o != "" {
+		w.Header().Set("Access-Control-Allow-Origin", o)
+		w.Header().Set("Vary", "Origin")
+		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, X-MCP-API-Key, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+			w.Header().Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	if !h.authorized(r) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = io.WriteString(w, unauthorizedBody)
+		return
+	}
+	switch r.Method {
+	case http.MethodPost:
+		h.post(w, r)
+	case http.MethodGet:
+		h.listen(w, r)
+	case http.MethodDelete:
+		h.delete(w, r)
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// authorized checks X-MCP-API-Key or Authorization: Bearer in constant time
+// (hashing first so that the key's length does not leak either).
+func (h *HTTPHandler) authorized(r *http.Request) bool {
+	if !h.hasKey {
+		return true
+	}
+	key := r.Header.Get("X-MCP-API-Key")
+	if key == "" {
+		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
+			key = strings.TrimSpace(a[7:])
+		}
+	}
+	got := sha256.Sum256([]byte(key))
+	return subtle.ConstantTimeCompare(got[:], h.keyHash[:]) == 1 && key != ""
+}
+
+// hostAllowed defeats DNS rebinding: on a loopback bind the Host header must
+// name a loopback host.
+func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
+	if !h.loopback {
+		return true
+	}
+	host := r.Host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		host = hh
+	}
+	return config.IsLoopbackHost(host)
+}
+
+// originAllowed accepts requests without Origin (non-browser clients) and
+// browser requests from loopback origins only.
+func originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return config.IsLoopbackHost(u.Hostname())
+}
+
+func writeJSONRPCError(w http.ResponseWriter, status int, code int, msg string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(ErrorResponse(nil, code, msg))
+}
+
+func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		writeJSONRPCError(w, http.StatusUnsupportedMediaType, codeInvalidRequest, "Content-Type must be application/json")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxHTTPBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			writeJSONRPCError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, "Request body exceeds 1 MiB")
+			return
+		}
+		writeJSONRPCError(w, http.StatusBadRequest, codeInvalidRequest, "Cannot read request body")
+		return
+	}
+	if depth, ok := jsonDepth(body); !ok {
+		writeJSONRPCError(w, http.StatusBadRequest, codeParseError, "Parse error")
+		return
+	} else if depth > MaxJSONDepth {
+		writeJSONRPCError(w, http.StatusBadRequest, codeInvalidRequest, fmt.Sprintf("JSON nesting exceeds %d levels", MaxJSONDepth))
+		return
+	}
+	var env envelope
+	if err := json.Unmarshal(body, &env); err != nil {
+		// Not an object (batch, scalar): the dispatcher gives the exact error.
+		writeJSON(w, http.StatusBadRequest, h.d.Handle(r.Context(), NewSession("anonymous"), body, func([]byte) {}))
+		return
+	}
+
+	var sess *httpSession
+	if env.Method == "initialize" {
+		sess, err = h.newSession()
+		if err != nil {
+			writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "Too many sessions")
+			return
+		}
+		w.Header().Set("Mcp-Session-Id", sess.SessionID())
+	} else {
+		var status int
+		sess, status = h.session(r)
+		if sess == nil {
+			msg := "Bad Request: Mcp-Session-Id header is required"
+			if status == http.StatusNotFound {
+				msg = "Session not found"
+			}
+			writeJSONRPCError(w, status, codeInvalidRequest, msg)
+			return
+		}
+	}
+
+	isRequest := env.Method != "" && len(env.ID) > 0 && string(env.ID) != "null"
+	if !isRequest {
+		h.d.Handle(sess.ctx, sess.Session, body, func([]byte) {})
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+
+	// The request's context ends with the client's connection or the session.
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	stop := context.AfterFunc(sess.ctx, cancel)
+	defer stop()
+
+	sse := acceptsSSE(r)
+	var mu sync.Mutex
+	streaming := false
+	flusher, _ := w.(http.Flusher)
+	emit := func(msg []byte) {
+		if !sse || flusher == nil {
+			return // a JSON-only client cannot receive notifications
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !streaming {
+			streaming = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-cache")
+			w.WriteHeader(http.StatusOK)
+		}
+		writeSSE(w, msg)
+		flusher.Flush()
+	}
+	resp := h.d.Handle(ctx, sess.Session, body, emit)
+	mu.Lock()
+	defer mu.Unlock()
+	switch {
+	case streaming && resp != nil:
+		writeSSE(w, resp)
+		flusher.Flush()
+	case streaming:
+	case resp == nil:
+		w.WriteHeader(http.StatusAccepted)
+	default:
+		writeJSON(w, http.StatusOK, resp)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, b []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeSSE(w io.Writer, msg []byte) {
+	_, _ = io.WriteString(w, "event: message\ndata: ")
+	_, _ = w.Write(msg)
+	_, _ = io.WriteString(w, "\n\n")
+}
+
+func acceptsSSE(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+// listen streams a session's unsolicited notifications (resource updates,
+// list changes) until the client goes away or the session ends.
+func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
+	if !acceptsSSE(r) {
+		http.Error(w, "GET /mcp needs Accept: text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	sess, status := h.session(r)
+	if sess == nil {
+		http.Error(w, "unknown or missing Mcp-Session-Id", status)
+		return
+	}
+	h.mu.Lock()
+	if sess.streaming {
+		h.mu.Unlock()
+		http.Error(w, "a listening stream is already open for this session", http.StatusConflict)
+		return
+	}
+	sess.streaming = true
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		sess.streaming = false
+		h.mu.Unlock()
+	}()
+	flusher, ok := w.(http.Flusher)
+	if !ok {
+		http.Error(w, "streaming unsupported", http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.WriteHeader(http.StatusOK)
+	flusher.Flush()
+	keepAlive := time.NewTicker(25 * time.Second)
+	defer keepAlive.Stop()
+	for {
+		select {
+		case n := <-sess.Unsolicited():
+			if b, err := EncodeNotification(n); err == nil {
+				writeSSE(w, b)
+				flusher.Flush()
+			}
+		case <-keepAlive.C:
+			_, _ = io.WriteString(w, ": keep-alive\n\n")
+			flusher.Flush()
+		case <-r.Context().Done():
+			return
+		case <-sess.ctx.Done():
+			return
+		}
+	}
+}
+
+// delete ends a session: its in-flight calls are cancelled.
+func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
+	sess, status := h.session(r)
+	if sess == nil {
+		http.Error(w, "unknown or missing Mcp-Session-Id", status)
+		return
+	}
+	h.endSession(sess)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (h *HTTPHandler) newSession() (*httpSession, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), lastUsed: time.Now(), ctx: ctx, cancel: cancel}
+	h.mu.Lock()
+	if len(h.sessions) >= maxHTTPSessions {
+		h.mu.Unlock()
+		cancel()
+		return nil, errors.New("too many sessions")
+	}
+	h.sessions[s.SessionID()] = s
+	h.mu.Unlock()
+	if err := h.d.mcp.RegisterSession(ctx, s.Session); err != nil {
+		h.endSession(s)
+		return nil, err
+	}
+	return s, nil
+}
+
+func (h *HTTPHandler) session(r *http.Request) (*httpSession, int) {
+	id := r.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		return nil, http.StatusBadRequest
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.sessions[id]
+	if s == nil {
+		return nil, http.StatusNotFound
+	}
+	s.lastUsed = time.Now()
+	return s, http.StatusOK
+}
+
+func (h *HTTPHandler) endSession(s *httpSession) {
+	h.mu.Lock()
+	_, present := h.sessions[s.SessionID()]
+	delete(h.sessions, s.SessionID())
+	h.mu.Unlock()
+	if !present {
+		return
+	}
+	h.d.CancelSession(s.Session)
+	s.cancel()
+	h.d.mcp.UnregisterSession(context.Background(), s.SessionID())
+}
+
+func (h *HTTPHandler) closeAll() {
+	h.mu.Lock()
+	all := make([]*httpSession, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		all = append(all, s)
+	}
+	h.mu.Unlock()
+	for _, s := range all {
+		h.endSession(s)
+	}
+}
+
+func (h *HTTPHandler) expireIdle(ctx context.Context) {
+	t := time.NewTicker(time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			var idle []*httpSession
+			h.mu.Lock()
+			for _, s := range h.sessions {
+				if !s.streaming && time.Since(s.lastUsed) > sessionIdleTTL {
+					idle = append(idle, s)
+				}
+			}
+			h.mu.Unlock()
+			for _, s := range idle {
+				h.endSession(s)
+			}
+		}
+	}
+}
+
+// jsonDepth returns the maximum nesting depth of a JSON text and whether it
+// is syntactically plausible (balanced brackets outside strings). Full
+// validity is checked later by the decoder.
+func jsonDepth(b []byte) (int, bool) {
+	depth, maxDepth := 0, 0
+	inString, escaped := false, false
+	for _, c := range b {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+			continue
+		}
+		switch c {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > maxDepth {
+				maxDepth = depth
+			}
+		case '}', ']':
+			depth--
+			if depth < 0 {
+				return maxDepth, false
+			}
+		}
+	}
+	return maxDepth, depth == 0 && !inString
+}

@@ -1,0 +1,897 @@
+package tools
+
+// The aggregate tool and the pipeline plumbing shared with export_data's
+// pipeline mode (RunPipelineRows).
+//
+// Decisions where the spec is silent (README):
+//   - Every pipeline sent is: the policy's $match stages (tenant first,
+//     then canonical/agent filters, then the identity's ACL scope —
+//     policy.PipelineScope), the caller's stages translated to storage names
+//     (parsedb.TranslatePipeline), with an inclusion $project of the class's
+//     visible fields inserted after the caller's leading $match/$sort/
+//     $skip/$limit stages (so those still use indexes), then the automatic
+//     {"$limit":200}. The projection guarantees that no internal field, no
+//     field outside agent_fields and no protected field ever enters the
+//     pipeline, whatever the stages do with $$ROOT, $objectToArray or
+//     $getField. Joined classes get the same treatment inside their
+//     sub-pipelines (see parsedb/pipeline.go).
+//   - Rows are shown the way Parse Server's aggregate endpoint shows them:
+//     _id is objectId (also a $group key; a null _id is objectId: null),
+//     _created_at/_updated_at are createdAt/updatedAt, dates are
+//     {"__type":"Date"}, hidden-class references are redacted at any depth.
+//   - Pointer compaction applies to top-level `_p_` columns only; a column
+//     whose bare name is taken by another column keeps its storage name and
+//     raw "Class$id" value; a column mixing classes or holding redacted or
+//     non-pointer values shows REST pointer objects.
+//   - pipeline_stages is the list of stage operators actually sent, so the
+//     model sees the injected filters, projection and limit.
+//   - aggregate also takes dry_run (the pipeline that would be sent).
+//   - MongoDB's own rejections of a pipeline (a malformed stage) are
+//     invalid_query with the server's message, hidden-class references
+//     scrubbed; FerretDB's "not implemented" names the missing feature.
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// Limits of the aggregate tools.
+const (
+	// AggregateAutoLimit is appended to a pipeline that does not end with
+	// $limit or $count.
+	AggregateAutoLimit = 200
+	// PipelineRowsCap bounds RunPipelineRows (export_data's row_cap max).
+	PipelineRowsCap = 10000
+	// pipelineRowsBytes bounds the rows RunPipelineRows holds in memory.
+	pipelineRowsBytes = 32 << 20
+	// aggEnvelopeReserve is kept free of rows for the envelope around them.
+	aggEnvelopeReserve = 4096
+)
+
+// AggregateTools are the grouping, distinct and pipeline tools.
+func AggregateTools() []*Tool {
+	ro := func(name string, timeout time.Duration) policy.ToolInfo {
+		return policy.ToolInfo{Name: name, Category: "aggregate", Tier: config.TierReadonly, Timeout: timeout}
+	}
+	return []*Tool{
+		{
+			ToolInfo:    ro("aggregate", 60*time.Second),
+			Description: "Run a MongoDB aggregation pipeline on a class using Parse field names (objectId, createdAt, pointers by name); capped at 200 rows unless it ends with $limit or $count.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean","description":"return the pipeline that would run, without running it"}},"required":["class_name","pipeline"]}`,
+			ReadOnly:    true,
+			Handler:     aggregateTool,
+		},
+		{
+			ToolInfo:    ro("group_by", 45*time.Second),
+			Description: "Count (or sum/avg/min/max a number field) per value of a field, e.g. songs per genre.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"operation":{"enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string","description":"the field summed/averaged (not for count)"},"where":{"type":"object"},"flatten_arrays":{"type":"boolean","description":"count each element of an array field"},"sort":{"enum":["value_desc","value_asc","key_desc","key_asc"],"default":"value_desc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
+			ReadOnly:    true,
+			Handler:     groupByTool,
+		},
+		{
+			ToolInfo:    ro("group_by_date", 45*time.Second),
+			Description: "Count (or sum/avg/min/max) objects per year, quarter, month, week, day, hour, minute or second of a Date field, in a timezone.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string","description":"a Date field, e.g. createdAt"},"interval":{"enum":["year","quarter","month","week","day","hour","minute","second"]},"timezone":{"type":"string","description":"IANA name (Europe/Paris) or ±HH:MM; default UTC"},"operation":{"enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string"},"where":{"type":"object"},"sort":{"enum":["value_desc","value_asc","key_desc","key_asc"],"default":"key_asc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field","interval"]}`,
+			ReadOnly:    true,
+			Handler:     groupByDateTool,
+		},
+		{
+			ToolInfo:    ro("distinct", 30*time.Second),
+			Description: "List the distinct values of a field (array fields are flattened).",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"where":{"type":"object"},"sort":{"enum":["asc","desc","none"],"default":"asc"},"limit":{"type":"integer","default":1000,"minimum":1,"maximum":5000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
+			ReadOnly:    true,
+			Handler:     distinctTool,
+		},
+	}
+}
+
+// PipelineArg returns a pipeline argument with the key order of its objects
+// kept (from the call's raw arguments when available).
+func PipelineArg(ctx context.Context, args Args, name string) ([]any, error) {
+	v, found, err := OrderedArgument(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if !found {
+		v = args[name]
+	}
+	if v == nil {
+		return nil, invalid("%s is required: an array of aggregation stages", name)
+	}
+	if str, ok := v.(string); ok && strings.HasPrefix(strings.TrimSpace(str), "[") {
+		// Models sometimes send the pipeline as a JSON string.
+		dec := json.NewDecoder(strings.NewReader(str))
+		dec.UseNumber()
+		if v, err = decodeOrdered(dec, 0); err != nil {
+			return nil, err
+		}
+	}
+	arr, ok := v.([]any)
+	if !ok {
+		return nil, invalid("%s must be an array of stages, got %s", name, jsonType(v))
+	}
+	return arr, nil
+}
+
+// pipelinePlan is a validated, translated and scoped pipeline.
+type pipelinePlan struct {
+	cls *parsedb.Class
+	// endClass is the class whose shape the output rows still have (nil
+	// after $group and other schema-replacing stages).
+	endClass *parsedb.Class
+	// joined maps the `as` field of each top-level $lookup/$graphLookup to
+	// the joined class, so joined objects are shown in REST shape too
+	// (only while rows keep the class shape).
+	joined   map[string]*parsedb.Class
+	pipeline bson.A
+	// autoLimited: the automatic $limit was appended.
+	autoLimited bool
+}
+
+// planPipeline runs every gate on a caller's pipeline and builds the exact
+// pipeline to send. autoLimit > 0 appends {$limit: autoLimit} unless the
+// caller's last stage is $limit or $count.
+func planPipeline(ctx context.Context, d *Deps, className string, stages []any, applyCanonical bool, autoLimit int) (*pipelinePlan, error) {
+	schema, cls, err := d.resolveClass(ctx, className)
+	if err != nil {
+		return nil, err
+	}
+	vp, err := d.Policy.ValidatePipeline(ctx, schema, cls, stages)
+	if err != nil {
+		return nil, err
+	}
+	scope, _, err := d.Policy.PipelineScope(ctx, schema, cls, applyCanonical)
+	if err != nil {
+		return nil, err
+	}
+	joins := map[string]*parsedb.JoinScope{}
+	for _, jc := range vp.Joins {
+		f, err := d.Policy.JoinScope(ctx, schema, jc)
+		if err != nil {
+			return nil, err
+		}
+		joins[jc.Name] = &parsedb.JoinScope{Filter: f, Fields: parsedb.VisibleProjectionFields(jc, d.Policy.VisibleFields(jc))}
+	}
+	user, end, err := parsedb.TranslatePipeline(cls, vp.Stages, parsedb.PipelineOptions{Schema: schema, Prefix: d.Store.Prefix, Joins: joins})
+	if err != nil {
+		return nil, err
+	}
+	// The visible-fields projection goes after the caller's leading stages
+	// that only filter (by field name), order or page, so those can still
+	// use indexes; a $match with $expr (which can see the whole document
+	// through $$ROOT) always comes after it.
+	at := 0
+	for at < len(user) && isLeadingStage(user[at]) {
+		at++
+	}
+	proj := bson.D{{Key: "$project", Value: parsedb.FieldsProjection(parsedb.VisibleProjectionFields(cls, d.Policy.VisibleFields(cls)))}}
+	full := make(bson.A, 0, len(scope)+len(user)+2)
+	full = append(full, scope...)
+	full = append(full, user[:at]...)
+	full = append(full, proj)
+	full = append(full, user[at:]...)
+	plan := &pipelinePlan{cls: cls, endClass: end}
+	if end != nil {
+		plan.joined = joinedFields(vp.Stages, schema)
+	}
+	if last := callerStageName(vp.Stages[len(vp.Stages)-1]); autoLimit > 0 && last != "$limit" && last != "$count" {
+		full = append(full, bson.D{{Key: "$limit", Value: int32(autoLimit)}})
+		plan.autoLimited = true
+	}
+	plan.pipeline = full
+	return plan, nil
+}
+
+func isLeadingStage(st any) bool {
+	switch stageName(st) {
+	case "$sort", "$skip", "$limit":
+		return true
+	case "$match":
+		return !mentionsKey(st.(bson.D)[0].Value, "$expr")
+	}
+	return false
+}
+
+// mentionsKey reports whether key appears as an object key anywhere in v.
+func mentionsKey(v any, key string) bool {
+	switch x := v.(type) {
+	case bson.D:
+		for _, e := range x {
+			if e.Key == key || mentionsKey(e.Value, key) {
+				return true
+			}
+		}
+	case bson.A:
+		for _, el := range x {
+			if mentionsKey(el, key) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// callerStageName is the operator of one of the caller's stages.
+func callerStageName(st any) string {
+	switch x := st.(type) {
+	case bson.D:
+		if len(x) == 1 {
+			return x[0].Key
+		}
+	case map[string]any:
+		for k := range x {
+			return k
+		}
+	}
+	return ""
+}
+
+func stageName(st any) string {
+	if d, ok := st.(bson.D); ok && len(d) == 1 {
+		return d[0].Key
+	}
+	return ""
+}
+
+// stageNames lists the operators of a pipeline.
+func stageNames(p bson.A) []string {
+	out := make([]string, len(p))
+	for i, st := range p {
+		out[i] = stageName(st)
+	}
+	return out
+}
+
+// pipelineJSON renders a pipeline as relaxed Extended JSON (dates as
+// {"$date":…}), keeping key order, for dry runs.
+func pipelineJSON(p bson.A) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('[')
+	for i, st := range p {
+		b, err := bson.MarshalExtJSON(st, false, false)
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		buf.Write(b)
+	}
+	buf.WriteByte(']')
+	return json.RawMessage(buf.Bytes()), nil
+}
+
+// dryRun is the answer of every dry_run:true call, after every gate ran.
+func dryRun(className string, params map[string]any, p bson.A) (any, error) {
+	pj, err := pipelineJSON(p)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{
+		"dry_run":    true,
+		"class_name": className,
+		"parameters": params,
+		"pipeline":   pj,
+		"hint":       "This is the exact pipeline that would run (policy filters and limits included); call again without dry_run to run it.",
+	}, nil
+}
+
+// hiddenRefRe finds "Class$id" references in server messages.
+var hiddenRefRe = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]{0,127}\$[A-Za-z0-9_-]{1,32}`)
+
+// pipelineRunError maps a failure of a pipeline the server ran.
+func pipelineRunError(d *Deps, tool string, err error) error {
+	if e := parsedb.AsNotSupported(err); e != nil {
+		return e
+	}
+	if parsedb.IsTimeout(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	var se mongo.ServerError
+	if !errors.As(err, &se) {
+		return err
+	}
+	msg := se.Error()
+	msg = hiddenRefRe.ReplaceAllStringFunc(msg, func(ref string) string {
+		cls, _, _ := strings.Cut(ref, "$")
+		if d.Policy.Hidden(cls) {
+			return "<redacted>"
+		}
+		return ref
+	})
+	return toolerror.New(toolerror.InvalidQuery, "%s: MongoDB rejected the pipeline: %s", tool, truncate(msg, 300))
+}
+
+// ---------------------------------------------------------------------------
+// Rows.
+
+// rowField is one field of an output row: a json.RawMessage straight from
+// the codec, a *restPointer, or another JSON-encodable value.
+type rowField struct {
+	k string
+	v any
+}
+
+// outRow is an output row with its key order.
+type outRow struct {
+	fields []rowField
+	// ptrCols are the indexes of fields that came from `_p_` columns and
+	// may be compacted.
+	ptrCols []int
+}
+
+// restPointer is a pointer shown in REST shape.
+type restPointer struct {
+	Type      string `json:"__type"`
+	ClassName string `json:"className"`
+	ObjectID  string `json:"objectId"`
+}
+
+func (r *outRow) MarshalJSON() ([]byte, error) {
+	buf := []byte{'{'}
+	for i, f := range r.fields {
+		if i > 0 {
+			buf = append(buf, ',')
+		}
+		kb, err := MarshalCompact(f.k)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(buf, kb...), ':')
+		if raw, ok := f.v.(json.RawMessage); ok {
+			buf = append(buf, raw...)
+			continue
+		}
+		b, err := MarshalCompact(f.v)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(buf, b...)
+	}
+	return append(buf, '}'), nil
+}
+
+// addSizes adds the encoded size of each field to sizes and returns the
+// row's size.
+func (r *outRow) addSizes(sizes map[string]int) (int, error) {
+	total := 2
+	for _, f := range r.fields {
+		n := len(f.k) + 4
+		if raw, ok := f.v.(json.RawMessage); ok {
+			n += len(raw)
+		} else {
+			b, err := MarshalCompact(f.v)
+			if err != nil {
+				return 0, err
+			}
+			n += len(b)
+		}
+		sizes[f.k] += n
+		total += n
+	}
+	return total, nil
+}
+
+// rowsTooLarge refuses a result over the byte cap, naming the heaviest
+// fields by bytes and the fields to keep (names only, never values).
+func rowsTooLarge(d *Deps, tool string, sizes map[string]int) error {
+	names := make([]string, 0, len(sizes))
+	total := 0
+	for k, n := range sizes {
+		names = append(names, k)
+		total += n
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if sizes[names[i]] != sizes[names[j]] {
+			return sizes[names[i]] > sizes[names[j]]
+		}
+		return names[i] < names[j]
+	})
+	var heavy []string
+	for i, k := range names {
+		if i == 3 {
+			break
+		}
+		heavy = append(heavy, fmt.Sprintf("%s (%s)", k, aggBytes(sizes[k])))
+	}
+	// Leave out the heaviest fields until at most half of the bytes remain.
+	drop := map[string]bool{}
+	left := total
+	for _, k := range names {
+		if left <= total/2 && len(drop) > 0 {
+			break
+		}
+		if k == "objectId" {
+			continue
+		}
+		drop[k] = true
+		left -= sizes[k]
+	}
+	var keep []string
+	for _, k := range names {
+		if !drop[k] {
+			keep = append(keep, k)
+		}
+	}
+	sort.Strings(keep)
+	kj, _ := MarshalCompact(keep)
+	return toolerror.New(toolerror.InvalidArgument, "%s: the result exceeds the %d-byte response cap. Heaviest fields: %s. Retry with keys: %s — add a {\"$project\":{…}} stage that keeps only those fields (or summarize with $group/$count).",
+		tool, d.Policy.MaxResponseBytes(), strings.Join(heavy, ", "), kj)
+}
+
+func aggBytes(n int) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// splitJSONObject splits a JSON object into its keys and raw values, in
+// order.
+func splitJSONObject(b []byte) ([]string, []json.RawMessage, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, nil, fmt.Errorf("not a JSON object")
+	}
+	var keys []string
+	var vals []json.RawMessage
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil, nil, err
+		}
+		k, _ := kt.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, nil, err
+		}
+		keys = append(keys, k)
+		vals = append(vals, v)
+	}
+	return keys, vals, nil
+}
+
+// toMap is the row as decoded JSON (integral numbers int64, others
+// float64), for callers that post-process rows.
+func (r *outRow) toMap() (map[string]any, error) {
+	b, err := r.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	return parsedb.DecodeJSONObject(b)
+}
+
+// rowConverter turns pipeline output documents into REST-shaped rows.
+type rowConverter struct {
+	enc    parsedb.RowEncoder
+	hidden func(string) bool
+	// joined: top-level fields holding objects of a joined class.
+	joined map[string]*parsedb.Class
+}
+
+// joinedFields maps the `as` of the caller's top-level $lookup and
+// $graphLookup stages to their class.
+func joinedFields(stages []any, schema *parsedb.Schema) map[string]*parsedb.Class {
+	out := map[string]*parsedb.Class{}
+	for _, st := range stages {
+		var name string
+		var body any
+		switch x := st.(type) {
+		case bson.D:
+			if len(x) == 1 {
+				name, body = x[0].Key, x[0].Value
+			}
+		case map[string]any:
+			for k, v := range x {
+				name, body = k, v
+			}
+		}
+		if name != "$lookup" && name != "$graphLookup" {
+			continue
+		}
+		var from, as any
+		switch b := body.(type) {
+		case bson.D:
+			for _, e := range b {
+				switch e.Key {
+				case "from":
+					from = e.Value
+				case "as":
+					as = e.Value
+				}
+			}
+		case map[string]any:
+			from, as = b["from"], b["as"]
+		}
+		f, _ := from.(string)
+		a, _ := as.(string)
+		if c := schema.Class(f); c != nil && a != "" && !strings.Contains(a, ".") && !strings.HasPrefix(a, "_") {
+			out[a] = c
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// joinedValue renders a joined object (or an array of them) with the
+// joined class's codec.
+func (c *rowConverter) joinedValue(cls *parsedb.Class, rv bson.RawValue) (json.RawMessage, error) {
+	enc := parsedb.RowEncoder{Class: cls, HiddenClass: c.hidden}
+	switch rv.Type {
+	case bson.TypeEmbeddedDocument:
+		return enc.AppendRow(nil, rv.Document())
+	case bson.TypeArray:
+		vals, err := rv.Array().Values()
+		if err != nil {
+			return nil, err
+		}
+		buf := []byte{'['}
+		for i, v := range vals {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var item json.RawMessage
+			if v.Type == bson.TypeEmbeddedDocument {
+				item, err = enc.AppendRow(nil, v.Document())
+			} else {
+				item, err = c.rawValue(v)
+			}
+			if err != nil {
+				return nil, err
+			}
+			buf = append(buf, item...)
+		}
+		return append(buf, ']'), nil
+	}
+	return c.rawValue(rv)
+}
+
+func newRowConverter(d *Deps, cls *parsedb.Class) *rowConverter {
+	return &rowConverter{enc: parsedb.RowEncoder{Class: cls, HiddenClass: d.Policy.Hidden}, hidden: d.Policy.Hidden}
+}
+
+// rawValue renders one BSON value the way the codec renders a nested value
+// (dates, floor, redaction), as JSON.
+func (c *rowConverter) rawValue(rv bson.RawValue) (json.RawMessage, error) {
+	raw, err := bson.Marshal(bson.D{{Key: "v", Value: rv}})
+	if err != nil {
+		return nil, err
+	}
+	enc := parsedb.RowEncoder{HiddenClass: c.hidden}
+	row, err := enc.AppendRow(nil, raw)
+	if err != nil {
+		return nil, err
+	}
+	_, vals, err := splitJSONObject(row)
+	if err != nil || len(vals) != 1 {
+		return json.RawMessage("null"), err
+	}
+	return vals[0], nil
+}
+
+// value is rawValue decoded (maps, []any, int64/float64, strings…).
+func (c *rowConverter) value(rv bson.RawValue) (any, error) {
+	raw, err := c.rawValue(rv)
+	if err != nil {
+		return nil, err
+	}
+	m, err := parsedb.DecodeJSONObject(append(append([]byte(`{"v":`), raw...), '}'))
+	if err != nil {
+		return nil, err
+	}
+	return m["v"], nil
+}
+
+// convert renders one output document: the codec renders everything but
+// the top-level `_p_` columns, which are rendered here so that they can be
+// compacted (and kept under their storage name when the bare name is
+// taken).
+func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
+	elems, err := doc.Elements()
+	if err != nil {
+		return nil, err
+	}
+	rest := make(bson.D, 0, len(elems))
+	names := map[string]bool{}
+	nullID := false
+	for _, el := range elems {
+		k := el.Key()
+		if strings.HasPrefix(k, "_p_") && len(k) > 3 {
+			continue
+		}
+		v := el.Value()
+		if k == "_id" && v.Type == bson.TypeNull {
+			nullID = true
+		}
+		names[k] = true
+		if c.joined[k] != nil {
+			continue
+		}
+		rest = append(rest, bson.E{Key: k, Value: v})
+	}
+	raw, err := bson.Marshal(rest)
+	if err != nil {
+		return nil, err
+	}
+	row, err := c.enc.AppendRow(nil, raw)
+	if err != nil {
+		return nil, err
+	}
+	codecOrder, vals, err := splitJSONObject(row)
+	if err != nil {
+		return nil, err
+	}
+	codec := make(map[string]json.RawMessage, len(vals))
+	for i, k := range codecOrder {
+		codec[k] = vals[i]
+	}
+	if nullID {
+		codec["objectId"] = json.RawMessage("null")
+	}
+	out := &outRow{}
+	emitted := map[string]bool{}
+	emit := func(k string) {
+		if v, ok := codec[k]; ok && !emitted[k] {
+			emitted[k] = true
+			out.fields = append(out.fields, rowField{k, v})
+		}
+	}
+	// Key order: as stored, with the codec's renames.
+	for _, el := range elems {
+		k := el.Key()
+		switch {
+		case k == "_id":
+			emit("objectId")
+		case k == "_created_at" || k == "createdAt":
+			emit("createdAt")
+		case k == "_updated_at" || k == "updatedAt":
+			emit("updatedAt")
+		case k == "_expiresAt":
+			emit("expiresAt")
+		case k == "_last_used":
+			emit("lastUsed")
+		case strings.HasPrefix(k, "_p_") && len(k) > 3:
+			val := el.Value()
+			if val.Type == bson.TypeNull {
+				continue
+			}
+			name := k[3:]
+			if _, taken := codec[name]; taken || names[name] || emitted[name] {
+				// The bare name is taken: keep the storage column, raw.
+				v, err := c.rawValue(val)
+				if err != nil {
+					return nil, err
+				}
+				out.fields = append(out.fields, rowField{k, v})
+				emitted[k] = true
+				continue
+			}
+			v, err := c.pointer(val)
+			if err != nil {
+				return nil, err
+			}
+			out.ptrCols = append(out.ptrCols, len(out.fields))
+			out.fields = append(out.fields, rowField{name, v})
+			emitted[name] = true
+		case c.joined[k] != nil:
+			v, err := c.joinedValue(c.joined[k], el.Value())
+			if err != nil {
+				return nil, err
+			}
+			out.fields = append(out.fields, rowField{k, v})
+			emitted[k] = true
+		default:
+			emit(k)
+		}
+	}
+	for _, k := range codecOrder {
+		emit(k)
+	}
+	return out, nil
+}
+
+// pointer renders a top-level `_p_` value: a REST pointer, a redaction, or
+// (not a "Class$id" string) the plain value.
+func (c *rowConverter) pointer(rv bson.RawValue) (any, error) {
+	if s, ok := rv.StringValueOK(); ok {
+		if cls, id, ok := strings.Cut(s, "$"); ok && cls != "" && id != "" && !c.hidden(cls) {
+			return &restPointer{Type: "Pointer", ClassName: cls, ObjectID: id}, nil
+		}
+	}
+	return c.rawValue(rv)
+}
+
+// compactPointers replaces pointer columns that hold pointers of a single
+// class by their objectIds and returns {column: class}. A column with a
+// redacted, non-pointer or differently-classed value stays as it is.
+func compactPointers(rows []*outRow) map[string]string {
+	classes := map[string]string{}
+	mixed := map[string]bool{}
+	for _, r := range rows {
+		for _, i := range r.ptrCols {
+			f := r.fields[i]
+			p, ok := f.v.(*restPointer)
+			if !ok {
+				mixed[f.k] = true
+				continue
+			}
+			if prev, seen := classes[f.k]; seen && prev != p.ClassName {
+				mixed[f.k] = true
+			}
+			classes[f.k] = p.ClassName
+		}
+	}
+	out := map[string]string{}
+	for k, cls := range classes {
+		if !mixed[k] {
+			out[k] = cls
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	for _, r := range rows {
+		for _, i := range r.ptrCols {
+			if _, ok := out[r.fields[i].k]; ok {
+				r.fields[i].v = r.fields[i].v.(*restPointer).ObjectID
+			}
+		}
+	}
+	return out
+}
+
+// readRows runs a plan and converts its rows, stopping at maxRows rows or
+// when the rows' JSON exceeds budget bytes (then it fails with the
+// heaviest fields).
+func readRows(ctx context.Context, d *Deps, tool string, plan *pipelinePlan, maxRows, budget int) ([]*outRow, error) {
+	cur, err := d.Store.Aggregate(ctx, plan.cls.Name, plan.pipeline)
+	if err != nil {
+		return nil, pipelineRunError(d, tool, err)
+	}
+	defer cur.Close(ctx)
+	conv := newRowConverter(d, plan.endClass)
+	conv.joined = plan.joined
+	var rows []*outRow
+	sizes := map[string]int{}
+	total := 0
+	p := ProgressFrom(ctx)
+	for cur.Next(ctx) {
+		r, err := conv.convert(cur.Current)
+		if err != nil {
+			return nil, err
+		}
+		n, err := r.addSizes(sizes)
+		if err != nil {
+			return nil, err
+		}
+		total += n + 1
+		if total > budget {
+			return nil, rowsTooLarge(d, tool, sizes)
+		}
+		rows = append(rows, r)
+		if len(rows)%500 == 0 {
+			p.Report(float64(len(rows)), 0, fmt.Sprintf("%d rows read", len(rows)))
+		}
+		if len(rows) >= maxRows {
+			break
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, pipelineRunError(d, tool, err)
+	}
+	return rows, nil
+}
+
+func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	stages, err := PipelineArg(ctx, args, "pipeline")
+	if err != nil {
+		return nil, err
+	}
+	compact, err := args.Bool("compact_pointers", true)
+	if err != nil {
+		return nil, err
+	}
+	applyCanonical, err := args.Bool("apply_canonical_filter", true)
+	if err != nil {
+		return nil, err
+	}
+	dry, err := args.Bool("dry_run", false)
+	if err != nil {
+		return nil, err
+	}
+	plan, err := planPipeline(ctx, d, name, stages, applyCanonical, AggregateAutoLimit)
+	if err != nil {
+		return nil, err
+	}
+	if dry {
+		return dryRun(plan.cls.Name, map[string]any{"compact_pointers": compact, "apply_canonical_filter": applyCanonical, "stages": len(stages)}, plan.pipeline)
+	}
+	rows, err := readRows(ctx, d, "aggregate", plan, PipelineRowsCap+1, d.Policy.MaxResponseBytes()-aggEnvelopeReserve)
+	if err != nil {
+		return nil, err
+	}
+	truncated := len(rows) > PipelineRowsCap
+	if truncated {
+		rows = rows[:PipelineRowsCap]
+	}
+	ProgressFrom(ctx).Report(float64(len(rows))+1, 0, fmt.Sprintf("%d rows", len(rows)))
+	var ptrClasses map[string]string
+	if compact {
+		ptrClasses = compactPointers(rows)
+	}
+	results := make([]json.Marshaler, len(rows))
+	for i, r := range rows {
+		results[i] = r
+	}
+	out := map[string]any{
+		"class_name":      plan.cls.Name,
+		"pipeline_stages": stageNames(plan.pipeline),
+		"result_count":    len(rows),
+		"results":         results,
+	}
+	if len(ptrClasses) > 0 {
+		out["pointer_classes"] = ptrClasses
+	}
+	if truncated {
+		out["truncated"] = true
+		out["hint"] = fmt.Sprintf("Only the first %d rows are returned; summarize with $group/$count or lower $limit.", PipelineRowsCap)
+	}
+	if plan.autoLimited && len(rows) >= AggregateAutoLimit {
+		out["auto_limited"] = true
+		out["auto_limit"] = AggregateAutoLimit
+		out["hint"] = fmt.Sprintf("Only the first %d rows were returned: an automatic {\"$limit\":%d} was appended. End the pipeline with your own $limit (or summarize with $group/$count) to control this.", AggregateAutoLimit, AggregateAutoLimit)
+	}
+	return out, nil
+}
+
+// RunPipelineRows runs a caller's pipeline on className through every gate
+// of the aggregate tool (class gate, validator, policy filters, ACL,
+// visible-fields projection, join scoping) and returns the rows in REST
+// shape: objectId/createdAt/updatedAt, pointers as {"__type":"Pointer"}
+// objects (not compacted), dates as {"__type":"Date"}, hidden-class
+// references redacted. It is export_data's pipeline mode. Unless the
+// pipeline ends with $limit or $count, {"$limit": PipelineRowsCap+1} is
+// appended; at most PipelineRowsCap+1 rows are returned, so the caller can
+// tell that more exist. Get the pipeline with PipelineArg to keep its key
+// order.
+func RunPipelineRows(ctx context.Context, d *Deps, className string, pipeline []any, applyCanonical bool) ([]map[string]any, error) {
+	plan, err := planPipeline(ctx, d, className, pipeline, applyCanonical, PipelineRowsCap+1)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := readRows(ctx, d, "export_data", plan, PipelineRowsCap+1, pipelineRowsBytes)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]map[string]any, len(rows))
+	for i, r := range rows {
+		if out[i], err = r.toMap(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,49 @@
+package tools
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+)
+
+// DiscoveryTools is list_tools.
+func DiscoveryTools() []*Tool {
+	return []*Tool{{
+		ToolInfo:    policy.ToolInfo{Name: "list_tools", Category: "discovery", Tier: config.TierReadonly, Timeout: 5 * time.Second},
+		Description: "List the tools this session may call, by category.",
+		InputSchema: `{"type":"object","properties":{"category":{"type":"string","description":"only this category"}}}`,
+		ReadOnly:    true,
+		Handler:     listTools,
+	}}
+}
+
+type toolSummary struct {
+	Name        string `json:"name"`
+	Category    string `json:"category"`
+	Description string `json:"description"`
+}
+
+func listTools(_ context.Context, d *Deps, args Args) (any, error) {
+	category, err := args.String("category", false)
+	if err != nil {
+		return nil, err
+	}
+	list := []toolSummary{}
+	cats := map[string]string{}
+	for _, t := range d.Catalog {
+		if d.Policy.Permit(t.ToolInfo) != nil {
+			continue
+		}
+		if category != "" && !strings.EqualFold(category, t.Category) {
+			continue
+		}
+		list = append(list, toolSummary{t.Name, t.Category, t.Description})
+		cats[t.Category] = Categories[t.Category]
+	}
+	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
+	return map[string]any{"tools": list, "categories": cats}, nil
+}

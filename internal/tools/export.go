@@ -1,0 +1,329 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+)
+
+// Export limits (PRODUCT.md §4.1).
+const (
+	DefaultRowCap = 1000
+	MaxRowCap     = 10000
+)
+
+// ExportTools is export_data.
+func ExportTools() []*Tool {
+	return []*Tool{{
+		ToolInfo:     policy.ToolInfo{Name: "export_data", Category: "export", Tier: config.TierReadonly, Timeout: 60 * time.Second},
+		Description:  "Export a class's objects (query mode) or pipeline results as CSV, a markdown table or a fixed-width table.",
+		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"description":"\"a,b.c\" or {\"path\":\"Header\"}"},"format":{"enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
+		OutputSchema: queryOut,
+		ReadOnly:     true,
+		Handler:      exportData,
+	}}
+}
+
+func exportData(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	format, err := enumArg(args, "format", "csv", "csv", "markdown", "table")
+	if err != nil {
+		return nil, err
+	}
+	rowCap, err := args.Int("row_cap", DefaultRowCap, 1, MaxRowCap)
+	if err != nil {
+		return nil, err
+	}
+	in, err := readInputArgs(args, true)
+	if err != nil {
+		return nil, err
+	}
+	cols, err := columnsArg(ctx, args, in.keys)
+	if err != nil {
+		return nil, err
+	}
+	if v, ok := args["pipeline"]; ok && v != nil {
+		return exportPipeline(ctx, d, args, name, format, rowCap, cols)
+	}
+	limit, err := args.Int("limit", 0, 1, MaxRowCap)
+	if err != nil {
+		return nil, err
+	}
+	skip, err := args.Int("skip", 0, 0, MaxSkip)
+	if err != nil {
+		return nil, err
+	}
+	in.applyCanonical = true
+	if cols != nil {
+		if err := addColumnKeys(ctx, d, name, cols, &in); err != nil {
+			return nil, err
+		}
+	}
+	p, err := newReadPlan(ctx, d, name, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Policy.CheckCollscan(ctx, d.Store, p.target.Class, p.target.Filter); err != nil {
+		return nil, err
+	}
+	if cols == nil {
+		cols = p.defaultColumns()
+	}
+	want := rowCap
+	if limit > 0 && limit < rowCap {
+		want = limit
+	}
+	budget := d.Policy.MaxResponseBytes() - envelopeReserve
+	tp, err := p.textPage(ctx, cols, skip, want, budget, true)
+	if err != nil {
+		return nil, err
+	}
+	if tp.over {
+		return nil, tooLarge(d, "export_data", tp.sizes, "(or lower row_cap).")
+	}
+	headers := columnHeaders(cols)
+	out, rows, trimmed := fitText(format, headers, tp.rows, budget)
+	if trimmed {
+		return nil, tooLarge(d, "export_data", tp.sizes, "(or lower row_cap).")
+	}
+	ProgressFrom(ctx).Report(float64(len(rows)), float64(len(rows)), fmt.Sprintf("exported %d rows", len(rows)))
+	o := newJSONObject()
+	o.str("class_name", p.target.Class.Name)
+	o.str("format", format)
+	o.val("headers", headers)
+	o.val("row_count", len(rows))
+	o.str("output", out)
+	if tp.hasMore && (limit == 0 || limit > want) {
+		total, err := d.Store.Count(ctx, p.target.Class.Name, p.target.Filter)
+		if err != nil {
+			return nil, err
+		}
+		available := int(total) - skip
+		if limit > 0 && limit < available {
+			available = limit
+		}
+		o.val("truncated", true)
+		o.val("available_rows", available)
+		o.val("row_cap", rowCap)
+		o.str("hint", fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or continue with skip %d.", len(rows), available, MaxRowCap, skip+len(rows)))
+	}
+	return o.done(), nil
+}
+
+// columnsArg reads export_data's columns: "a,b" (or a list) or {path:
+// header}. The {path: header} form keeps the caller's key order when the raw
+// arguments are available; otherwise (a decoded map has no order) it
+// follows the order of keys, then sorts the remaining paths.
+func columnsArg(ctx context.Context, args Args, keys []string) ([]column, error) {
+	v, ok := args["columns"]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	var cols []column
+	if _, isMap := v.(map[string]any); isMap {
+		if ov, found, err := OrderedArgument(ctx, "columns"); err == nil && found {
+			if d, ok := ov.(bson.D); ok && len(d) == len(v.(map[string]any)) {
+				for _, e := range d {
+					hs, ok := e.Value.(string)
+					if !ok || strings.TrimSpace(hs) == "" || len(hs) > 128 {
+						return nil, invalid("columns[%q] must be a header string of 1-128 characters", truncate(e.Key, 40))
+					}
+					cols = append(cols, column{e.Key, hs})
+				}
+				v = nil
+			}
+		}
+	}
+	switch x := v.(type) {
+	case nil:
+	case string, []any:
+		list, err := args.StringList("columns")
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range list {
+			cols = append(cols, column{p, p})
+		}
+	case map[string]any:
+		pos := map[string]int{}
+		for i, k := range keys {
+			pos[k] = i
+		}
+		for p, h := range x {
+			hs, ok := h.(string)
+			if !ok || strings.TrimSpace(hs) == "" || len(hs) > 128 {
+				return nil, invalid("columns[%q] must be a header string of 1-128 characters", truncate(p, 40))
+			}
+			cols = append(cols, column{p, hs})
+		}
+		sort.Slice(cols, func(i, j int) bool {
+			pi, iok := pos[cols[i].path]
+			pj, jok := pos[cols[j].path]
+			switch {
+			case iok && jok:
+				return pi < pj
+			case iok != jok:
+				return iok
+			}
+			return cols[i].path < cols[j].path
+		})
+	default:
+		return nil, invalid("columns must be a string \"a,b\" or an object {\"path\": \"Header\"}, got %s", jsonType(v))
+	}
+	if len(cols) == 0 {
+		return nil, invalid("columns is empty")
+	}
+	if len(cols) > MaxKeys {
+		return nil, invalid("columns has %d entries; at most %d are allowed", len(cols), MaxKeys)
+	}
+	for _, c := range cols {
+		if !keyPattern.MatchString(c.path) {
+			return nil, invalid("columns entry %q is not a valid field path (letters, digits and _, each dotted segment starting with a letter)", truncate(c.path, 40))
+		}
+	}
+	return cols, nil
+}
+
+// addColumnKeys makes the read fetch what the columns name: their paths
+// join keys, and dotted paths through pointers ("artist.name") include the
+// pointer automatically.
+func addColumnKeys(ctx context.Context, d *Deps, name string, cols []column, in *planInput) error {
+	schema, cls, err := d.resolveClass(ctx, name)
+	if err != nil {
+		return err
+	}
+	for _, c := range cols {
+		if !slicesContains(in.keys, c.path) {
+			in.keys = append(in.keys, c.path)
+		}
+	}
+	if len(in.keys) > MaxKeys {
+		return invalid("keys and columns name %d fields together; at most %d are allowed", len(in.keys), MaxKeys)
+	}
+	for _, c := range cols {
+		segs := strings.Split(c.path, ".")
+		from := cls
+		for i := 0; i < len(segs)-1 && from != nil; i++ {
+			f := from.Field(segs[i])
+			if f == nil || f.Type != parsedb.TypePointer {
+				break
+			}
+			if i == len(segs)-2 && segs[i+1] == "objectId" {
+				break // the pointer itself carries the objectId
+			}
+			path := strings.Join(segs[:i+1], ".")
+			if !slicesContains(in.include, path) {
+				in.include = append(in.include, path)
+			}
+			from = schema.Class(f.TargetClass)
+		}
+	}
+	if len(in.include) > MaxIncludes {
+		return invalid("include and the pointer paths of columns name %d includes together; at most %d are allowed", len(in.include), MaxIncludes)
+	}
+	return nil
+}
+
+// exportPipeline is export_data's pipeline mode: the pipeline runs through
+// every gate of the aggregate tool (RunPipelineRows), the canonical filter
+// included; its rows become the table.
+func exportPipeline(ctx context.Context, d *Deps, args Args, name, format string, rowCap int, cols []column) (any, error) {
+	pipeline, err := PipelineArg(ctx, args, "pipeline")
+	if err != nil {
+		return nil, err
+	}
+	rows, err := RunPipelineRows(ctx, d, name, pipeline, true)
+	if err != nil {
+		return nil, err
+	}
+	if cols == nil {
+		cols = pipelineColumns(rows)
+	}
+	headers := columnHeaders(cols)
+	budget := d.Policy.MaxResponseBytes() - envelopeReserve
+	prog := ProgressFrom(ctx)
+	var cells [][]string
+	sizes := map[string]int{}
+	used := 0
+	for i, r := range rows {
+		if i == rowCap {
+			break
+		}
+		row := make([]string, len(cols))
+		size := 1
+		for j, c := range cols {
+			row[j] = cellString(columnValue(r, c.path))
+			l := jsonStringLen(row[j]) + 3
+			size += l
+			sizes[pathRoot(c.path)] += l
+		}
+		if used += size; used > budget {
+			return nil, tooLarge(d, "export_data", sizes, "(or lower row_cap, or $project fewer fields).")
+		}
+		cells = append(cells, row)
+		if (i+1)%progressEvery == 0 {
+			prog.Report(float64(i+1), 0, fmt.Sprintf("%d rows exported", i+1))
+		}
+	}
+	out, cells, trimmed := fitText(format, headers, cells, budget)
+	if trimmed {
+		return nil, tooLarge(d, "export_data", sizes, "(or lower row_cap, or $project fewer fields).")
+	}
+	prog.Report(float64(len(cells)), float64(len(cells)), fmt.Sprintf("exported %d rows", len(cells)))
+	o := newJSONObject()
+	o.str("class_name", name)
+	o.str("format", format)
+	o.val("headers", headers)
+	o.val("row_count", len(cells))
+	o.str("output", out)
+	if len(rows) > len(cells) {
+		o.val("truncated", true)
+		if len(rows) <= PipelineRowsCap {
+			o.val("available_rows", len(rows))
+		}
+		o.val("row_cap", rowCap)
+		if len(rows) > PipelineRowsCap {
+			o.str("hint", fmt.Sprintf("output holds the first %d rows; the pipeline returns more than %d. Raise row_cap (at most %d), add $skip/$limit stages to page, or summarize with $group.", len(cells), PipelineRowsCap, MaxRowCap))
+		} else {
+			o.str("hint", fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or add $skip/$limit stages to page.", len(cells), len(rows), MaxRowCap))
+		}
+	}
+	return o.done(), nil
+}
+
+// pipelineColumns are the keys of pipeline rows: objectId, createdAt,
+// updatedAt first, then every other key in sorted order (decoded rows carry
+// no key order).
+func pipelineColumns(rows []map[string]any) []column {
+	seen := map[string]bool{}
+	for _, r := range rows {
+		for k := range r {
+			seen[k] = true
+		}
+	}
+	var cols []column
+	for _, k := range []string{"objectId", "createdAt", "updatedAt"} {
+		if seen[k] {
+			cols = append(cols, column{k, k})
+			delete(seen, k)
+		}
+	}
+	for _, k := range sortedKeys(seen) {
+		cols = append(cols, column{k, k})
+	}
+	if len(cols) == 0 {
+		cols = []column{{"objectId", "objectId"}}
+	}
+	return cols
+}

@@ -1,0 +1,503 @@
+package tools
+
+// group_by and group_by_date (PRODUCT.md §4.1 "Group/distinct/aggregate
+// details").
+//
+// Decisions where the spec is silent (README):
+//   - The pipeline always starts with a $match carrying the complete read
+//     filter (caller where, canonical and agent filters, tenant, ACL — the
+//     same filter count_objects uses), even when it is {}.
+//   - Ties are broken by key (value sorts add _id ascending), so results
+//     are deterministic.
+//   - Keys are rendered like row values (dates as {"__type":"Date"}); a key
+//     that references a hidden class is JSON null (not the string "null"
+//     of a missing value), and pointer_class is then omitted.
+//   - group_by_date: quarter keys are "YYYY-Qn"; week keys are ISO weeks
+//     "YYYY-Www" (%G-W%V); timezone defaults to UTC; IANA names are checked
+//     with the embedded tz database (time/tzdata), offsets as ±HH:MM.
+//   - flatten_arrays adds {$unwind: "$field"} (documents whose array is
+//     empty or missing contribute no key).
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+	_ "time/tzdata" // IANA timezones on systems without a tz database
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+)
+
+// Group limits.
+const (
+	DefaultGroupLimit    = 200
+	MaxGroupLimit        = 1000
+	DefaultDistinctLimit = 1000
+	MaxDistinctLimit     = 5000
+)
+
+// groupField is a validated field of a group/distinct call.
+type groupField struct {
+	name    string // as the caller wrote it (REST)
+	storage string // storage path
+	field   *parsedb.Field
+}
+
+// resolveGroupField checks a field argument: field policy first (internal
+// floor → violation, _p_ → storage_form_field_ref, agent_fields,
+// protectedFields), then syntax and type.
+func resolveGroupField(d *Deps, cls *parsedb.Class, arg, name string) (*groupField, error) {
+	if name == "" {
+		return nil, invalid("%s is required", arg)
+	}
+	if err := d.Policy.CheckReadField(cls, name); err != nil {
+		return nil, err
+	}
+	root, rest, dotted := strings.Cut(name, ".")
+	switch root {
+	case "_id":
+		return nil, invalid("%s: use objectId, not _id", arg)
+	case "_created_at":
+		return nil, invalid("%s: use createdAt, not _created_at", arg)
+	case "_updated_at":
+		return nil, invalid("%s: use updatedAt, not _updated_at", arg)
+	}
+	if !keyPattern.MatchString(name) {
+		return nil, invalid("%s %q is not a valid field path (letters, digits and _, each dotted segment starting with a letter)", arg, truncate(name, 40))
+	}
+	f := cls.Field(root)
+	if f == nil {
+		switch root {
+		case "objectId":
+			f = &parsedb.Field{Name: root, Type: parsedb.TypeString}
+		case "createdAt", "updatedAt":
+			f = &parsedb.Field{Name: root, Type: parsedb.TypeDate}
+		}
+	}
+	if f != nil && f.Name == "" {
+		ff := *f
+		ff.Name = root
+		f = &ff
+	}
+	if f != nil {
+		switch f.Type {
+		case parsedb.TypeRelation:
+			return nil, invalid("%s: %s is a Relation to %s; relations are not stored in the object, so they cannot be grouped (query %s with $relatedTo instead)", arg, root, f.TargetClass, f.TargetClass)
+		case parsedb.TypeACL:
+			return nil, invalid("%s: ACL cannot be grouped", arg)
+		}
+		if dotted {
+			switch f.Type {
+			case parsedb.TypeObject, parsedb.TypeArray:
+			default:
+				return nil, invalid("%s: %s is a %s field; dotted paths only apply to Object and Array fields", arg, root, f.Type)
+			}
+		}
+	}
+	storage := parsedb.StorageFieldName(cls, root)
+	if dotted {
+		storage = root + "." + rest
+	}
+	gf := &groupField{name: name, storage: storage}
+	if !dotted {
+		gf.field = f
+	}
+	return gf, nil
+}
+
+func (g *groupField) isPointer() bool { return g.field != nil && g.field.Type == parsedb.TypePointer }
+func (g *groupField) isArray() bool   { return g.field != nil && g.field.Type == parsedb.TypeArray }
+
+// groupRequest is a parsed group_by / group_by_date call.
+type groupRequest struct {
+	className string
+	field     *groupField
+	op        string // count sum avg min max
+	value     *groupField
+	where     map[string]any
+	flatten   bool
+	sort      string
+	limit     int
+	dryRun    bool
+	// group_by_date
+	interval string
+	timezone string
+}
+
+func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*groupRequest, *readTarget, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, nil, err
+	}
+	r := &groupRequest{className: name}
+	field, err := args.String("field", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	op, err := aggEnum(args, "operation", "count", "count", "sum", "avg", "average", "min", "max")
+	if err != nil {
+		return nil, nil, err
+	}
+	if op == "average" {
+		op = "avg"
+	}
+	r.op = op
+	valueField, err := args.String("value_field", false)
+	if err != nil {
+		return nil, nil, err
+	}
+	if r.where, err = args.Object("where"); err != nil {
+		return nil, nil, err
+	}
+	if r.flatten, err = args.Bool("flatten_arrays", false); err != nil {
+		return nil, nil, err
+	}
+	defSort := "value_desc"
+	if byDate {
+		defSort = "key_asc"
+	}
+	if r.sort, err = aggEnum(args, "sort", defSort, "value_desc", "value_asc", "key_desc", "key_asc"); err != nil {
+		return nil, nil, err
+	}
+	if r.limit, err = args.Int("limit", DefaultGroupLimit, 1, MaxGroupLimit); err != nil {
+		return nil, nil, err
+	}
+	if r.dryRun, err = args.Bool("dry_run", false); err != nil {
+		return nil, nil, err
+	}
+	if byDate {
+		if r.interval, err = aggEnum(args, "interval", "", "year", "quarter", "month", "week", "day", "hour", "minute", "second"); err != nil {
+			return nil, nil, err
+		}
+		if r.interval == "" {
+			return nil, nil, invalid("interval is required: year, quarter, month, week, day, hour, minute or second")
+		}
+		tz, err := args.String("timezone", false)
+		if err != nil {
+			return nil, nil, err
+		}
+		if r.timezone, err = checkTimezone(tz); err != nil {
+			return nil, nil, err
+		}
+	}
+
+	schema, cls, err := d.resolveClass(ctx, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	r.className = cls.Name
+	if r.field, err = resolveGroupField(d, cls, "field", field); err != nil {
+		return nil, nil, err
+	}
+	if byDate {
+		if err := checkDateField(cls, r.field); err != nil {
+			return nil, nil, err
+		}
+	}
+	switch {
+	case op != "count" && valueField == "":
+		return nil, nil, invalid("operation %s needs value_field (the number field to %s)", op, op)
+	case op != "count":
+		if r.value, err = resolveGroupField(d, cls, "value_field", valueField); err != nil {
+			return nil, nil, err
+		}
+		if f := r.value.field; f != nil {
+			switch f.Type {
+			case parsedb.TypePointer, parsedb.TypeRelation, parsedb.TypeArray, parsedb.TypeObject, parsedb.TypeGeoPoint, parsedb.TypeFile, parsedb.TypeBytes, parsedb.TypePolygon:
+				return nil, nil, invalid("value_field %s is a %s field; %s needs a Number field%s", f.Name, f.Type, op, map[bool]string{true: " (or a Date/String for min/max)", false: ""}[op == "min" || op == "max"])
+			}
+		}
+	}
+	t, err := buildFilter(ctx, d, schema, cls, r.where, true)
+	if err != nil {
+		return nil, nil, err
+	}
+	return r, t, nil
+}
+
+// aggEnum returns an enumerated argument (case-insensitive), def when absent.
+func aggEnum(args Args, name, def string, allowed ...string) (string, error) {
+	s, err := args.String(name, false)
+	if err != nil {
+		return "", err
+	}
+	if s == "" {
+		return def, nil
+	}
+	for _, a := range allowed {
+		if strings.EqualFold(s, a) {
+			return a, nil
+		}
+	}
+	return "", invalid("%s must be one of %s, got %q", name, strings.Join(allowed, ", "), truncate(s, 40))
+}
+
+var offsetRe = regexp.MustCompile(`^[+-](0[0-9]|1[0-4]):[0-5][0-9]$`)
+
+// checkTimezone validates an IANA name or a ±HH:MM offset ("" = UTC).
+func checkTimezone(tz string) (string, error) {
+	if tz == "" || offsetRe.MatchString(tz) {
+		return tz, nil
+	}
+	if tz != "Local" && len(tz) <= 64 && !strings.ContainsAny(tz, " \\") {
+		if _, err := time.LoadLocation(tz); err == nil {
+			return tz, nil
+		}
+	}
+	return "", invalid("timezone %q is neither an IANA timezone name (e.g. \"Europe/Paris\", \"America/New_York\", \"UTC\") nor an offset like \"+09:00\"", truncate(tz, 40))
+}
+
+// checkDateField refuses fields group_by_date cannot bucket.
+func checkDateField(cls *parsedb.Class, g *groupField) error {
+	f := g.field
+	if f == nil {
+		if strings.Contains(g.name, ".") {
+			return nil // a date inside an Object field: the server decides
+		}
+		return invalid("field %s is not a field of %s; group_by_date needs a Date field (e.g. createdAt)", g.name, cls.Name)
+	}
+	switch f.Type {
+	case parsedb.TypeDate:
+		return nil
+	case parsedb.TypePointer, parsedb.TypeArray, parsedb.TypeRelation:
+		return invalid("group_by_date needs a Date field; %s is a %s field (use group_by for it)", g.name, f.Type)
+	}
+	return invalid("group_by_date needs a Date field; %s is a %s field", g.name, f.Type)
+}
+
+// dateFormats are $dateToString formats per interval (quarter is built
+// separately).
+var dateFormats = map[string]string{
+	"year":   "%Y",
+	"month":  "%Y-%m",
+	"week":   "%G-W%V",
+	"day":    "%Y-%m-%d",
+	"hour":   "%Y-%m-%d %H:00",
+	"minute": "%Y-%m-%d %H:%M",
+	"second": "%Y-%m-%d %H:%M:%S",
+}
+
+// dateKey is the $group key expression of group_by_date.
+func dateKey(storage, interval, tz string) any {
+	date := "$" + storage
+	toString := func(format string) bson.D {
+		spec := bson.D{{Key: "format", Value: format}, {Key: "date", Value: date}}
+		if tz != "" {
+			spec = append(spec, bson.E{Key: "timezone", Value: tz})
+		}
+		return bson.D{{Key: "$dateToString", Value: spec}}
+	}
+	if interval == "quarter" {
+		month := bson.D{{Key: "date", Value: date}}
+		if tz != "" {
+			month = append(month, bson.E{Key: "timezone", Value: tz})
+		}
+		quarter := bson.D{{Key: "$toString", Value: bson.D{{Key: "$toInt", Value: bson.D{{Key: "$ceil", Value: bson.D{{Key: "$divide", Value: bson.A{bson.D{{Key: "$month", Value: month}}, int32(3)}}}}}}}}}
+		return bson.D{{Key: "$concat", Value: bson.A{toString("%Y"), "-Q", quarter}}}
+	}
+	return toString(dateFormats[interval])
+}
+
+// groupSort is the $sort of a group pipeline.
+func groupSort(sort string) bson.D {
+	switch sort {
+	case "value_asc":
+		return bson.D{{Key: "value", Value: int32(1)}, {Key: "_id", Value: int32(1)}}
+	case "key_asc":
+		return bson.D{{Key: "_id", Value: int32(1)}}
+	case "key_desc":
+		return bson.D{{Key: "_id", Value: int32(-1)}}
+	}
+	return bson.D{{Key: "value", Value: int32(-1)}, {Key: "_id", Value: int32(1)}}
+}
+
+// groupPipeline builds $match → ($unwind) → $group → $sort → $limit.
+func groupPipeline(r *groupRequest, filter bson.D) bson.A {
+	if filter == nil {
+		filter = bson.D{}
+	}
+	p := bson.A{bson.D{{Key: "$match", Value: filter}}}
+	if r.flatten && r.interval == "" {
+		p = append(p, bson.D{{Key: "$unwind", Value: "$" + r.field.storage}})
+	}
+	var key any = "$" + r.field.storage
+	if r.interval != "" {
+		key = dateKey(r.field.storage, r.interval, r.timezone)
+	}
+	var acc bson.D
+	if r.op == "count" {
+		acc = bson.D{{Key: "$sum", Value: int32(1)}}
+	} else {
+		acc = bson.D{{Key: "$" + r.op, Value: "$" + r.value.storage}}
+	}
+	p = append(p,
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: key}, {Key: "value", Value: acc}}}},
+		bson.D{{Key: "$sort", Value: groupSort(r.sort)}},
+		bson.D{{Key: "$limit", Value: int32(r.limit + 1)}},
+	)
+	return p
+}
+
+func (r *groupRequest) params() map[string]any {
+	p := map[string]any{"field": r.field.name, "operation": r.op, "sort": r.sort, "limit": r.limit}
+	if r.value != nil {
+		p["value_field"] = r.value.name
+	}
+	if len(r.where) > 0 {
+		p["where"] = r.where
+	}
+	if r.flatten {
+		p["flatten_arrays"] = true
+	}
+	if r.interval != "" {
+		p["interval"] = r.interval
+		tz := r.timezone
+		if tz == "" {
+			tz = "UTC"
+		}
+		p["timezone"] = tz
+	}
+	return p
+}
+
+// keyed is one group (or distinct value) read back.
+type keyed struct {
+	key    any
+	value  any
+	hidden bool
+}
+
+// readKeyed runs a group/distinct pipeline and renders _id (and value).
+func readKeyed(ctx context.Context, d *Deps, tool string, cls *parsedb.Class, p bson.A, withValue bool) ([]keyed, error) {
+	cur, err := d.Store.Aggregate(ctx, cls.Name, p)
+	if err != nil {
+		return nil, pipelineRunError(d, tool, err)
+	}
+	defer cur.Close(ctx)
+	conv := newRowConverter(d, nil)
+	var out []keyed
+	for cur.Next(ctx) {
+		k, err := conv.value(cur.Current.Lookup("_id"))
+		if err != nil {
+			return nil, err
+		}
+		g := keyed{key: k}
+		if m, ok := k.(map[string]any); ok && m["__redacted"] == true {
+			g.key, g.hidden = nil, true
+		}
+		if withValue {
+			if g.value, err = conv.value(cur.Current.Lookup("value")); err != nil {
+				return nil, err
+			}
+		}
+		out = append(out, g)
+	}
+	if err := cur.Err(); err != nil {
+		return nil, pipelineRunError(d, tool, err)
+	}
+	return out, nil
+}
+
+// pointerKeys strips the "Class$" prefix of pointer keys when they all
+// share one visible class and returns it ("" otherwise).
+func pointerKeys(items []keyed) string {
+	class := ""
+	for _, it := range items {
+		if it.hidden {
+			return ""
+		}
+		s, ok := it.key.(string)
+		if !ok {
+			if it.key == nil {
+				continue
+			}
+			return ""
+		}
+		c, id, ok := strings.Cut(s, "$")
+		if !ok || c == "" || id == "" || (class != "" && c != class) {
+			return ""
+		}
+		class = c
+	}
+	if class == "" {
+		return ""
+	}
+	for i := range items {
+		if s, ok := items[i].key.(string); ok {
+			items[i].key = s[len(class)+1:]
+		}
+	}
+	return class
+}
+
+func runGroup(ctx context.Context, d *Deps, args Args, byDate bool) (any, error) {
+	tool := "group_by"
+	if byDate {
+		tool = "group_by_date"
+	}
+	r, t, err := parseGroupRequest(ctx, d, args, byDate)
+	if err != nil {
+		return nil, err
+	}
+	p := groupPipeline(r, t.Filter)
+	if r.dryRun {
+		return dryRun(r.className, r.params(), p)
+	}
+	if err := d.Policy.CheckCollscan(ctx, d.Store, t.Class, t.Filter); err != nil {
+		return nil, err
+	}
+	items, err := readKeyed(ctx, d, tool, t.Class, p, true)
+	if err != nil {
+		return nil, err
+	}
+	ProgressFrom(ctx).Report(float64(len(items))+1, 0, fmt.Sprintf("%d groups built", len(items)))
+	truncated := len(items) > r.limit
+	if truncated {
+		items = items[:r.limit]
+	}
+	pointerClass := ""
+	if r.field.isPointer() {
+		pointerClass = pointerKeys(items)
+	}
+	groups := make([]map[string]any, len(items))
+	for i, it := range items {
+		key := it.key
+		if key == nil && !it.hidden {
+			key = "null"
+		}
+		groups[i] = map[string]any{"key": key, "value": it.value}
+	}
+	out := map[string]any{
+		"class_name":  r.className,
+		"field":       r.field.name,
+		"operation":   r.op,
+		"group_count": len(groups),
+		"groups":      groups,
+		"limit":       r.limit,
+	}
+	if r.value != nil {
+		out["value_field"] = r.value.name
+	}
+	if byDate {
+		out["interval"] = r.interval
+		out["timezone"] = r.params()["timezone"]
+	}
+	if pointerClass != "" {
+		out["pointer_class"] = pointerClass
+	}
+	if truncated {
+		out["truncated"] = true
+	}
+	return out, nil
+}
+
+func groupByTool(ctx context.Context, d *Deps, args Args) (any, error) {
+	return runGroup(ctx, d, args, false)
+}
+
+func groupByDateTool(ctx context.Context, d *Deps, args Args) (any, error) {
+	return runGroup(ctx, d, args, true)
+}

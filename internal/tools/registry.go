@@ -1,0 +1,164 @@
+// Package tools holds parse-mcp's MCP tools, one file per tool family; each
+// tool's definition sits next to its handler. Handlers run behind the policy
+// middleware and never re-implement a policy check: they ask the policy
+// engine (Deps.Policy) for classes, filters and redaction.
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// Handler runs one tool call. It returns the structured result (encoded as
+// the tool's JSON text and structuredContent) or an error: *toolerror.Error
+// for failures the model can fix, *toolerror.Violation for security
+// violations, anything else is internal.
+type Handler func(ctx context.Context, d *Deps, args Args) (any, error)
+
+// Tool is one MCP tool.
+type Tool struct {
+	policy.ToolInfo
+	Description  string
+	InputSchema  string // JSON Schema of the arguments
+	OutputSchema string // JSON Schema of structuredContent, if declared
+	ReadOnly     bool
+	Destructive  bool
+	Handler      Handler
+}
+
+// Deps are what handlers need.
+type Deps struct {
+	Store  *parsedb.Store
+	Policy *policy.Engine
+	Config *config.Config
+	Log    zerolog.Logger
+	// Catalog is every registered tool (list_tools filters it per session).
+	Catalog []*Tool
+}
+
+// Categories describe each tool category in one line (list_tools).
+var Categories = map[string]string{
+	"discovery": "what this server offers",
+	"schema":    "classes and fields of the Parse app",
+	"query":     "read objects: find, count, fetch by id",
+	"aggregate": "grouping, distinct values and pipelines",
+	"export":    "CSV / markdown / table exports",
+	"mutation":  "writes (off unless the operator enables them)",
+}
+
+// MCPTool builds the mcp-go definition of the tool.
+func (t *Tool) MCPTool() mcp.Tool {
+	opts := []mcp.ToolOption{
+		mcp.WithDescription(t.Description),
+		mcp.WithReadOnlyHintAnnotation(t.ReadOnly),
+		mcp.WithDestructiveHintAnnotation(t.Destructive),
+		mcp.WithOpenWorldHintAnnotation(false),
+		mcp.WithIdempotentHintAnnotation(t.ReadOnly),
+	}
+	if t.OutputSchema != "" {
+		opts = append(opts, mcp.WithRawOutputSchema(json.RawMessage(t.OutputSchema)))
+	}
+	tool := mcp.NewToolWithRawSchema(t.Name, t.Description, json.RawMessage(t.InputSchema))
+	for _, o := range opts {
+		o(&tool)
+	}
+	tool.Meta = &mcp.Meta{AdditionalFields: map[string]any{"category": t.Category}}
+	return tool
+}
+
+// Handle adapts the tool to mcp-go: it applies the per-tool timeout, runs the
+// handler and turns its outcome into the result envelope.
+func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		args, _ := req.Params.Arguments.(map[string]any)
+		if args == nil {
+			args = map[string]any{}
+		}
+		if t.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, t.Timeout)
+			defer cancel()
+		}
+		ctx = withRawArguments(ctx, req.Params.RawArguments)
+		ctx, progress := startProgress(ctx, t.Name, req)
+		out, err := t.Handler(ctx, d, Args(args))
+		progress.finish()
+		if err != nil {
+			return nil, classify(ctx, t.Name, err)
+		}
+		return Result(out)
+	}
+}
+
+// classify maps an error to what the policy middleware expects: model-fixable
+// errors stay *toolerror.Error, violations stay *toolerror.Violation, context
+// expiry becomes timeout/cancelled, everything else is returned unchanged as
+// an internal error.
+func classify(ctx context.Context, tool string, err error) error {
+	if _, ok := toolerror.As(err); ok {
+		return err
+	}
+	if _, ok := toolerror.AsViolation(err); ok {
+		return err
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) || parsedb.IsTimeout(err) {
+		return toolerror.New(toolerror.Timeout, "%s timed out: narrow the filter (where), lower the limit, or ask the operator for an index on the filtered fields", tool)
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return toolerror.New(toolerror.Cancelled, "%s was cancelled", tool)
+	}
+	if e := parsedb.AsNotSupported(err); e != nil {
+		return e
+	}
+	return err
+}
+
+// Result encodes a structured result as compact JSON text plus
+// structuredContent.
+func Result(out any) (*mcp.CallToolResult, error) {
+	b, err := MarshalCompact(out)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.CallToolResult{
+		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
+		StructuredContent: json.RawMessage(b),
+	}, nil
+}
+
+// MarshalCompact encodes v as compact JSON without HTML escaping: results are
+// read by a model, and "\u003c" costs tokens where "<" does not.
+func MarshalCompact(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// resolveClass is the class gate for a tool's class name: the current schema
+// and the class, or the policy's refusal (hidden, filtered, unknown with
+// suggestions, CLP).
+func (d *Deps) resolveClass(ctx context.Context, name string) (*parsedb.Schema, *parsedb.Class, error) {
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	if err != nil {
+		return nil, nil, err
+	}
+	return schema, cls, nil
+}

@@ -1,0 +1,209 @@
+package tools
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+)
+
+// SchemaTools are get_all_schemas and get_schema.
+func SchemaTools() []*Tool {
+	return []*Tool{
+		{
+			ToolInfo:    policy.ToolInfo{Name: "get_all_schemas", Category: "schema", Tier: config.TierReadonly, Timeout: 15 * time.Second},
+			Description: "List the app's classes with their fields and types. Filter with names (exact) or prefix.",
+			InputSchema: `{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"description":"exact class names"},"prefix":{"type":"string","description":"case-sensitive class name prefix"}}}`,
+			ReadOnly:    true,
+			Handler:     getAllSchemas,
+		},
+		{
+			ToolInfo:    policy.ToolInfo{Name: "get_schema", Category: "schema", Tier: config.TierReadonly, Timeout: 10 * time.Second},
+			Description: "One class in detail: fields (type, pointer target, description, allowed values), indexes, permissions.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`,
+			ReadOnly:    true,
+			Handler:     getSchema,
+		},
+	}
+}
+
+type schemaSummary struct {
+	Name   string            `json:"name"`
+	Fields map[string]string `json:"fields"`
+	Desc   string            `json:"desc,omitempty"`
+}
+
+func getAllSchemas(ctx context.Context, d *Deps, args Args) (any, error) {
+	names, err := args.StringList("names")
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := args.String("prefix", false)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	want := map[string]bool{}
+	for _, n := range names {
+		want[n] = true
+	}
+	// Hidden and filtered classes are removed before names/prefix apply, so
+	// asking for a hidden class by name is the same as asking for nothing.
+	builtIn := []schemaSummary{}
+	custom := []schemaSummary{}
+	for _, name := range d.Policy.VisibleClassNames(schema) {
+		if len(want) > 0 && !want[name] {
+			continue
+		}
+		if prefix != "" && !strings.HasPrefix(name, prefix) {
+			continue
+		}
+		cls := schema.Class(name)
+		sum := schemaSummary{Name: name, Fields: map[string]string{}}
+		for _, f := range d.Policy.VisibleFields(cls) {
+			sum.Fields[f.Name] = d.Policy.DisplayType(f)
+		}
+		if cp := d.Policy.Class(name); cp != nil {
+			sum.Desc = policy.CleanText(cp.Description)
+		}
+		if cls.IsBuiltIn() {
+			builtIn = append(builtIn, sum)
+		} else {
+			custom = append(custom, sum)
+		}
+	}
+	return map[string]any{
+		"total":    len(builtIn) + len(custom),
+		"note":     "Field types are Parse types; Pointer<X> fields hold a pointer to class X. Use get_schema for details.",
+		"built_in": builtIn,
+		"custom":   custom,
+	}, nil
+}
+
+type fieldDetail struct {
+	Name          string            `json:"name"`
+	Type          string            `json:"type"`
+	Required      bool              `json:"required"`
+	Description   string            `json:"description,omitempty"`
+	AllowedValues map[string]string `json:"allowed_values,omitempty"`
+	LargeField    bool              `json:"large_field,omitempty"`
+	TargetClass   string            `json:"target_class,omitempty"`
+	QueryHint     string            `json:"query_hint,omitempty"`
+	Default       any               `json:"default,omitempty"`
+}
+
+func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	_, cls, err := d.resolveClass(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	cp := d.Policy.Class(name)
+	fields := []fieldDetail{}
+	var relations []map[string]string
+	for _, f := range d.Policy.VisibleFields(cls) {
+		fd := fieldDetail{Name: f.Name, Type: f.Type, Required: f.Required, Default: f.DefaultValue}
+		if f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation {
+			fd.TargetClass = f.TargetClass
+			if d.Policy.Hidden(f.TargetClass) {
+				fd.TargetClass = "<targetClass>"
+			}
+		}
+		switch f.Type {
+		case parsedb.TypePointer:
+			fd.QueryHint = `where: {"` + f.Name + `": "<objectId>"} or {"__type":"Pointer","className":"` + fd.TargetClass + `","objectId":"<id>"}; $in/$nin take lists of either`
+		case parsedb.TypeRelation:
+			if fd.TargetClass != "<targetClass>" {
+				relations = append(relations, map[string]string{"field": f.Name, "target_class": f.TargetClass})
+			}
+			fd.QueryHint = `query the target class with where: {"$relatedTo":{"object":{"__type":"Pointer","className":"` + cls.Name + `","objectId":"<id>"},"key":"` + f.Name + `"}}`
+		case parsedb.TypeDate:
+			fd.QueryHint = `ISO-8601 string or {"__type":"Date","iso":"…"}`
+		}
+		if cp != nil {
+			if fp := cp.Fields[f.Name]; fp != nil {
+				fd.Description = policy.CleanText(fp.Description)
+				if len(fp.Enum) > 0 {
+					fd.AllowedValues = map[string]string{}
+					for k, v := range fp.Enum {
+						fd.AllowedValues[k] = policy.CleanText(v)
+					}
+				}
+			}
+			for _, lf := range cp.LargeFields {
+				if lf == f.Name {
+					fd.LargeField = true
+				}
+			}
+		}
+		fields = append(fields, fd)
+	}
+	sort.Slice(fields, func(i, j int) bool {
+		return fieldOrder(fields[i].Name) < fieldOrder(fields[j].Name) || fieldOrder(fields[i].Name) == fieldOrder(fields[j].Name) && fields[i].Name < fields[j].Name
+	})
+	out := map[string]any{
+		"class_name": cls.Name,
+		"type":       classType(cls),
+		"fields":     fields,
+		"indexes":    indexNames(cls),
+	}
+	if perms := d.Policy.DisplayPermissions(cls); perms != nil {
+		out["permissions"] = perms
+	}
+	if cp != nil {
+		if cp.Description != "" {
+			out["description"] = policy.CleanText(cp.Description)
+		}
+		if len(cp.CanonicalFilter) > 0 {
+			out["canonical_filter"] = cp.CanonicalFilter
+		}
+		if len(cp.AgentFields) > 0 {
+			out["agent_fields"] = cp.AgentFields
+		}
+		if len(cp.JoinFields) > 0 {
+			out["agent_join_fields"] = cp.JoinFields
+		}
+	}
+	if len(relations) > 0 {
+		out["relations"] = relations
+	}
+	return out, nil
+}
+
+// fieldOrder puts objectId/createdAt/updatedAt first, like Parse's dashboard.
+func fieldOrder(name string) int {
+	switch name {
+	case "objectId":
+		return 0
+	case "createdAt":
+		return 1
+	case "updatedAt":
+		return 2
+	}
+	return 3
+}
+
+func classType(cls *parsedb.Class) string {
+	if cls.IsBuiltIn() {
+		return "built_in"
+	}
+	return "custom"
+}
+
+func indexNames(cls *parsedb.Class) map[string]any {
+	out := map[string]any{}
+	for k, v := range cls.Indexes {
+		out[k] = v
+	}
+	return out
+}
