@@ -1,0 +1,426 @@
+package tools
+
+// The read plan: the resolved class, filter, projection, sort and redaction
+// of one read, shared by query_class, get_object(s), get_sample_objects and
+// export_data, and the row loop that streams the cursor through the codec.
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+)
+
+// readTarget is a resolved class plus the filter a read sends to MongoDB.
+type readTarget struct {
+	Class *parsedb.Class
+	// Shown is the REST-level where actually applied (caller where AND every
+	// policy filter), as reported back to the model.
+	Shown  map[string]any
+	Filter bson.D
+}
+
+// resolveRead resolves class_name and builds the full filter for a read.
+func resolveRead(ctx context.Context, d *Deps, args Args, applyCanonicalDefault bool) (*readTarget, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	where, err := args.Object("where")
+	if err != nil {
+		return nil, err
+	}
+	applyCanonical, err := args.Bool("apply_canonical_filter", applyCanonicalDefault)
+	if err != nil {
+		return nil, err
+	}
+	schema, cls, err := d.resolveClass(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWhereFields(d, cls, where); err != nil {
+		return nil, err
+	}
+	return buildFilter(ctx, d, schema, cls, where, applyCanonical)
+}
+
+func buildFilter(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, where map[string]any, applyCanonical bool) (*readTarget, error) {
+	shown, err := d.Policy.ComposeWhere(ctx, cls, where, applyCanonical)
+	if err != nil {
+		return nil, err
+	}
+	filter, err := parsedb.WhereToFilter(ctx, cls, shown, parsedb.WhereOptions{Schema: schema, Sub: &subQueries{d: d, schema: schema}})
+	if err != nil {
+		return nil, err
+	}
+	scope, err := d.Policy.StorageScope(ctx, cls)
+	if err != nil {
+		return nil, err
+	}
+	return &readTarget{Class: cls, Shown: shown, Filter: andFilters(filter, scope)}, nil
+}
+
+// andFilters combines two filters without nesting when one is empty.
+func andFilters(a, b bson.D) bson.D {
+	switch {
+	case len(a) == 0 && len(b) == 0:
+		return bson.D{}
+	case len(a) == 0:
+		return b
+	case len(b) == 0:
+		return a
+	}
+	return bson.D{{Key: "$and", Value: bson.A{a, b}}}
+}
+
+// whereFieldNames collects the field names a where constrains (through
+// $and/$or/$nor), not the fields of sub-queries on other classes.
+func whereFieldNames(where map[string]any, out map[string]bool) {
+	for k, v := range where {
+		switch k {
+		case "$and", "$or", "$nor":
+			if list, ok := v.([]any); ok {
+				for _, e := range list {
+					if m, ok := e.(map[string]any); ok {
+						whereFieldNames(m, out)
+					}
+				}
+			}
+		default:
+			if !strings.HasPrefix(k, "$") {
+				out[k] = true
+			}
+		}
+	}
+}
+
+// checkWhereFields runs the field policy over the caller's where keys.
+func checkWhereFields(d *Deps, cls *parsedb.Class, where map[string]any) error {
+	if len(where) == 0 {
+		return nil
+	}
+	names := map[string]bool{}
+	whereFieldNames(where, names)
+	for _, n := range sortedKeys(names) {
+		if err := d.Policy.CheckReadField(cls, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planInput is what a read tool asks for.
+type planInput struct {
+	where          map[string]any
+	applyCanonical bool
+	keys           []string
+	include        []string
+	order          []parsedb.OrderKey
+	noSort         bool // lookups by id need no order
+	dropLarge      bool // leave the class's large_fields out (samples)
+}
+
+// readInputArgs reads keys and include (and where/order when full).
+func readInputArgs(args Args, full bool) (planInput, error) {
+	var in planInput
+	var err error
+	if in.keys, err = args.FieldList("keys", MaxKeys); err != nil {
+		return in, err
+	}
+	if in.include, err = args.FieldList("include", MaxIncludes); err != nil {
+		return in, err
+	}
+	if !full {
+		return in, nil
+	}
+	if in.where, err = args.Object("where"); err != nil {
+		return in, err
+	}
+	order, err := args.StringList("order")
+	if err != nil {
+		return in, err
+	}
+	if in.order, err = parsedb.ParseOrder(order); err != nil {
+		return in, err
+	}
+	return in, nil
+}
+
+// readPlan is a policy-checked read of one class: filter, projection,
+// sort, includes and the encoders that turn stored rows into REST JSON.
+type readPlan struct {
+	d        *Deps
+	schema   *parsedb.Schema
+	target   *readTarget
+	userKeys []string // keys as the caller gave them
+	keys     []string // keys of the queried class (include sub-keys routed away)
+	includes []*parsedb.IncludeNode
+	// truncatedIncludes: include path → join_fields it was projected to.
+	truncatedIncludes map[string][]string
+	projection        bson.D
+	sort              bson.D
+	enc               parsedb.RowEncoder
+	incEnc            map[*parsedb.IncludeNode]*parsedb.RowEncoder
+}
+
+func newReadPlan(ctx context.Context, d *Deps, name string, in planInput) (*readPlan, error) {
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return planFor(ctx, d, schema, name, in)
+}
+
+// planFor builds the plan against a given schema snapshot.
+func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, in planInput) (*readPlan, error) {
+	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := checkWhereFields(d, cls, in.where); err != nil {
+		return nil, err
+	}
+	for _, k := range in.keys {
+		if err := d.Policy.CheckReadField(cls, k); err != nil {
+			return nil, err
+		}
+	}
+	for _, o := range in.order {
+		if err := d.Policy.CheckReadField(cls, o.Field); err != nil {
+			return nil, err
+		}
+	}
+	p := &readPlan{d: d, schema: schema, userKeys: in.keys, incEnc: map[*parsedb.IncludeNode]*parsedb.RowEncoder{}}
+	p.includes, err = parsedb.BuildIncludeTree(cls, in.include, func(from *parsedb.Class, f *parsedb.Field, path string) (*parsedb.Class, error) {
+		return d.Policy.CheckInclude(ctx, schema, from, f.Name)
+	})
+	if err != nil {
+		return nil, err
+	}
+	if p.keys, err = p.routeKeys(in.keys); err != nil {
+		return nil, err
+	}
+	if p.target, err = buildFilter(ctx, d, schema, cls, in.where, in.applyCanonical); err != nil {
+		return nil, err
+	}
+	p.projection = parsedb.Projection(cls, p.keys)
+	if !in.noSort {
+		p.sort = parsedb.SortDoc(cls, in.order)
+	}
+	p.enc = *d.Policy.RowEncoder(cls, p.keys)
+	if in.dropLarge && len(p.keys) == 0 {
+		if large := d.Policy.LargeFields(cls.Name); len(large) > 0 {
+			p.projection = parsedb.ExclusionProjection(cls, large)
+			p.enc.Drop = dropAlso(p.enc.Drop, large...)
+		}
+	}
+	parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
+		p.incEnc[n] = d.Policy.RowEncoder(n.Target, n.Keys)
+	})
+	return p, nil
+}
+
+// dropAlso extends an encoder's Drop with more field names.
+func dropAlso(prev func(string) bool, fields ...string) func(string) bool {
+	set := map[string]bool{}
+	for _, f := range fields {
+		set[f] = true
+	}
+	return func(f string) bool { return set[f] || prev != nil && prev(f) }
+}
+
+// routeKeys sends keys that reach into included objects ("artist.name" with
+// include artist) to their include node, applies join_fields when a bare
+// included pointer is named in keys, and returns the keys of the queried
+// class itself (every top-level included pointer among them).
+func (p *readPlan) routeKeys(keys []string) ([]string, error) {
+	var main []string
+	seen := map[string]bool{}
+	addMain := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			main = append(main, k)
+		}
+	}
+	bare := map[*parsedb.IncludeNode]bool{}
+	for _, k := range keys {
+		var best *parsedb.IncludeNode
+		parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
+			if (k == n.Path || strings.HasPrefix(k, n.Path+".")) && (best == nil || len(n.Path) > len(best.Path)) {
+				best = n
+			}
+		})
+		if best == nil {
+			addMain(k)
+			continue
+		}
+		root, _, _ := strings.Cut(k, ".")
+		addMain(root)
+		if k == best.Path {
+			bare[best] = true
+			continue
+		}
+		sub := k[len(best.Path)+1:]
+		if err := p.d.Policy.CheckReadField(best.Target, sub); err != nil {
+			return nil, err
+		}
+		best.Keys = append(best.Keys, sub)
+	}
+	parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
+		if len(n.Keys) == 0 && bare[n] {
+			if jf := p.d.Policy.JoinFields(n.Target.Name); len(jf) > 0 {
+				n.Keys = append([]string(nil), jf...)
+				if p.truncatedIncludes == nil {
+					p.truncatedIncludes = map[string][]string{}
+				}
+				p.truncatedIncludes[n.Path] = jf
+			}
+		}
+		if len(n.Keys) > 0 {
+			for _, c := range n.Children {
+				if !slicesContains(n.Keys, c.Field) {
+					n.Keys = append(n.Keys, c.Field)
+				}
+			}
+		}
+	})
+	if len(main) > 0 {
+		for _, n := range p.includes {
+			addMain(n.Field)
+		}
+	}
+	return main, nil
+}
+
+func slicesContains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// without is the plan with one more field left out (the size-cap fallback).
+func (p *readPlan) without(field string) *readPlan {
+	q := *p
+	q.includes = nil
+	for _, n := range p.includes {
+		if n.Field != field {
+			q.includes = append(q.includes, n)
+		}
+	}
+	cls := p.target.Class
+	if len(p.keys) > 0 {
+		var keys []string
+		for _, k := range p.keys {
+			if root, _, _ := strings.Cut(k, "."); root != field {
+				keys = append(keys, k)
+			}
+		}
+		if len(keys) == 0 {
+			keys = []string{"objectId"}
+		}
+		q.keys = keys
+		q.projection = parsedb.Projection(cls, keys)
+		q.enc.Keys = parsedb.KeyRoots(keys)
+	} else {
+		q.projection = append(append(bson.D(nil), p.projection...), parsedb.ExclusionProjection(cls, []string{field})...)
+		q.enc.Drop = dropAlso(p.enc.Drop, field)
+	}
+	return &q
+}
+
+func (p *readPlan) findSpec(skip, limit int) parsedb.FindSpec {
+	return parsedb.FindSpec{Filter: p.target.Filter, Projection: p.projection, Sort: p.sort, Skip: int64(skip), Limit: int64(limit), BatchSize: int32(limit)}
+}
+
+// rows runs the find and calls fn for every row in order; row is its REST
+// JSON (includes spliced in) when encode(i) is true, else nil. row is only
+// valid during the call. fn returns false to stop.
+func (p *readPlan) rows(ctx context.Context, spec parsedb.FindSpec, encode func(i int) bool, fn func(i int, doc bson.Raw, row []byte) (bool, error)) error {
+	cur, err := p.d.Store.Find(ctx, p.target.Class.Name, spec)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = cur.Close(cctx)
+	}()
+	i := 0
+	if len(p.includes) == 0 {
+		var buf []byte
+		for cur.Next(ctx) {
+			var row []byte
+			if encode(i) {
+				if buf, err = p.enc.AppendRow(buf[:0], cur.Current); err != nil {
+					return err
+				}
+				row = buf
+			}
+			cont, err := fn(i, cur.Current, row)
+			if err != nil || !cont {
+				return err
+			}
+			i++
+		}
+		return cur.Err()
+	}
+	// With includes, rows are read in chunks so that each chunk's pointers
+	// are fetched with one $in query per target class and level.
+	var chunk []bson.Raw
+	size, limit := 0, p.d.Policy.MaxResponseBytes()
+	var buf, out []byte
+	flush := func() (bool, error) {
+		defer func() { chunk, size = chunk[:0], 0 }()
+		var need []bson.Raw
+		for j, doc := range chunk {
+			if encode(i + j) {
+				need = append(need, doc)
+			}
+		}
+		inc := &includeSet{p: p, docs: map[*parsedb.IncludeNode]map[string]bson.Raw{}, cache: map[*parsedb.IncludeNode]map[string][]byte{}}
+		if err := inc.load(ctx, need); err != nil {
+			return false, err
+		}
+		for _, doc := range chunk {
+			var row []byte
+			if encode(i) {
+				var err error
+				if buf, err = p.enc.AppendRow(buf[:0], doc); err != nil {
+					return false, err
+				}
+				out = inc.splice(out[:0], doc, buf, p.includes)
+				row = out
+			}
+			cont, err := fn(i, doc, row)
+			i++
+			if err != nil || !cont {
+				return false, err
+			}
+		}
+		return true, nil
+	}
+	for cur.Next(ctx) {
+		doc := append(bson.Raw(nil), cur.Current...)
+		chunk = append(chunk, doc)
+		size += len(doc)
+		if len(chunk) >= includeChunk || size >= limit {
+			if cont, err := flush(); err != nil || !cont {
+				return err
+			}
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return err
+	}
+	if len(chunk) > 0 {
+		_, err := flush()
+		return err
+	}
+	return nil
+}
