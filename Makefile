@@ -3,12 +3,17 @@ GO ?= go
 
 .PHONY: build demo test bench fuzz vet
 
+# Recipes that precede the server print to stderr and are silent (@): stdout
+# belongs to the MCP protocol once the server starts.
 build:
-	$(GO) build -o bin/parse-mcp .
+	@echo "building bin/parse-mcp (the first build compiles the embedded database: a few minutes)" >&2
+	@$(GO) build -o bin/parse-mcp .
 
-# Serve MCP over stdio on the embedded sample Parse database.
-demo:
-	$(GO) run . --demo
+# Serve MCP over stdio on the embedded sample Parse database. The built binary
+# runs directly (not under `go run`), so Ctrl-C ends it with exit 0 and make
+# reports no error.
+demo: build
+	@./bin/parse-mcp --demo
 
 # The whole suite: unit, e2e (the real binary over stdio and HTTP against the
 # embedded FerretDB, or PARSE_MCP_TEST_MONGODB_URI), fuzz seed corpora.

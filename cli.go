@@ -117,18 +117,57 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 	// the keys and lose the row order (objectId, createdAt, updatedAt first).
 	var out bytes.Buffer
 	if err := json.Indent(&out, raw, "", "  "); err != nil {
-		fmt.Fprintln(stdout, string(raw))
+		fmt.Fprintln(stdout, string(unescapeHTML(raw)))
 		return exitOK
 	}
-	fmt.Fprintln(stdout, out.String())
+	fmt.Fprintln(stdout, string(unescapeHTML(out.Bytes())))
 	return exitOK
 }
 
 func printJSON(w io.Writer, v any) int {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(v); err != nil {
 		return exitFailure
 	}
-	fmt.Fprintln(w, string(b))
+	_, _ = w.Write(b.Bytes())
 	return exitOK
+}
+
+// unescapeHTML turns the \u003c, \u003e and \u0026 escapes that Go's JSON
+// encoder writes for <, > and & back into the characters, so a person reading
+// the CLI's output sees "<" rather than "\u003c". The JSON stays valid: those
+// characters need no escaping, and an escaped backslash followed by "u003c"
+// (the literal text) is left alone.
+func unescapeHTML(b []byte) []byte {
+	out := make([]byte, 0, len(b))
+	for i := 0; i < len(b); i++ {
+		if b[i] != '\\' || i+1 >= len(b) {
+			out = append(out, b[i])
+			continue
+		}
+		if b[i+1] == 'u' && i+5 < len(b) {
+			switch string(b[i+2 : i+6]) {
+			case "003c", "003C":
+				out = append(out, '<')
+				i += 5
+				continue
+			case "003e", "003E":
+				out = append(out, '>')
+				i += 5
+				continue
+			case "0026":
+				out = append(out, '&')
+				i += 5
+				continue
+			}
+		}
+		// Any other escape (including \\) is copied whole, so its second
+		// character is never read as the start of an escape.
+		out = append(out, b[i], b[i+1])
+		i++
+	}
+	return out
 }

@@ -26,6 +26,16 @@ func TestCallCommand(t *testing.T) {
 		t.Fatalf("output is not pretty-printed: %q", out)
 	}
 
+	// The output is for people: <, > and & print as themselves, not as
+	// Go's HTML-safe \u003c escapes.
+	out, stderr, code = runCLI(t, nil, "call", "count_objects", `{"class_name":"Song","where":{"title":{"$regex":"<a> & <b>"}}}`)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if strings.Contains(out, `\u003c`) || strings.Contains(out, `\u0026`) || !strings.Contains(out, "<a> & <b>") {
+		t.Fatalf("call output escapes HTML characters:\n%s", out)
+	}
+
 	cases := []struct {
 		name string
 		args []string
