@@ -233,10 +233,7 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		log.Warn().Msg("running in master posture: no PARSE_MCP_SESSION_TOKEN, PARSE_MCP_ACL_USER or PARSE_MCP_ACL_ROLE is set, so ACLs do not restrict reads (hidden classes and field rules still apply)")
 	}
 	engine := policy.New(cfg, file, log)
-	catalog := tools.Catalog()
-	for _, t := range catalog {
-		engine.Register(t.ToolInfo)
-	}
+	a.deps = tools.NewDeps(a.store, engine, cfg, log)
 	// The policy is validated against the live _SCHEMA and the identity
 	// resolved before anything is served (`audit` reports policy problems
 	// instead of failing on them).
@@ -250,7 +247,6 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
 		return nil, exitFailure
 	}
-	a.deps = &tools.Deps{Store: a.store, Policy: engine, Config: cfg, Log: log, Catalog: catalog}
 	opts, err := protocolSurface(a.deps, file, log)
 	if err != nil {
 		a.Close()

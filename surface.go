@@ -13,13 +13,9 @@ import (
 
 // protocolSurface assembles everything besides the tools that the MCP server
 // offers: prompts (built-in and from the policy file), parse:// resources
-// with their templates, completion and subscriptions, and the progress
-// heartbeat interval. A malformed prompt in the policy file is a
+// with their templates, completion and subscriptions. A malformed prompt in the policy file is a
 // configuration error.
 func protocolSurface(d *tools.Deps, file *policy.File, log zerolog.Logger) (server.Options, error) {
-	if d.Config.ProgressInterval > 0 {
-		tools.HeartbeatInterval = d.Config.ProgressInterval
-	}
 	res := resources.New(d, log)
 	var specs []policy.PromptSpec
 	if file != nil {

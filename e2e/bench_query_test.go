@@ -76,7 +76,7 @@ func benchDeps(tb testing.TB) *tools.Deps {
 	}
 	cfg := &config.Config{Permissions: config.TierReadonly}
 	store := parsedb.NewStore(testDB.Client(), dbName, benchPrefix)
-	return &tools.Deps{Store: store, Policy: policy.New(cfg, f, zerolog.Nop()), Config: cfg, Log: zerolog.Nop(), Catalog: tools.Catalog()}
+	return tools.NewDeps(store, policy.New(cfg, f, zerolog.Nop()), cfg, zerolog.Nop())
 }
 
 func BenchmarkQueryClass1000(b *testing.B) {

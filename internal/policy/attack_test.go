@@ -322,7 +322,7 @@ func TestAttackWriteToolsUnderTiers(t *testing.T) {
 				info = s
 			}
 		}
-		e.Register(info, ToolInfo{Name: "query_class", Category: "query", Tier: "readonly"})
+		e.Register(info, testTool("query_class"))
 		err := e.Permit(info)
 		var got string
 		if err == nil {
@@ -356,12 +356,12 @@ func TestAttackWriteToolsUnderTiers(t *testing.T) {
 	}
 	// agent.tools narrows before the tier.
 	e := secEngine(t, "agent: {tools: {except: [query_class]}}")
-	e.Register(ToolInfo{Name: "query_class", Category: "query", Tier: "readonly"})
+	e.Register(testTool("query_class"))
 	if err := e.Permit(e.tools["query_class"]); outcome(err) != "tool_filtered" {
 		t.Fatalf("agent.tools.except: %v", err)
 	}
 	e = secEngine(t, "agent: {tools: {only: [count_objects]}}", withPerms("admin"))
-	e.Register(ToolInfo{Name: "query_class", Category: "query", Tier: "readonly"}, ToolInfo{Name: "count_objects", Category: "query", Tier: "readonly"})
+	e.Register(testTool("query_class"), testTool("count_objects"))
 	if err := e.Permit(e.tools["query_class"]); outcome(err) != "tool_filtered" {
 		t.Fatalf("agent.tools.only: %v", err)
 	}

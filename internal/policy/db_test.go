@@ -84,9 +84,9 @@ func demoEngine(t testing.TB, extra string, cfg *config.Config) (*Engine, error)
 		cfg.Permissions = "readonly"
 	}
 	e := New(cfg, f, zerolog.New(io.Discard))
-	e.Register(ToolInfo{Name: "get_object", Category: "query", Tier: "readonly"},
-		ToolInfo{Name: "count_objects", Category: "query", Tier: "readonly"},
-		ToolInfo{Name: "query_class", Category: "query", Tier: "readonly"})
+	e.Register(testTool("get_object"),
+		testTool("count_objects"),
+		testTool("query_class"))
 	return e, e.Setup(context.Background(), store, false)
 }
 
@@ -139,7 +139,7 @@ func TestCrossTenantGetIsDenied(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := New(&config.Config{Permissions: "readonly", TenantID: demo.OrgNorth}, f, zerolog.New(io.Discard))
-	e.Register(ToolInfo{Name: "get_object", Category: "query", Tier: "readonly"}, ToolInfo{Name: "get_objects", Category: "query", Tier: "readonly"})
+	e.Register(testTool("get_object"), testTool("get_objects"))
 	if err := e.Setup(context.Background(), store, false); err != nil {
 		t.Fatal(err)
 	}

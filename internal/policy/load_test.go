@@ -96,7 +96,7 @@ func TestValidateAgainstSchema(t *testing.T) {
 			continue
 		}
 		e := New(&config.Config{Permissions: "readonly"}, f, zerolog.New(io.Discard))
-		e.Register(ToolInfo{Name: "query_class", Tier: "readonly"})
+		e.Register(testTool("query_class"))
 		problems := e.Validate(context.Background(), secSchema())
 		if len(problems) == 0 || !strings.HasPrefix(problems[0].Error(), c.want) {
 			t.Errorf("%s\n got: %v\nwant: %s", c.doc, problems, c.want)
@@ -106,7 +106,7 @@ func TestValidateAgainstSchema(t *testing.T) {
 	// tools of the spec this build lacks.
 	f, _ := Parse([]byte("classes: {Ghost: {hidden: true}, _Product: {hidden: true}}\nagent: {tools: {except: [create_object]}}"), false)
 	e := New(&config.Config{Permissions: "readonly"}, f, zerolog.New(io.Discard))
-	e.Register(ToolInfo{Name: "query_class", Tier: "readonly"})
+	e.Register(testTool("query_class"))
 	if p := e.Validate(context.Background(), secSchema()); len(p) != 0 {
 		t.Fatalf("unexpected problems: %v", p)
 	}

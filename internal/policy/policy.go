@@ -32,20 +32,6 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// ToolInfo is what the policy needs to know about a tool.
-type ToolInfo struct {
-	Name     string
-	Category string
-	Tier     string        // config.TierReadonly | TierWrite | TierAdmin
-	Gates    []string      // env kill switches that must all be on (added to the defaults of §5.2)
-	Timeout  time.Duration // per-call timeout
-	// Operation is the class-level permission the tool exercises on its
-	// class_name (find, count, get, create, update, delete; "" for
-	// metadata tools). Empty means the default for the tool's name and
-	// category (see Operation).
-	Operation string
-}
-
 // Gate variable names.
 const (
 	GateWriteTools = "PARSE_AGENT_ALLOW_WRITE_TOOLS"
@@ -63,18 +49,6 @@ const (
 	OpUpdate = "update"
 	OpDelete = "delete"
 )
-
-// SpecTools are the tools of PRODUCT.md §4.1 that this build may not
-// register yet (writes). would-permit and agent.tools know them, so an
-// operator can check a deployment before the tools exist.
-var SpecTools = []ToolInfo{
-	{Name: "create_object", Category: "mutation", Tier: config.TierWrite},
-	{Name: "update_object", Category: "mutation", Tier: config.TierWrite},
-	{Name: "delete_object", Category: "mutation", Tier: config.TierAdmin},
-	{Name: "create_class", Category: "mutation", Tier: config.TierAdmin},
-	{Name: "delete_class", Category: "mutation", Tier: config.TierAdmin},
-	{Name: "call_action", Category: "mutation", Tier: config.TierWrite},
-}
 
 // Engine evaluates the policy.
 type Engine struct {
@@ -201,30 +175,6 @@ func (e *Engine) Visible(class string) bool { return !e.Hidden(class) && !e.Clas
 
 var tierRank = map[string]int{config.TierReadonly: 0, config.TierWrite: 1, config.TierAdmin: 2}
 
-// Gates are the env kill switches a tool needs (§5.2): object CRUD needs
-// WRITE_TOOLS and RAW_CRUD, class create/delete SCHEMA_OPS and RAW_SCHEMA,
-// any other tool above readonly (configured actions) the broad WRITE_TOOLS
-// gate; plus whatever the tool declares.
-func Gates(t ToolInfo) []string {
-	var g []string
-	switch t.Name {
-	case "create_object", "update_object", "delete_object":
-		g = []string{GateWriteTools, GateRawCRUD}
-	case "create_class", "delete_class":
-		g = []string{GateSchemaOps, GateRawSchema}
-	default:
-		if t.Tier != config.TierReadonly {
-			g = []string{GateWriteTools}
-		}
-	}
-	for _, x := range t.Gates {
-		if !contains(g, x) {
-			g = append(g, x)
-		}
-	}
-	return g
-}
-
 // Denial is a refusal of the tool gates, with the gate that refused.
 type Denial struct {
 	*toolerror.Error
@@ -307,35 +257,6 @@ func (e *Engine) ToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 		}
 	}
 	return out
-}
-
-// Operation is the CLP operation a tool exercises on its class.
-func Operation(t ToolInfo) string {
-	if t.Operation != "" {
-		if t.Operation == "-" {
-			return ""
-		}
-		return t.Operation
-	}
-	switch t.Name {
-	case "list_tools", "get_all_schemas", "get_schema", "create_class", "delete_class":
-		return ""
-	case "count_objects":
-		return OpCount
-	case "get_object", "get_objects":
-		return OpGet
-	case "create_object":
-		return OpCreate
-	case "update_object", "call_action":
-		return OpUpdate
-	case "delete_object":
-		return OpDelete
-	}
-	switch t.Category {
-	case "discovery", "schema":
-		return ""
-	}
-	return OpFind
 }
 
 // callKey carries the current call's policy context.

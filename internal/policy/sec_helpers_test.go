@@ -167,7 +167,7 @@ func outcome(err error) string {
 func callCtx(e *Engine, tool, class string) context.Context {
 	info, ok := e.tools[tool]
 	if !ok {
-		info = ToolInfo{Name: tool, Category: "query", Tier: config.TierReadonly}
+		info = testTool(tool)
 	}
 	return context.WithValue(context.Background(), callKey{}, &callInfo{tool: info, op: Operation(info), class: class})
 }
@@ -182,4 +182,37 @@ func mcpTools(names ...string) []mcp.Tool {
 		out[i] = mcp.Tool{Name: n}
 	}
 	return out
+}
+
+// testTool is the policy part of a catalog tool's definition, as the tools
+// package declares it (the policy package cannot import tools; the tools
+// package's snapshot test pins the real definitions).
+func testTool(name string) ToolInfo {
+	ro := func(cat Category, op string, untrusted bool) ToolInfo {
+		return ToolInfo{Name: name, Category: cat, Tier: config.TierReadonly, Operation: op, UntrustedOutput: untrusted}
+	}
+	switch name {
+	case "list_tools":
+		return ro(CategoryDiscovery, OpNone, false)
+	case "get_schema", "get_all_schemas":
+		return ro(CategorySchema, OpNone, false)
+	case "count_objects":
+		return ro(CategoryQuery, OpCount, false)
+	case "explain_query":
+		return ro(CategoryQuery, OpFind, false)
+	case "get_object", "get_objects":
+		return ro(CategoryQuery, OpGet, true)
+	case "query_class", "get_sample_objects":
+		return ro(CategoryQuery, OpFind, true)
+	case "aggregate", "group_by", "group_by_date", "distinct":
+		return ro(CategoryAggregate, OpFind, true)
+	case "export_data":
+		return ro(CategoryExport, OpFind, true)
+	}
+	for _, s := range SpecTools {
+		if s.Name == name {
+			return s
+		}
+	}
+	panic("testTool: unknown tool " + name)
 }

@@ -36,7 +36,8 @@ type Options struct {
 	Subscriptions *Subscriptions
 }
 
-// Build creates the MCPServer with every tool registered behind the policy.
+// Build creates the MCPServer with every catalog tool behind the policy
+// (tools.NewDeps registered the catalog with the policy engine).
 func Build(o Options) *mcpserver.MCPServer {
 	d := o.Deps
 	schema := func(ctx context.Context) (*parsedb.Schema, error) { return d.Store.Schema.Get(ctx) }
@@ -62,7 +63,6 @@ func Build(o Options) *mcpserver.MCPServer {
 		o.Subscriptions.attach(s, hooks)
 	}
 	for _, t := range d.Catalog {
-		d.Policy.Register(t.ToolInfo)
 		s.AddTool(t.MCPTool(), t.Handle(d))
 	}
 	for _, f := range o.Extra {

@@ -66,7 +66,7 @@ const (
 // AggregateTools are the grouping, distinct and pipeline tools.
 func AggregateTools() []*Tool {
 	ro := func(name string, timeout time.Duration) policy.ToolInfo {
-		return policy.ToolInfo{Name: name, Category: "aggregate", Tier: config.TierReadonly, Timeout: timeout}
+		return policy.ToolInfo{Name: name, Category: policy.CategoryAggregate, Tier: config.TierReadonly, Timeout: timeout, Operation: policy.OpFind, UntrustedOutput: true}
 	}
 	return []*Tool{
 		{

@@ -13,7 +13,7 @@ import (
 // DiscoveryTools is list_tools.
 func DiscoveryTools() []*Tool {
 	return []*Tool{{
-		ToolInfo:    policy.ToolInfo{Name: "list_tools", Category: "discovery", Tier: config.TierReadonly, Timeout: 5 * time.Second},
+		ToolInfo:    policy.ToolInfo{Name: "list_tools", Category: policy.CategoryDiscovery, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 5 * time.Second},
 		Description: "List the tools this session may call, by category.",
 		InputSchema: `{"type":"object","properties":{"category":{"type":"string","description":"only this category"}}}`,
 		ReadOnly:    true,
@@ -22,9 +22,9 @@ func DiscoveryTools() []*Tool {
 }
 
 type toolSummary struct {
-	Name        string `json:"name"`
-	Category    string `json:"category"`
-	Description string `json:"description"`
+	Name        string          `json:"name"`
+	Category    policy.Category `json:"category"`
+	Description string          `json:"description"`
 }
 
 func listTools(_ context.Context, d *Deps, args Args) (any, error) {
@@ -33,16 +33,16 @@ func listTools(_ context.Context, d *Deps, args Args) (any, error) {
 		return nil, err
 	}
 	list := []toolSummary{}
-	cats := map[string]string{}
+	cats := map[policy.Category]string{}
 	for _, t := range d.Catalog {
 		if d.Policy.Permit(t.ToolInfo) != nil {
 			continue
 		}
-		if category != "" && !strings.EqualFold(category, t.Category) {
+		if category != "" && !strings.EqualFold(category, string(t.Category)) {
 			continue
 		}
 		list = append(list, toolSummary{t.Name, t.Category, t.Description})
-		cats[t.Category] = Categories[t.Category]
+		cats[t.Category] = policy.Categories[t.Category]
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	return map[string]any{"tools": list, "categories": cats}, nil

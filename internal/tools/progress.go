@@ -10,10 +10,10 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 )
 
-// HeartbeatInterval is how often a long tool call reports elapsed time until
-// it reports its own work units (PARSE_MCP_PROGRESS_INTERVAL sets it at
-// start-up).
-var HeartbeatInterval = 2 * time.Second
+// DefaultHeartbeatInterval is how often a long tool call reports elapsed
+// time until it reports its own work units, unless
+// PARSE_MCP_PROGRESS_INTERVAL (Config.ProgressInterval) says otherwise.
+const DefaultHeartbeatInterval = 2 * time.Second
 
 // Progress sends notifications/progress for one tool call whose client asked
 // for it with _meta.progressToken. A nil *Progress ignores every call, so
@@ -26,8 +26,9 @@ var HeartbeatInterval = 2 * time.Second
 // the strictly increasing sequence MCP requires. The first Report stops the
 // heartbeats for good.
 type Progress struct {
-	ctx   context.Context
-	token mcp.ProgressToken
+	ctx      context.Context
+	interval time.Duration
+	token    mcp.ProgressToken
 	tool  string
 	start time.Time
 
@@ -49,11 +50,11 @@ func ProgressFrom(ctx context.Context) *Progress {
 }
 
 // startProgress begins heartbeats for a call if it carries a progress token.
-func startProgress(ctx context.Context, tool string, req mcp.CallToolRequest) (context.Context, *Progress) {
+func startProgress(ctx context.Context, tool string, req mcp.CallToolRequest, interval time.Duration) (context.Context, *Progress) {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return ctx, nil
 	}
-	p := &Progress{ctx: ctx, token: req.Params.Meta.ProgressToken, tool: tool, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+	p := &Progress{ctx: ctx, interval: interval, token: req.Params.Meta.ProgressToken, tool: tool, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	ctx = context.WithValue(ctx, progressKey{}, p)
 	p.send(0, 0, tool+" started", true)
 	go p.heartbeat()
@@ -62,7 +63,7 @@ func startProgress(ctx context.Context, tool string, req mcp.CallToolRequest) (c
 
 func (p *Progress) heartbeat() {
 	defer close(p.done)
-	t := time.NewTicker(HeartbeatInterval)
+	t := time.NewTicker(p.interval)
 	defer t.Stop()
 	for {
 		select {

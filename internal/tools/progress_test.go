@@ -32,10 +32,6 @@ func drainProgress(ch chan mcp.JSONRPCNotification) []map[string]any {
 }
 
 func TestProgressHeartbeatsThenOwnUnits(t *testing.T) {
-	old := HeartbeatInterval
-	HeartbeatInterval = 20 * time.Millisecond
-	defer func() { HeartbeatInterval = old }()
-
 	srv := mcpserver.NewMCPServer("t", "1", mcpserver.WithToolCapabilities(false))
 	sess := &progressSession{ch: make(chan mcp.JSONRPCNotification, 256)}
 	// Progress reaches the client through the server in the call's context,
@@ -49,7 +45,7 @@ func TestProgressHeartbeatsThenOwnUnits(t *testing.T) {
 }
 
 func runProgressScenario(t *testing.T, ctx context.Context, req mcp.CallToolRequest, sess *progressSession) {
-	ctx, p := startProgress(ctx, "export_data", req)
+	ctx, p := startProgress(ctx, "export_data", req, 20*time.Millisecond)
 	if ProgressFrom(ctx) != p || p == nil {
 		t.Fatal("ProgressFrom does not return the call's reporter")
 	}
@@ -86,7 +82,7 @@ func runProgressScenario(t *testing.T, ctx context.Context, req mcp.CallToolRequ
 }
 
 func TestProgressWithoutToken(t *testing.T) {
-	ctx, p := startProgress(context.Background(), "x", mcp.CallToolRequest{})
+	ctx, p := startProgress(context.Background(), "x", mcp.CallToolRequest{}, DefaultHeartbeatInterval)
 	if p != nil || ProgressFrom(ctx) != nil {
 		t.Fatal("no token, no reporter")
 	}

@@ -43,19 +43,19 @@ const queryOut = `{"type":"object","properties":{"class_name":{"type":"string"}}
 
 // QueryTools are the object-reading tools.
 func QueryTools() []*Tool {
-	ro := func(name string, timeout time.Duration) policy.ToolInfo {
-		return policy.ToolInfo{Name: name, Category: "query", Tier: config.TierReadonly, Timeout: timeout}
+	ro := func(name, op string, untrusted bool, timeout time.Duration) policy.ToolInfo {
+		return policy.ToolInfo{Name: name, Category: policy.CategoryQuery, Tier: config.TierReadonly, Timeout: timeout, Operation: op, UntrustedOutput: untrusted}
 	}
 	return []*Tool{
 		{
-			ToolInfo:    ro("count_objects", 20*time.Second),
+			ToolInfo:    ro("count_objects", policy.OpCount, false, 20*time.Second),
 			Description: "Count objects of a class matching a Parse where constraint.",
 			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object","description":"Parse REST query constraints, e.g. {\"plays\":{\"$gt\":100}}"},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`,
 			ReadOnly:    true,
 			Handler:     countObjects,
 		},
 		{
-			ToolInfo:     ro("query_class", 30*time.Second),
+			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
 			Description:  "Find objects of a class with a Parse where, keys, include, order and paging; JSON or csv/markdown/table.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`,
 			OutputSchema: queryOut,
@@ -63,7 +63,7 @@ func QueryTools() []*Tool {
 			Handler:      queryClass,
 		},
 		{
-			ToolInfo:     ro("get_object", 10*time.Second),
+			ToolInfo:     ro("get_object", policy.OpGet, true, 10*time.Second),
 			Description:  "Fetch one object by objectId.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`,
 			OutputSchema: queryOut,
@@ -71,7 +71,7 @@ func QueryTools() []*Tool {
 			Handler:      getObject,
 		},
 		{
-			ToolInfo:     ro("get_objects", 20*time.Second),
+			ToolInfo:     ro("get_objects", policy.OpGet, true, 20*time.Second),
 			Description:  "Fetch up to 50 objects by objectId.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"ids":{"type":"array","items":{"type":"string"},"maxItems":50},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","ids"]}`,
 			OutputSchema: queryOut,
@@ -79,7 +79,7 @@ func QueryTools() []*Tool {
 			Handler:      getObjects,
 		},
 		{
-			ToolInfo:     ro("get_sample_objects", 15*time.Second),
+			ToolInfo:     ro("get_sample_objects", policy.OpFind, true, 15*time.Second),
 			Description:  "The most recently created objects of a class, to see what its data looks like.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"limit":{"type":"integer","default":5,"maximum":20}},"required":["class_name"]}`,
 			OutputSchema: queryOut,
@@ -87,7 +87,7 @@ func QueryTools() []*Tool {
 			Handler:      getSampleObjects,
 		},
 		{
-			ToolInfo:     ro("explain_query", 30*time.Second),
+			ToolInfo:     ro("explain_query", policy.OpFind, false, 30*time.Second),
 			Description:  "Explain how a where on a class is filtered and which indexes can serve it.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: queryOut,

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
@@ -25,15 +26,22 @@ import (
 // violations, anything else is internal.
 type Handler func(ctx context.Context, d *Deps, args Args) (any, error)
 
-// Tool is one MCP tool.
+// Tool is one MCP tool, and its definition is the single source of truth
+// about it: the policy (tier, gates, CLP operation, untrusted output), the
+// MCP definition (description, schemas, annotations), list_tools, describe
+// and would-permit all read it. Adding a tool means adding one literal to its
+// family's constructor (query.go, aggregate.go…) and regenerating its schema
+// snapshot (see ARCHITECTURE.md, "Tool schema snapshots").
 type Tool struct {
 	policy.ToolInfo
 	Description  string
 	InputSchema  string // JSON Schema of the arguments
 	OutputSchema string // JSON Schema of structuredContent, if declared
-	ReadOnly     bool
-	Destructive  bool
-	Handler      Handler
+	// Annotations (MCP tool hints). A read-only tool is also idempotent;
+	// no tool reaches outside the Parse database (openWorldHint false).
+	ReadOnly    bool
+	Destructive bool
+	Handler     Handler
 }
 
 // Deps are what handlers need.
@@ -46,14 +54,26 @@ type Deps struct {
 	Catalog []*Tool
 }
 
-// Categories describe each tool category in one line (list_tools).
-var Categories = map[string]string{
-	"discovery": "what this server offers",
-	"schema":    "classes and fields of the Parse app",
-	"query":     "read objects: find, count, fetch by id",
-	"aggregate": "grouping, distinct values and pipelines",
-	"export":    "CSV / markdown / table exports",
-	"mutation":  "writes (off unless the operator enables them)",
+// NewDeps builds the handlers' dependencies around the whole Catalog and
+// registers every catalog tool with the policy engine. This is the one
+// place tools are registered: the server, list_tools and the resources read
+// Deps.Catalog. Call it before engine.Setup, which validates agent.tools
+// against the registered names.
+func NewDeps(store *parsedb.Store, engine *policy.Engine, cfg *config.Config, log zerolog.Logger) *Deps {
+	d := &Deps{Store: store, Policy: engine, Config: cfg, Log: log, Catalog: Catalog()}
+	for _, t := range d.Catalog {
+		engine.Register(t.ToolInfo)
+	}
+	return d
+}
+
+// heartbeatInterval is how often a long call reports elapsed time
+// (PARSE_MCP_PROGRESS_INTERVAL, default DefaultHeartbeatInterval).
+func (d *Deps) heartbeatInterval() time.Duration {
+	if d.Config != nil && d.Config.ProgressInterval > 0 {
+		return d.Config.ProgressInterval
+	}
+	return DefaultHeartbeatInterval
 }
 
 // MCPTool builds the mcp-go definition of the tool.
@@ -72,7 +92,7 @@ func (t *Tool) MCPTool() mcp.Tool {
 	for _, o := range opts {
 		o(&tool)
 	}
-	tool.Meta = &mcp.Meta{AdditionalFields: map[string]any{"category": t.Category}}
+	tool.Meta = &mcp.Meta{AdditionalFields: map[string]any{"category": string(t.Category)}}
 	return tool
 }
 
@@ -90,7 +110,7 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 			defer cancel()
 		}
 		ctx = withRawArguments(ctx, req.Params.RawArguments)
-		ctx, progress := startProgress(ctx, t.Name, req)
+		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
 		out, err := t.Handler(ctx, d, Args(args))
 		progress.finish()
 		if err != nil {
