@@ -81,6 +81,12 @@ type RowEncoder struct {
 	// Drop, if non-nil, is called for each REST top-level field name; returning true omits the field (field allowlists, protectedFields, internal floor is applied regardless).
 	// It is not called for objectId, createdAt and updatedAt, which are always kept.
 	Drop func(field string) bool
+	// Protected, if non-nil, is consulted like Drop for fields hidden from the
+	// identity on every row but its own: a row whose objectId equals Owner
+	// keeps them (Parse shows a user all of their own _User row, credentials
+	// aside).
+	Protected func(field string) bool
+	Owner     string
 	// HiddenClass, if non-nil, reports classes whose references must be redacted (§5.3): any embedded {__type:"Pointer",className:Hidden,...} object
 	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"className":"Hidden","__redacted":true}.
 	// (Any embedded object whose "className" names a hidden class is redacted, whatever its __type.)
@@ -331,6 +337,7 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 		updated = legacyUpdated
 	}
 
+	ownRow := e.Owner != "" && id.t == bsonString && string(strVal(id.val)) == e.Owner
 	dst = append(dst, '{')
 	first := true
 	if id.t != 0 && id.t != bsonNull {
@@ -431,6 +438,9 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 			if e.Drop(fname) {
 				continue
 			}
+		}
+		if e.Protected != nil && !ownRow && e.Protected(string(name)) {
+			continue
 		}
 		if pointer && el.t == bsonNull {
 			continue

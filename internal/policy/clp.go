@@ -123,33 +123,35 @@ func pointerConstraint(cls *parsedb.Class, fields []string, userID string) bson.
 // ProtectedFields are the class's protectedFields that apply to this
 // identity (none in master posture): the intersection of the lists for
 // "*", "authenticated" (with a user), each role held and the user id, as
-// Parse Server computes it. "userField:" entries, which depend on the row,
-// are not used to un-protect fields.
+// Parse Server computes it, over the class CLP merged with the server-level
+// protectedFields (protectedFieldLists). "userField:" entries, which depend
+// on the row, are not used to un-protect fields. A user's own _User row is
+// shown whole anyway (RowEncoder).
 func (e *Engine) ProtectedFields(cls *parsedb.Class) map[string]bool {
-	if e.MasterPosture() || cls == nil || cls.Permissions == nil {
+	if e.MasterPosture() || cls == nil {
 		return nil
 	}
-	pf := asMap(cls.Permissions["protectedFields"])
+	pf := e.protectedFieldLists(cls)
 	if pf == nil {
 		return nil
 	}
 	id := e.identity
 	var sets [][]string
 	if l, ok := pf["*"]; ok {
-		sets = append(sets, asStrings(l))
+		sets = append(sets, l)
 	}
 	if id != nil {
 		if id.UserID != "" {
 			if l, ok := pf["authenticated"]; ok {
-				sets = append(sets, asStrings(l))
+				sets = append(sets, l)
 			}
 			if l, ok := pf[id.UserID]; ok {
-				sets = append(sets, asStrings(l))
+				sets = append(sets, l)
 			}
 		}
 		for _, r := range id.Roles {
 			if l, ok := pf["role:"+r]; ok {
-				sets = append(sets, asStrings(l))
+				sets = append(sets, l)
 			}
 		}
 	}

@@ -189,10 +189,16 @@ func (e *Engine) RowEncoder(cls *parsedb.Class, keys []string) *parsedb.RowEncod
 	}
 	isUser := cls != nil && cls.Name == "_User"
 	enc.Drop = func(f string) bool {
-		if (allow != nil && !allow[f]) || protected[f] {
+		if allow != nil && !allow[f] {
 			return true
 		}
 		return f == "password" && isUser || f == "ACL"
+	}
+	if len(protected) > 0 {
+		enc.Protected = func(f string) bool { return protected[f] }
+		if isUser && e.identity != nil {
+			enc.Owner = e.identity.UserID
+		}
 	}
 	return enc
 }

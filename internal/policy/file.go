@@ -78,6 +78,10 @@ type Settings struct {
 	ExposeExplain    bool       `json:"expose_explain" yaml:"expose_explain"`
 	MaxResponseBytes int        `json:"max_response_bytes,omitempty" yaml:"max_response_bytes,omitempty"`
 	RateLimit        *RateLimit `json:"rate_limit,omitempty" yaml:"rate_limit,omitempty"`
+	// ProtectedFields is Parse Server's server-level protectedFields option
+	// (class → audience → fields), merged with every class's CLP; unset =
+	// Parse's default {_User: {"*": [email]}}, {} = none.
+	ProtectedFields map[string]map[string][]string `json:"protected_fields,omitempty" yaml:"protected_fields,omitempty"`
 }
 
 // RateLimit is a sliding-window limit. Requests 0 disables the limiter.

@@ -253,7 +253,7 @@ var (
 	tenantKeys    = []string{"field"}
 	agentKeys     = []string{"tools", "classes", "filters"}
 	onlyExceptKey = []string{"only", "except"}
-	settingsKeys  = []string{"refuse_collscan", "expose_explain", "max_response_bytes", "rate_limit"}
+	settingsKeys  = []string{"refuse_collscan", "expose_explain", "max_response_bytes", "rate_limit", "protected_fields"}
 	rateLimitKeys = []string{"requests", "window"}
 )
 
@@ -704,9 +704,50 @@ func decodeSettings(v any, s *Settings) error {
 				rl.Window = ws
 			}
 			s.RateLimit = rl
+		case "protected_fields":
+			if s.ProtectedFields, err = decodeProtectedFields(p, val); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
+}
+
+// protectedAudienceRe matches the audiences of Parse's protectedFields: "*",
+// "authenticated", "role:Name", "userField:field" or a user objectId.
+var protectedAudienceRe = regexp.MustCompile(`^(\*|authenticated|role:[A-Za-z0-9_ -]{1,128}|userField:[A-Za-z][A-Za-z0-9_]{0,127}|[A-Za-z0-9]{1,64})$`)
+
+// decodeProtectedFields reads settings.protected_fields: class → audience →
+// field names, as Parse Server's protectedFields option.
+func decodeProtectedFields(path string, v any) (map[string]map[string][]string, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, perr(path, "must be a mapping of class → {audience: [fields]} like {_User: {\"*\": [email]}}, got %s", describeValue(v))
+	}
+	out := make(map[string]map[string][]string, len(m))
+	for _, cn := range sortedKeys(m) {
+		cp := join(path, cn)
+		if !policyClassNameRe.MatchString(cn) {
+			return nil, perr(cp, "%q is not a valid class name", truncateText(cn, 60))
+		}
+		am, ok := m[cn].(map[string]any)
+		if !ok {
+			return nil, perr(cp, "must be a mapping of audience (\"*\", authenticated, role:Name, a user id) → list of fields, got %s", describeValue(m[cn]))
+		}
+		out[cn] = make(map[string][]string, len(am))
+		for _, aud := range sortedKeys(am) {
+			ap := join(cp, aud)
+			if !protectedAudienceRe.MatchString(aud) {
+				return nil, perr(ap, "%q is not an audience (\"*\", authenticated, role:Name, userField:field or a user id)", truncateText(aud, 60))
+			}
+			fields, err := nameList(ap, am[aud], policyFieldNameRe, "field")
+			if err != nil {
+				return nil, err
+			}
+			out[cn][aud] = fields
+		}
+	}
+	return out, nil
 }
 
 func decodePrompts(v any) ([]PromptSpec, error) {

@@ -318,6 +318,9 @@ func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name 
 	if op == "" {
 		return cls, nil
 	}
+	if err := e.checkMasterOnly(cls.Name, op); err != nil {
+		return nil, err
+	}
 	if err := e.checkTenantBound(cls.Name); err != nil {
 		return nil, err
 	}
