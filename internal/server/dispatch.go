@@ -202,6 +202,12 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		}
 	}
 
+	if env.Method == string(mcp.MethodSubscriptionsListen) && sess.SessionID() == StdioSessionID {
+		// On stdio the listen stream is stdout itself: resource updates
+		// written there while it is open carry its id.
+		sess.setListenID(env.ID)
+		defer sess.setListenID(nil)
+	}
 	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), ctx: ctx}
 	hctx, outcome := toolerror.WithRecorder(d.mcp.WithContext(ctx, rs))
 	if env.Method == string(mcp.MethodToolsList) {

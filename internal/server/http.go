@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
@@ -143,7 +144,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, Mcp-Protocol-Version")
 		if r.Method == http.MethodOptions {
 			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-			w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, X-MCP-API-Key, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-ID")
+			w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Accept, Authorization, X-MCP-API-Key, Mcp-Session-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID")
 			w.Header().Set("Access-Control-Max-Age", "600")
 			w.WriteHeader(http.StatusNoContent)
 			return
@@ -153,6 +154,13 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, unauthorizedBody)
+		return
+	}
+	if r.Method != http.MethodPost && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
+		// 2026-07-28 has no sessions: no GET stream (subscriptions/listen
+		// replaces it) and nothing to DELETE.
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, r.Method+" is not part of protocol "+mcp.ProtocolVersion20260728+": use POST (subscriptions/listen for notifications)", http.StatusMethodNotAllowed)
 		return
 	}
 	switch r.Method {
@@ -247,6 +255,11 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if era := detectEra(r.Header, env.Params); era.modern {
+		h.postStateless(w, r, body, env, era)
+		return
+	}
+
 	var sess *httpSession
 	if env.Method == "initialize" {
 		sess, err = h.newSession()
@@ -280,7 +293,15 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	stop := context.AfterFunc(sess.ctx, cancel)
 	defer stop()
+	h.serveRequest(ctx, w, r, sess.Session, body, nil)
+}
 
+// serveRequest answers one JSON-RPC request: as plain JSON, or, once the
+// request emits a notification and the client accepts SSE, as an event
+// stream carrying the notifications and then the response. extra, when set,
+// is a further source of notifications for the stream (a subscriptions/listen
+// stream's resource updates); it is drained until the request returns.
+func (h *HTTPHandler) serveRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, sess *Session, body []byte, extra func(ctx context.Context, emit func([]byte))) {
 	sse := acceptsSSE(r)
 	var mu sync.Mutex
 	streaming := false
@@ -300,7 +321,14 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		writeSSE(w, msg)
 		flusher.Flush()
 	}
-	resp := h.d.Handle(ctx, sess.Session, body, emit)
+	var extraDone chan struct{}
+	if extra != nil {
+		ectx, ecancel := context.WithCancel(ctx)
+		extraDone = make(chan struct{})
+		go func() { defer close(extraDone); extra(ectx, emit) }()
+		defer func() { ecancel(); <-extraDone }()
+	}
+	resp := h.d.Handle(ctx, sess, body, emit)
 	mu.Lock()
 	defer mu.Unlock()
 	switch {
@@ -311,7 +339,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 	case resp == nil:
 		w.WriteHeader(http.StatusAccepted)
 	default:
-		writeJSON(w, http.StatusOK, resp)
+		writeJSON(w, responseStatus(r, resp), resp)
 	}
 }
 

@@ -2,6 +2,8 @@ package server
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
 	"sync"
 	"sync/atomic"
 
@@ -28,6 +30,9 @@ type Session struct {
 	// subscriber backs resources/subscribe (set when the session is
 	// registered on a server built with subscriptions, see subscriptions.go).
 	subscriber subscriber
+	// listenID is the id of the open subscriptions/listen request, if any:
+	// in 2026-07-28 every notification on a listen stream carries it.
+	listenID json.RawMessage
 }
 
 // NewSession makes a session with a buffered unsolicited-notification queue.
@@ -151,3 +156,27 @@ var (
 	_ mcpserver.SessionWithLogging                  = (*requestSession)(nil)
 	_ mcpserver.SessionWithResourceSubscriptionsErr = (*requestSession)(nil)
 )
+
+func (s *Session) setListenID(id json.RawMessage) {
+	s.mu.Lock()
+	s.listenID = id
+	s.mu.Unlock()
+}
+
+// tagListen marks an unsolicited notification with the open
+// subscriptions/listen request's id (_meta io.modelcontextprotocol/subscriptionId),
+// as 2026-07-28 requires of every message on a listen stream. Without an
+// open listen stream the notification is returned unchanged.
+func (s *Session) tagListen(n mcp.JSONRPCNotification) mcp.JSONRPCNotification {
+	s.mu.RLock()
+	id := s.listenID
+	s.mu.RUnlock()
+	if id == nil {
+		return n
+	}
+	meta := make(map[string]any, len(n.Params.Meta)+1)
+	maps.Copy(meta, n.Params.Meta)
+	meta[mcp.MetaKeySubscriptionID] = id
+	n.Params.Meta = meta
+	return n
+}

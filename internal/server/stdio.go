@@ -54,7 +54,7 @@ func ServeStdio(ctx context.Context, d *Dispatcher, in io.Reader, out io.Writer)
 		for {
 			select {
 			case n := <-sess.Unsolicited():
-				if b, err := EncodeNotification(n); err == nil {
+				if b, err := EncodeNotification(sess.tagListen(n)); err == nil {
 					w.write(b)
 				}
 			case <-ctx.Done():

@@ -1,0 +1,297 @@
+package e2e
+
+// Protocol 2026-07-28 (the stateless revision) through the binary, on stdio
+// and streamable HTTP: server/discover without a handshake, per-request _meta
+// (version, client capabilities, log level), resultType and cache hints,
+// Mcp-Method/Mcp-Name, no sessions over HTTP (GET/DELETE 405), two
+// instances serving one client alternately, and subscriptions/listen.
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+const statelessVersion = "2026-07-28"
+
+// statelessMeta is the _meta of a 2026-07-28 request; logLevel "" asks for
+// no notifications/message.
+func statelessMeta(logLevel string, extra string) string {
+	m := `{"io.modelcontextprotocol/protocolVersion":"` + statelessVersion + `","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"stateless-e2e","version":"1"}`
+	if logLevel != "" {
+		m += `,"io.modelcontextprotocol/logLevel":"` + logLevel + `"`
+	}
+	return m + extra + `}`
+}
+
+// statelessBody is a 2026-07-28 request with params (a JSON object, without
+// _meta).
+func statelessBody(id, method, paramsJSON, logLevel string) string {
+	if paramsJSON == "" {
+		paramsJSON = "{}"
+	}
+	p := strings.TrimSuffix(strings.TrimSpace(paramsJSON), "}")
+	if strings.TrimSpace(p) != "{" {
+		p += ","
+	}
+	p += `"_meta":` + statelessMeta(logLevel, "") + "}"
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":%q,"params":%s}`, id, method, p)
+}
+
+// statelessHeaders are the headers 2026-07-28 requires on a POST.
+func statelessHeaders(method, name string) map[string]string {
+	h := map[string]string{"Mcp-Protocol-Version": statelessVersion, "Mcp-Method": method}
+	if name != "" {
+		h["Mcp-Name"] = name
+	}
+	return h
+}
+
+// statelessPost sends one 2026-07-28 request to an HTTP server and returns
+// its status, its messages (notifications, then the response) and headers.
+func (h *httpServer) statelessPost(id, method, name, paramsJSON, logLevel string) (int, []map[string]any, http.Header) {
+	h.t.Helper()
+	resp, b := h.request("POST", "/mcp", statelessBody(id, method, paramsJSON, logLevel), statelessHeaders(method, name))
+	return resp.StatusCode, decodeAnswer(h.t, resp, b), resp.Header
+}
+
+func lastResult(t testing.TB, msgs []map[string]any) map[string]any {
+	t.Helper()
+	if len(msgs) == 0 {
+		t.Fatalf("no answer")
+	}
+	res, ok := msgs[len(msgs)-1]["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("not a result: %v", msgs[len(msgs)-1])
+	}
+	return res
+}
+
+func checkDiscover(t testing.TB, res map[string]any) {
+	t.Helper()
+	b, _ := json.Marshal(res["supportedVersions"])
+	for _, v := range []string{statelessVersion, "2025-11-25", "2025-06-18", "2025-03-26"} {
+		if !strings.Contains(string(b), `"`+v+`"`) {
+			t.Fatalf("server/discover supportedVersions %s lacks %s", b, v)
+		}
+	}
+	if res["capabilities"] == nil || res["resultType"] != "complete" {
+		t.Fatalf("server/discover result %v", res)
+	}
+	if _, ok := res["ttlMs"]; !ok || res["cacheScope"] != "private" {
+		t.Fatalf("server/discover without cache hints: %v", res)
+	}
+}
+
+// TestStatelessStdio: a 2026-07-28 client on stdio needs no handshake; the
+// per-request log level decides whether a denial is sent as
+// notifications/message (before the response).
+func TestStatelessStdio(t *testing.T) {
+	r := startRaw(t, scratchEnv(t)...)
+	r.send(statelessBody("d", "server/discover", "", ""))
+	_, resp := r.collect("d", 10*time.Second)
+	checkDiscover(t, result(t, resp))
+
+	r.send(statelessBody("l", "tools/list", "", ""))
+	_, resp = r.collect("l", 10*time.Second)
+	res := result(t, resp)
+	if res["resultType"] != "complete" || res["cacheScope"] != "private" || res["ttlMs"] == nil {
+		t.Fatalf("tools/list decoration: resultType %v ttlMs %v cacheScope %v", res["resultType"], res["ttlMs"], res["cacheScope"])
+	}
+
+	hidden := `{"name":"count_objects","arguments":{"class_name":"VaultSecret","where":{"label":"secret-value"}}}`
+	r.send(statelessBody("quiet", "tools/call", hidden, ""))
+	notes, resp := r.collect("quiet", 10*time.Second)
+	if resp == nil || len(notes) != 0 {
+		t.Fatalf("no logLevel: notes %v resp %v", notes, resp)
+	}
+	if res := result(t, resp); res["isError"] != true || res["resultType"] != "complete" {
+		t.Fatalf("denied call result %v", res)
+	}
+	r.send(statelessBody("loud", "tools/call", hidden, "warning"))
+	notes, resp = r.collect("loud", 10*time.Second)
+	if resp == nil || len(notes) != 1 || notes[0]["method"] != "notifications/message" {
+		t.Fatalf("logLevel warning: notes %v resp %v", notes, resp)
+	}
+	if b, _ := json.Marshal(notes[0]); strings.Contains(string(b), "secret-value") || !strings.Contains(string(b), "access_denied") {
+		t.Fatalf("log message %s", b)
+	}
+	r.send(statelessBody("err", "tools/call", hidden, "error"))
+	if notes, _ := r.collect("err", 10*time.Second); len(notes) != 0 {
+		t.Fatalf("logLevel error let a warning through: %v", notes)
+	}
+	// The legacy handshake still works on the same connection.
+	r.initialize()
+	if m := r.rpc("p", "ping", `{}`); m["result"] == nil {
+		t.Fatalf("ping after initialize: %v", m)
+	}
+}
+
+// TestStatelessHTTP: 2026-07-28 over HTTP: no session header is needed or
+// minted; GET and DELETE answer 405; Mcp-Method/Mcp-Name must match the body.
+func TestStatelessHTTP(t *testing.T) {
+	h := startHTTP(t, scratchEnv(t)...)
+	status, msgs, hdr := h.statelessPost("d", "server/discover", "", "", "")
+	if status != 200 || hdr.Get("Mcp-Session-Id") != "" {
+		t.Fatalf("discover: %d, session %q", status, hdr.Get("Mcp-Session-Id"))
+	}
+	checkDiscover(t, lastResult(t, msgs))
+
+	name := base64Name("count_objects")
+	status, msgs, _ = h.statelessPost("c", "tools/call", name, `{"name":"count_objects","arguments":{"class_name":"Song"}}`, "")
+	if res := lastResult(t, msgs); status != 200 || res["isError"] == true || res["resultType"] != "complete" {
+		t.Fatalf("tools/call: %d %v", status, res)
+	}
+	// A denial with logLevel info arrives as a notification on the
+	// request's own SSE stream, before the response.
+	_, msgs, _ = h.statelessPost("v", "tools/call", name, `{"name":"count_objects","arguments":{"class_name":"VaultSecret"}}`, "info")
+	if len(msgs) != 2 || msgs[0]["method"] != "notifications/message" {
+		t.Fatalf("denial with logLevel info: %v", msgs)
+	}
+
+	for _, m := range []string{"GET", "DELETE"} {
+		resp, _ := h.request(m, "/mcp", "", map[string]string{"Mcp-Protocol-Version": statelessVersion})
+		if resp.StatusCode != http.StatusMethodNotAllowed || resp.Header.Get("Allow") != "POST" {
+			t.Fatalf("%s in 2026-07-28: %d (Allow %q)", m, resp.StatusCode, resp.Header.Get("Allow"))
+		}
+	}
+	bad := []struct {
+		name    string
+		headers map[string]string
+	}{
+		{"no Mcp-Method", map[string]string{"Mcp-Protocol-Version": statelessVersion}},
+		{"wrong Mcp-Method", statelessHeaders("tools/list", name)},
+		{"no Mcp-Name", statelessHeaders("tools/call", "")},
+		{"wrong Mcp-Name", statelessHeaders("tools/call", base64Name("query_class"))},
+		{"no protocol header", map[string]string{"Mcp-Protocol-Version": "", "Mcp-Method": "tools/call", "Mcp-Name": name}},
+		{"header mismatch", map[string]string{"Mcp-Protocol-Version": "2025-11-25", "Mcp-Method": "tools/call", "Mcp-Name": name}},
+	}
+	for _, c := range bad {
+		resp, b := h.request("POST", "/mcp", statelessBody("x", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Song"}}`, ""), c.headers)
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(string(b), `"error"`) {
+			t.Fatalf("%s: %d %s", c.name, resp.StatusCode, b)
+		}
+	}
+	// A session client on the same endpoint is unaffected.
+	s := h.session(nil)
+	if m := s.rpc("p", "ping", `{}`); m["result"] == nil {
+		t.Fatalf("legacy session ping: %v", m)
+	}
+}
+
+// base64Name encodes an Mcp-Name value. Plain ASCII names may be sent as
+// is; the base64 form exercises the decoder.
+func base64Name(s string) string {
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(s)) + "?="
+}
+
+// TestStatelessScaleOut: two parse-mcp processes behind a (simulated) load
+// balancer: a 2026-07-28 client alternates between them request by request,
+// including following a pagination cursor minted by the other instance.
+func TestStatelessScaleOut(t *testing.T) {
+	a, b := startHTTP(t, scratchEnv(t)...), startHTTP(t, scratchEnv(t)...)
+	instances := []*httpServer{a, b}
+	name := base64Name("query_class")
+	seen := map[string]bool{}
+	args := map[string]any{"class_name": "Song", "limit": 5, "keys": []string{"title"}, "order": "title"}
+	for i := 0; i < 4; i++ {
+		h := instances[i%2]
+		p, _ := json.Marshal(map[string]any{"name": "query_class", "arguments": args})
+		status, msgs, hdr := h.statelessPost(fmt.Sprint("q", i), "tools/call", name, string(p), "")
+		res := lastResult(t, msgs)
+		if status != 200 || res["isError"] == true || hdr.Get("Mcp-Session-Id") != "" {
+			t.Fatalf("page %d on instance %d: %d %v", i, i%2, status, res)
+		}
+		sc, _ := res["structuredContent"].(map[string]any)
+		rows, _ := sc["results"].([]any)
+		if len(rows) == 0 {
+			t.Fatalf("page %d: no rows in %v", i, sc)
+		}
+		for _, r := range rows {
+			k, _ := json.Marshal(r)
+			if seen[string(k)] {
+				t.Fatalf("page %d repeats row %s", i, k)
+			}
+			seen[string(k)] = true
+		}
+		next, _ := sc["next_call"].(map[string]any)
+		if next == nil {
+			t.Fatalf("page %d has no next_call: %v", i, sc)
+		}
+		args = next["arguments"].(map[string]any)
+	}
+	if len(seen) < 20 {
+		t.Fatalf("only %d rows over alternating instances", len(seen))
+	}
+	for _, h := range instances {
+		_, msgs, _ := h.statelessPost("d", "server/discover", "", "", "")
+		checkDiscover(t, lastResult(t, msgs))
+	}
+}
+
+// TestStatelessListenHTTP: subscriptions/listen over HTTP in 2026-07-28: the
+// stream acknowledges, then carries notifications/resources/updated for a
+// visible write, tagged with the listen request's id; closing the request
+// ends the subscription.
+func TestStatelessListenHTTP(t *testing.T) {
+	h := startHTTP(t, scratchEnv(t)...)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	body := statelessBody("listen-1", "subscriptions/listen", `{"notifications":{"resourceSubscriptions":["parse://Song/count"]}}`, "")
+	req, _ := http.NewRequestWithContext(ctx, "POST", h.base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range statelessHeaders("subscriptions/listen", "") {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("listen: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	msgs := make(chan map[string]any, 16)
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+				var m map[string]any
+				if json.Unmarshal([]byte(line[6:]), &m) == nil {
+					msgs <- m
+				}
+			}
+		}
+		close(msgs)
+	}()
+	next := func() map[string]any {
+		select {
+		case m, ok := <-msgs:
+			if !ok {
+				t.Fatalf("listen stream ended")
+			}
+			return m
+		case <-time.After(30 * time.Second):
+			t.Fatalf("nothing on the listen stream within 30s")
+		}
+		return nil
+	}
+	ack := next()
+	if ack["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("first message %v", ack)
+	}
+	insertSong(t, false, nil)
+	upd := next()
+	p := params(upd)
+	meta, _ := p["_meta"].(map[string]any)
+	if upd["method"] != "notifications/resources/updated" || p["uri"] != "parse://Song/count" || meta["io.modelcontextprotocol/subscriptionId"] != "listen-1" {
+		t.Fatalf("update %v", upd)
+	}
+}
