@@ -91,6 +91,10 @@ type RowEncoder struct {
 	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"className":"Hidden","__redacted":true}.
 	// (Any embedded object whose "className" names a hidden class is redacted, whatever its __type.)
 	HiddenClass func(className string) bool
+	// Paths, if non-nil, selects sub-paths of top-level fields (set by
+	// SelectKeys): the codec walks them after redaction, so a path into a
+	// reference to a hidden class yields the redaction marker (codec_paths.go).
+	Paths map[string]*KeyPaths
 	// MaxBytesLen truncates Bytes (BinData) values: shown as {"__type":"Bytes","base64":"<first N bytes>…","truncated":true,"size":n}. Default 64.
 	// Zero or negative means the default.
 	MaxBytesLen int
@@ -445,12 +449,25 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 		if pointer && el.t == bsonNull {
 			continue
 		}
+		mark := len(dst)
 		if !first {
 			dst = append(dst, ',')
 		}
-		first = false
 		dst = appendJSONString(dst, name)
 		dst = append(dst, ':')
+		if sel := e.Paths[string(name)]; sel != nil && !pointer {
+			var wrote bool
+			if dst, wrote, err = e.appendSelected(dst, el.t, el.val, sel, 1); err != nil {
+				return dst, err
+			}
+			if !wrote {
+				dst = dst[:mark]
+			} else {
+				first = false
+			}
+			continue
+		}
+		first = false
 		switch {
 		case pointer:
 			dst, err = e.appendPointerString(dst, el, field)
@@ -731,19 +748,8 @@ func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, 
 	if err != nil {
 		return dst, err
 	}
-	if e.HiddenClass != nil {
-		for pos := 0; pos < len(body); {
-			var el element
-			if el, pos, err = nextElement(body, pos); err != nil {
-				return dst, err
-			}
-			if el.t == bsonString && string(el.key) == "className" {
-				cls := strVal(el.val)
-				if e.HiddenClass(string(cls)) {
-					return appendRedacted(dst, cls), nil
-				}
-			}
-		}
+	if cls, ok := e.hiddenObject(body); ok {
+		return appendRedacted(dst, cls), nil
 	}
 	dst = append(dst, '{')
 	first := true

@@ -10,9 +10,11 @@ package parsedb
 //   - A pointer key projects its whole `_p_` column, also when named with a
 //     sub-path ("artist.name" → `_p_artist`): sub-paths of pointers select
 //     fields of the included object, not of the pointer string.
-//   - A dotted key into an object field projects the sub-path
-//     ("meta.importedAt"); when the whole field is also requested, only the
-//     whole field is projected (MongoDB refuses overlapping paths).
+//   - A dotted key into an object field projects the whole top-level field
+//     ("meta.importedAt" → meta) and the row codec selects the sub-path
+//     after redaction (RowEncoder.SelectKeys): a MongoDB sub-path projection
+//     would strip the className that marks an embedded reference to a
+//     hidden class (SECURITY.md, "Hidden references").
 //   - Every sort ends with `_id` ascending unless objectId is already a sort
 //     key, and a read without `order` sorts by `_id`: pages walked with skip
 //     are then deterministic.
@@ -124,7 +126,11 @@ func Projection(cls *Class, keys []string) bson.D {
 		case f != nil && f.Type == TypePointer:
 			paths = append(paths, "_p_"+root)
 		case dotted:
-			paths = append(paths, k)
+			// The whole field: the codec selects the sub-path after
+			// redaction (RowEncoder.SelectKeys), because a server-side
+			// sub-path projection strips the className that marks an
+			// embedded reference to a hidden class.
+			paths = append(paths, root)
 		default:
 			paths = append(paths, StorageFieldName(cls, root))
 		}

@@ -74,7 +74,7 @@ func TestFindCommandGolden(t *testing.T) {
 		{"filter", FindSpec{Filter: bson.D{{Key: "genre", Value: "rock"}}},
 			`{"find":"app_Song","filter":{"genre":"rock"}}`},
 		{"keys → projection with identity columns and _p_ pointers", FindSpec{Projection: Projection(song, []string{"title", "artist", "objectId", "meta.importedAt"})},
-			`{"find":"app_Song","filter":{},"projection":{"_created_at":{"$numberInt":"1"},"_updated_at":{"$numberInt":"1"},"title":{"$numberInt":"1"},"_p_artist":{"$numberInt":"1"},"meta.importedAt":{"$numberInt":"1"}}}`},
+			`{"find":"app_Song","filter":{},"projection":{"_created_at":{"$numberInt":"1"},"_updated_at":{"$numberInt":"1"},"title":{"$numberInt":"1"},"_p_artist":{"$numberInt":"1"},"meta":{"$numberInt":"1"}}}`},
 		{"pointer sub-path projects the pointer", FindSpec{Projection: Projection(song, []string{"artist.name", "artist.country"})},
 			`{"find":"app_Song","filter":{},"projection":{"_created_at":{"$numberInt":"1"},"_updated_at":{"$numberInt":"1"},"_p_artist":{"$numberInt":"1"}}}`},
 		{"overlapping paths collapse", FindSpec{Projection: Projection(song, []string{"meta.a", "meta", "meta.b.c", "title", "title"})},

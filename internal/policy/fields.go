@@ -175,13 +175,7 @@ func (e *Engine) CheckReadFields(cls *parsedb.Class, fields []string) error {
 // embedded pointers and objects) — §5.3/§5.4.
 func (e *Engine) RowEncoder(cls *parsedb.Class, keys []string) *parsedb.RowEncoder {
 	enc := &parsedb.RowEncoder{Class: cls, HiddenClass: e.Hidden}
-	if len(keys) > 0 {
-		enc.Keys = make(map[string]bool, len(keys))
-		for _, k := range keys {
-			root, _, _ := strings.Cut(strings.TrimPrefix(k, "-"), ".")
-			enc.Keys[root] = true
-		}
-	}
+	enc.SelectKeys(keys)
 	var allow, protected map[string]bool
 	if cls != nil {
 		allow = e.allowlist(cls.Name)

@@ -87,7 +87,7 @@ func TestPlanFindCommandGolden(t *testing.T) {
 		{"where AND canonical filter", planInput{applyCanonical: true, where: map[string]any{"genre": "rock", "artist": "a1"}}, 0, 10,
 			`{"find":"Song","filter":{"$and":[{"_p_artist":"Artist$a1","genre":"rock"},{"archived":{"$ne":true}}]},"sort":{"_id":1},"limit":11,"batchSize":11}`},
 		{"keys", planInput{keys: []string{"title", "artist", "meta.importedAt"}}, 0, 5,
-			`{"find":"Song","filter":{},"projection":{"_created_at":1,"_updated_at":1,"title":1,"_p_artist":1,"meta.importedAt":1},"sort":{"_id":1},"limit":6,"batchSize":6}`},
+			`{"find":"Song","filter":{},"projection":{"_created_at":1,"_updated_at":1,"title":1,"_p_artist":1,"meta":1},"sort":{"_id":1},"limit":6,"batchSize":6}`},
 		{"keys + include: included pointer projected, sub-keys routed", planInput{keys: []string{"title", "artist.name"}, include: []string{"artist", "album"}}, 0, 5,
 			`{"find":"Song","filter":{},"projection":{"_created_at":1,"_updated_at":1,"title":1,"_p_artist":1,"_p_album":1},"sort":{"_id":1},"limit":6,"batchSize":6}`},
 		{"order", planInput{order: order("-plays,title")}, 0, 5,

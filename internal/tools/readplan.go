@@ -326,7 +326,7 @@ func (p *readPlan) without(field string) *readPlan {
 		}
 		q.keys = keys
 		q.projection = parsedb.Projection(cls, keys)
-		q.enc.Keys = parsedb.KeyRoots(keys)
+		q.enc.SelectKeys(keys)
 	} else {
 		q.projection = append(append(bson.D(nil), p.projection...), parsedb.ExclusionProjection(cls, []string{field})...)
 		q.enc.Drop = dropAlso(p.enc.Drop, field)
