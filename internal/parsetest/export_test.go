@@ -1,0 +1,3 @@
+package parsetest
+
+var NodeVersionOK = nodeVersionOK
