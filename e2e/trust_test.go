@@ -1,0 +1,222 @@
+package e2e
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+)
+
+// The trust suites (leak classes 4, 5, 7 and the Parse-exactness rules)
+// through the binary, on a database of their own: the Tunebase seed plus
+// Parse's _Installation class, a Device class pointing to it, and bob's
+// _User row readable by everyone (so that another user's protected email
+// is within reach of a scoped identity).
+
+var (
+	trustOnce sync.Once
+	trustURI  string
+	trustErr  error
+)
+
+// trustDatabase seeds the trust database once and returns its URI.
+func trustDatabase(t testing.TB) string {
+	t.Helper()
+	trustOnce.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		db := testDB.Client().Database(dbName + "_trust")
+		if trustErr = demo.ForceSeed(ctx, db, ""); trustErr != nil {
+			return
+		}
+		trustErr = seedTrustExtras(ctx, db)
+		u, _ := url.Parse(mongoURI)
+		u.Path = "/" + db.Name()
+		trustURI = u.String()
+	})
+	if trustErr != nil {
+		t.Fatalf("seeding the trust database: %v", trustErr)
+	}
+	return trustURI
+}
+
+// Installation ids of the trust database.
+var trustInstallationIDs = []string{"inst000001", "inst000002", "inst000003"}
+
+func seedTrustExtras(ctx context.Context, db *mongo.Database) error {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var insts []any
+	for i, id := range trustInstallationIDs {
+		insts = append(insts, bson.D{{Key: "_id", Value: id}, {Key: "deviceToken", Value: "tok-" + id},
+			{Key: "deviceType", Value: "ios"}, {Key: "installationId", Value: "iid-" + id},
+			{Key: "_p_user", Value: "_User$" + []string{demo.UserAliceID, demo.UserBobID, demo.UserAliceID}[i]},
+			{Key: "_rperm", Value: bson.A{"*"}}, {Key: "_wperm", Value: bson.A{}},
+			{Key: "_created_at", Value: now}, {Key: "_updated_at", Value: now}})
+	}
+	if _, err := db.Collection("_Installation").InsertMany(ctx, insts); err != nil {
+		return err
+	}
+	var devices []any
+	for i, id := range trustInstallationIDs {
+		devices = append(devices, bson.D{{Key: "_id", Value: "dev00000" + string(rune('1'+i))}, {Key: "name", Value: "device " + id},
+			{Key: "_p_installation", Value: "_Installation$" + id}, {Key: "_created_at", Value: now}, {Key: "_updated_at", Value: now}})
+	}
+	if _, err := db.Collection("Device").InsertMany(ctx, devices); err != nil {
+		return err
+	}
+	if _, err := db.Collection("_SCHEMA").InsertMany(ctx, []any{
+		bson.D{{Key: "_id", Value: "_Installation"}, {Key: "objectId", Value: "string"}, {Key: "createdAt", Value: "date"}, {Key: "updatedAt", Value: "date"},
+			{Key: "deviceToken", Value: "string"}, {Key: "deviceType", Value: "string"}, {Key: "installationId", Value: "string"}, {Key: "user", Value: "*_User"}},
+		bson.D{{Key: "_id", Value: "Device"}, {Key: "objectId", Value: "string"}, {Key: "createdAt", Value: "date"}, {Key: "updatedAt", Value: "date"},
+			{Key: "name", Value: "string"}, {Key: "installation", Value: "*_Installation"}},
+	}); err != nil {
+		return err
+	}
+	// bob's row readable by everyone: his email is then one query away.
+	_, err := db.Collection("_User").UpdateOne(ctx, bson.D{{Key: "_id", Value: demo.UserBobID}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "_rperm", Value: bson.A{"*", demo.UserBobID}}}}})
+	return err
+}
+
+// trustServer starts the binary on the trust database.
+func trustServer(t *testing.T, extraEnv ...string) *rawServer {
+	t.Helper()
+	r := startRaw(t, append([]string{"PARSE_MCP_MONGODB_URI=" + trustDatabase(t)}, extraEnv...)...)
+	r.initialize()
+	return r
+}
+
+// okResult sends a tools/call that must succeed and returns its JSON text.
+func okResult(t *testing.T, r *rawServer, id, tool, args string) string {
+	t.Helper()
+	resp := aggRPC(r, id, tool, args)
+	res := aggObj(resp["result"])
+	if res == nil || res["isError"] == true {
+		t.Errorf("%s: want success, got %v", id, resp)
+		return ""
+	}
+	return aggObj(aggList(res["content"])[0])["text"].(string)
+}
+
+// TestTrustMasterOnlyClasses: _Installation find/count and every sub-read
+// of it (include, $inQuery, $notInQuery, $select, $dontSelect, pipeline
+// joins) are refused to every scoped identity exactly where Parse Server
+// refuses them (its enforceRoleSecurity); get by id is allowed; the master
+// posture reads it all.
+func TestTrustMasterOnlyClasses(t *testing.T) {
+	inst := trustInstallationIDs[0]
+	positions := []struct{ id, tool, args string }{
+		{"find", "query_class", `{"class_name":"_Installation"}`},
+		{"find-by-id-where", "query_class", `{"class_name":"_Installation","where":{"objectId":"` + inst + `"}}`},
+		{"count", "count_objects", `{"class_name":"_Installation"}`},
+		{"sample", "get_sample_objects", `{"class_name":"_Installation"}`},
+		{"distinct", "distinct", `{"class_name":"_Installation","field":"deviceType"}`},
+		{"group", "group_by", `{"class_name":"_Installation","field":"deviceType"}`},
+		{"export", "export_data", `{"class_name":"_Installation","format":"csv"}`},
+		{"aggregate", "aggregate", `{"class_name":"_Installation","pipeline":[{"$limit":1}]}`},
+		{"explain", "explain_query", `{"class_name":"_Installation","where":{}}`},
+		{"include", "query_class", `{"class_name":"Device","include":["installation"]}`},
+		{"include-get", "get_object", `{"class_name":"Device","object_id":"dev000001","include":["installation"]}`},
+		{"inQuery", "count_objects", `{"class_name":"Device","where":{"installation":{"$inQuery":{"className":"_Installation","where":{"deviceType":"ios"}}}}}`},
+		{"notInQuery", "count_objects", `{"class_name":"Device","where":{"installation":{"$notInQuery":{"className":"_Installation","where":{"deviceType":"ios"}}}}}`},
+		{"select", "count_objects", `{"class_name":"Device","where":{"name":{"$select":{"query":{"className":"_Installation","where":{}},"key":"deviceToken"}}}}`},
+		{"dontSelect", "count_objects", `{"class_name":"Device","where":{"name":{"$dontSelect":{"query":{"className":"_Installation","where":{}},"key":"deviceToken"}}}}`},
+		{"lookup", "aggregate", `{"class_name":"Device","pipeline":[{"$lookup":{"from":"_Installation","localField":"installation","foreignField":"objectId","as":"i"}}]}`},
+		{"unionWith", "aggregate", `{"class_name":"Device","pipeline":[{"$unionWith":{"coll":"_Installation"}}]}`},
+	}
+	for _, ident := range []string{"PARSE_MCP_SESSION_TOKEN=" + demo.AliceSessionToken, "PARSE_MCP_ACL_USER=" + demo.UserBobID, "PARSE_MCP_ACL_ROLE=" + demo.RoleAdmin} {
+		t.Run(strings.SplitN(ident, "=", 2)[0], func(t *testing.T) {
+			r := trustServer(t, ident)
+			for _, p := range positions {
+				msg := toolError(t, r, p.id, p.tool, p.args, "access_denied", "master_only")
+				if msg != "" && !strings.Contains(msg, "Clients aren't allowed to perform the find operation on the installation collection.") {
+					t.Errorf("%s: message %q", p.id, msg)
+				}
+			}
+			// get by id is not master-only in Parse.
+			if s := okResult(t, r, "get", "get_object", `{"class_name":"_Installation","object_id":"`+inst+`"}`); !strings.Contains(s, "tok-"+inst) {
+				t.Errorf("get_object _Installation: %s", s)
+			}
+			okResult(t, r, "gets", "get_objects", `{"class_name":"_Installation","ids":["`+inst+`"]}`)
+		})
+	}
+	t.Run("master", func(t *testing.T) {
+		r := trustServer(t)
+		for _, p := range positions {
+			if p.id == "lookup" || p.id == "unionWith" {
+				continue // FerretDB has no $lookup/$unionWith; the validator is covered by the unit suite
+			}
+			okResult(t, r, p.id, p.tool, p.args)
+		}
+	})
+}
+
+// TestTrustProtectedEmail: Parse Server's default protectedFields
+// {_User: {"*": ["email"]}} through the binary — another user's email is
+// never shown and cannot be filtered, sorted, grouped or exported on; a user
+// sees their own row's email; the master posture sees every email;
+// settings.protected_fields: {} turns the default off.
+func TestTrustProtectedEmail(t *testing.T) {
+	aliceEmail, bobEmail := "alice@tunebase.example", "bob@tunebase.example"
+	r := trustServer(t, "PARSE_MCP_SESSION_TOKEN="+demo.AliceSessionToken)
+	s := okResult(t, r, "find", "query_class", `{"class_name":"_User","order":"username"}`)
+	if !strings.Contains(s, aliceEmail) || strings.Contains(s, bobEmail) || !strings.Contains(s, `"bob"`) {
+		t.Errorf("query_class _User as alice: %s", s)
+	}
+	if s := okResult(t, r, "get-own", "get_object", `{"class_name":"_User","object_id":"`+demo.UserAliceID+`"}`); !strings.Contains(s, aliceEmail) || strings.Contains(s, "_hashed_password") {
+		t.Errorf("own row: %s", s)
+	}
+	if s := okResult(t, r, "get-bob", "get_object", `{"class_name":"_User","object_id":"`+demo.UserBobID+`"}`); strings.Contains(s, bobEmail) || !strings.Contains(s, `"bob"`) {
+		t.Errorf("bob's row: %s", s)
+	}
+	if s := okResult(t, r, "gets", "get_objects", `{"class_name":"_User","ids":["`+demo.UserAliceID+`","`+demo.UserBobID+`"]}`); strings.Contains(s, bobEmail) || !strings.Contains(s, aliceEmail) {
+		t.Errorf("get_objects: %s", s)
+	}
+	for _, p := range []struct{ id, tool, args string }{
+		{"where", "count_objects", `{"class_name":"_User","where":{"email":"` + bobEmail + `"}}`},
+		{"where-regex", "count_objects", `{"class_name":"_User","where":{"email":{"$regex":"^b"}}}`},
+		{"where-or", "query_class", `{"class_name":"_User","where":{"$or":[{"username":"x"},{"email":{"$gt":"b"}}]}}`},
+		{"keys", "query_class", `{"class_name":"_User","keys":["email"]}`},
+		{"order", "query_class", `{"class_name":"_User","order":"-email"}`},
+		{"distinct", "distinct", `{"class_name":"_User","field":"email"}`},
+		{"group", "group_by", `{"class_name":"_User","field":"email"}`},
+		{"export", "export_data", `{"class_name":"_User","columns":"username,email","format":"csv"}`},
+		{"select", "count_objects", `{"class_name":"Song","where":{"title":{"$select":{"query":{"className":"_User","where":{}},"key":"email"}}}}`},
+	} {
+		toolError(t, r, p.id, p.tool, p.args, "access_denied", "protected_field")
+	}
+	// A pipeline cannot read it either (it is outside the visible fields).
+	resp := aggRPC(r, "agg", "aggregate", `{"class_name":"_User","pipeline":[{"$group":{"_id":"$email"}}]}`)
+	if res := aggObj(resp["result"]); resp["error"] == nil && (res == nil || res["isError"] != true) {
+		t.Errorf("aggregate on email: %v", resp)
+	}
+
+	m := trustServer(t)
+	if s := okResult(t, m, "master", "query_class", `{"class_name":"_User"}`); !strings.Contains(s, bobEmail) || !strings.Contains(s, aliceEmail) {
+		t.Errorf("master posture: %s", s)
+	}
+	off := trustServer(t, "PARSE_MCP_SESSION_TOKEN="+demo.AliceSessionToken, writePolicy(t, "settings: {protected_fields: {}}\n"))
+	if s := okResult(t, off, "off", "get_object", `{"class_name":"_User","object_id":"`+demo.UserBobID+`"}`); !strings.Contains(s, bobEmail) {
+		t.Errorf("protected_fields {}: %s", s)
+	}
+}
+
+// writePolicy writes a policy file and returns its PARSE_MCP_POLICY_FILE
+// setting.
+func writePolicy(t testing.TB, yml string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "PARSE_MCP_POLICY_FILE=" + path
+}
