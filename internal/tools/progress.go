@@ -29,8 +29,8 @@ type Progress struct {
 	ctx      context.Context
 	interval time.Duration
 	token    mcp.ProgressToken
-	tool  string
-	start time.Time
+	tool     string
+	start    time.Time
 
 	mu       sync.Mutex
 	last     float64
