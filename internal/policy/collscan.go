@@ -44,6 +44,7 @@ func (e *Engine) CheckCollscan(ctx context.Context, store *parsedb.Store, cls *p
 		}
 		e.log.Warn().Err(err).Str("class", cls.Name).Msg("explain failed: refusing the read (refuse_collscan fails closed)")
 		refusal.Reason = "COLLSCAN on " + cls.Name + " (the query plan could not be checked)"
+		refusal.Cause = err
 		return refusal
 	}
 	plan, found := findWinningPlan(out, 0)

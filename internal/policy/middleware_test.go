@@ -120,6 +120,17 @@ func TestMiddlewareEnvelopes(t *testing.T) {
 	if err != nil || resultCode(res) != "internal_error" || !strings.Contains(res.Content[0].(mcp.TextContent).Text, "query_class failed: internal error") || strings.Contains(res.Content[0].(mcp.TextContent).Text, "10.0.0.5") {
 		t.Fatalf("internal: %+v", res)
 	}
+	// A model-fixable error's cause (a driver error) goes to the log only.
+	h.next = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return nil, toolerror.New(toolerror.Timeout, "query_class timed out").WithCause(errors.New("driver: socket 10.0.0.9:27017 timed out"))
+	}
+	res, _, err = h.call("query_class", map[string]any{"class_name": "Artist"})
+	if err != nil || resultCode(res) != "timeout" || res.Content[0].(mcp.TextContent).Text != "query_class timed out" {
+		t.Fatalf("timeout with cause: %+v %v", res, err)
+	}
+	if !strings.Contains(h.log.String(), "10.0.0.9:27017") {
+		t.Fatalf("the cause is not logged: %s", h.log.String())
+	}
 	// allowed_fields are capped at 20.
 	h.next = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "no", Details: &toolerror.Details{Kind: "field_not_allowed", AllowedFields: make([]string, 30)}}

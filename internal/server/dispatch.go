@@ -174,7 +174,7 @@ func (d *Dispatcher) CancelSession(sess *Session) int {
 func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, raw []byte, emit func([]byte)) []byte {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	ctx, params := withParamsRecorder(ctx)
+	ctx, outcome := toolerror.WithRecorder(ctx)
 	call := &inflightCall{cancel: cancel}
 	key := inflightKey(sess, env.ID)
 	d.mu.Lock()
@@ -209,7 +209,7 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		defer sess.setListenID(nil)
 	}
 	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), ctx: ctx}
-	hctx, outcome := toolerror.WithRecorder(d.mcp.WithContext(ctx, rs))
+	hctx := d.mcp.WithContext(ctx, rs)
 	if env.Method == string(mcp.MethodToolsList) {
 		hctx = withListCategory(hctx, env.Params)
 	}
@@ -257,8 +257,8 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		case outcome.Violation() != nil:
 			d.log.Warn().Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
 			return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage)
-		case params.get() != nil:
-			return ErrorResponse(env.ID, codeInvalidParams, params.get().Message)
+		case outcome.Err() != nil:
+			return ErrorResponse(env.ID, codeInvalidParams, outcome.Err().Message)
 		case e.Error.Code == mcp.RESOURCE_NOT_FOUND:
 			// mcp-go answers a URI no resource or template matches with
 			// -32002 for clients before 2026-07-28; §8 asks for -32602.

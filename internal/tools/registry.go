@@ -120,25 +120,23 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 	}
 }
 
-// classify maps an error to what the policy middleware expects: model-fixable
-// errors stay *toolerror.Error, violations stay *toolerror.Violation, context
-// expiry becomes timeout/cancelled, everything else is returned unchanged as
-// an internal error.
+// classify maps a handler's error onto the kinds of package toolerror:
+// violations, refusals and model-fixable errors pass unchanged; context
+// expiry and driver timeouts become timeout/cancelled and a server's "not
+// supported" an invalid_query, each keeping the Go error as its cause for
+// the log; everything else stays an infrastructure error.
 func classify(ctx context.Context, tool string, err error) error {
-	if _, ok := toolerror.As(err); ok {
-		return err
-	}
-	if _, ok := toolerror.AsViolation(err); ok {
+	if toolerror.KindOf(err) != toolerror.Infrastructure {
 		return err
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || parsedb.IsTimeout(err) {
-		return toolerror.New(toolerror.Timeout, "%s timed out: narrow the filter (where), lower the limit, or ask the operator for an index on the filtered fields", tool)
+		return toolerror.New(toolerror.Timeout, "%s timed out: narrow the filter (where), lower the limit, or ask the operator for an index on the filtered fields", tool).WithCause(err)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return toolerror.New(toolerror.Cancelled, "%s was cancelled", tool)
+		return toolerror.New(toolerror.Cancelled, "%s was cancelled", tool).WithCause(err)
 	}
 	if e := parsedb.AsNotSupported(err); e != nil {
-		return e
+		return e.WithCause(err)
 	}
 	return err
 }
