@@ -15,6 +15,7 @@ func trustSchema() *parsedb.Schema {
 	for _, d := range []bson.M{
 		{"_id": "_Installation", "deviceToken": "string", "user": "*_User"},
 		{"_id": "Device", "name": "string", "installation": "*_Installation"},
+		{"_id": "GetOnly", "name": "string", "_metadata": bson.M{"class_permissions": bson.M{"get": bson.M{"*": true}, "find": bson.M{}, "count": bson.M{}}}},
 	} {
 		c := parsedb.ClassFromSchemaDoc(d)
 		s.Classes[c.Name] = c

@@ -267,6 +267,9 @@ type callInfo struct {
 	op   string
 	// class is the call's class_name once the class gate passed.
 	class string
+	// getShaped: a find whose where is exactly {objectId: "X"}, which Parse
+	// checks against the get CLP (getShapedWhere).
+	getShaped bool
 }
 
 func callFrom(ctx context.Context) *callInfo {
@@ -327,7 +330,7 @@ func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name 
 	if err := e.checkSession(); err != nil {
 		return nil, err
 	}
-	if v := e.clp(cls, op); !v.allowed {
+	if v := e.clp(cls, clpOperation(ctx, cls.Name, op)); !v.allowed {
 		return nil, toolerror.Denied("clp_denied", "the class-level permissions of %s do not allow %s for this identity%s", cls.Name, op, v.why)
 	}
 	return cls, nil
@@ -465,6 +468,7 @@ func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, s
 	// well (as a backstop for any tool), but only on a well-formed
 	// class_name so that a malformed one is the tool's invalid_argument.
 	if cn, ok := args["class_name"].(string); ok && classNameRe.MatchString(cn) {
+		ci.getShaped = ci.op == OpFind && getShapedWhere(args["where"])
 		s, err := schema(ctx)
 		if err != nil {
 			return nil, err

@@ -335,7 +335,7 @@ func (e *Engine) StorageScope(ctx context.Context, cls *parsedb.Class) (bson.D, 
 	default:
 		op = OpFind
 	}
-	v := e.clp(cls, op)
+	v := e.clp(cls, clpOperation(ctx, cls.Name, op))
 	if !v.allowed {
 		return nil, toolerror.Denied("clp_denied", "the class-level permissions of %s do not allow %s for this identity%s", cls.Name, op, v.why)
 	}
