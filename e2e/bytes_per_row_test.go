@@ -15,7 +15,7 @@ import (
 // mongoexport --jsonFormat=canonical writes) and relaxed.
 //
 // Issue 3 asked for ≤ 0.6×. Measured: ~0.98× canonical, ~1.06× relaxed. The
-// REST shapes §4.4 mandates cost more than the storage forms they replace (a
+// REST shapes rows are shown in (README "Tools") cost more than the storage forms they replace (a
 // {"__type":"Pointer",…} object is ~40 bytes longer than "Class$id", a
 // {"__type":"Date","iso"} longer than {"$date"}), which eats what dropping
 // _rperm/_wperm/_acl and the _p_ prefixes saves; and these rows are mostly

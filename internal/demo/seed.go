@@ -1,6 +1,5 @@
 // Package demo is "Tunebase", a deterministic sample Parse app (a music
-// streaming service) written exactly in Parse Server's MongoDB storage format
-// (see spec/PARSE_STORAGE.md). It backs `parse-mcp --demo` and is the fixture
+// streaming service) written exactly in Parse Server's MongoDB storage format. It backs `parse-mcp --demo` and is the fixture
 // set of the end-to-end tests.
 //
 // Everything is generated from fixed math/rand/v2 PCG streams (seed 42/7, one

@@ -40,7 +40,7 @@ func startDB(t *testing.T) *mongo.Client {
 
 var objectIDRe = regexp.MustCompile(`^[A-Za-z0-9]{10}$`)
 
-// Top-level "_" keys PARSE_STORAGE.md allows on class documents.
+// Top-level "_" keys Parse Server's storage format allows on class documents.
 var allowedUnderscoreKeys = map[string]bool{
 	"_id": true, "_rperm": true, "_wperm": true, "_acl": true, "_created_at": true, "_updated_at": true,
 	"_hashed_password": true, "_email_verify_token": true, "_email_verify_token_expires_at": true,

@@ -1,6 +1,6 @@
 package parsedb
 
-// Identity resolution (PRODUCT.md §5.6, PARSE_STORAGE.md "System classes"):
+// Identity resolution (SECURITY.md "Identity, ACL and CLP"):
 // a session token, a user id or a role name becomes the set of ACL entries
 // Parse Server would put in the request's aclGroup — "*", the user id and
 // "role:<name>" for every role the identity holds, the role hierarchy walked

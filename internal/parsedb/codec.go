@@ -1,9 +1,9 @@
 package parsedb
 
 // The row codec: Parse storage-format documents (bson.Raw, straight off a
-// cursor) → the token-lean Parse REST JSON shown to the model (PRODUCT §4.4,
-// PARSE_STORAGE "Output"). JSON is appended directly from the raw BSON bytes,
-// with no intermediate map, so rows can be streamed with exact byte
+// cursor) → the token-lean Parse REST JSON shown to the model (README
+// "Tools"). JSON is appended directly from the raw BSON bytes, with no
+// intermediate map, so rows can be streamed with exact byte
 // accounting; the hot path makes no allocations beyond growing dst.
 //
 // Decisions where the specs are silent (tests pin each one):
@@ -33,12 +33,12 @@ package parsedb
 //     and "&" stay raw (the output goes to a model, not a browser; \u003c
 //     costs tokens). Invalid UTF-8 becomes \ufffd and U+2028/U+2029 are
 //     escaped, as encoding/json does.
-//   - Redaction (§5.3) replaces, at any depth: a top-level `_p_` pointer to a
+//   - Redaction (SECURITY.md "Hidden references") replaces, at any depth: a top-level `_p_` pointer to a
 //     hidden class, any string value "Hidden$<id>" (id = 1–32 of
 //     [A-Za-z0-9_-]), and any embedded object whose "className" is a string
 //     naming a hidden class (embedded pointers, included objects, relation
 //     markers…) with {"className":"Hidden","__redacted":true}.
-//   - Internal-floor keys (§5.4) are dropped at every depth, not only at the
+//   - Internal-floor keys (SECURITY.md "Fields") are dropped at every depth, not only at the
 //     top level. ACL is dropped at the top level only (a nested key "ACL" is
 //     ordinary user data).
 //   - Keys and Drop are not consulted for objectId, createdAt and updatedAt:
@@ -87,7 +87,7 @@ type RowEncoder struct {
 	// aside).
 	Protected func(field string) bool
 	Owner     string
-	// HiddenClass, if non-nil, reports classes whose references must be redacted (§5.3): any embedded {__type:"Pointer",className:Hidden,...} object
+	// HiddenClass, if non-nil, reports classes whose references must be redacted (SECURITY.md "Hidden references"): any embedded {__type:"Pointer",className:Hidden,...} object
 	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"className":"Hidden","__redacted":true}.
 	// (Any embedded object whose "className" names a hidden class is redacted, whatever its __type.)
 	HiddenClass func(className string) bool
@@ -258,7 +258,7 @@ func valueSize(t byte, b []byte) (int, error) {
 // strVal is the bytes of a string value (without length and NUL).
 func strVal(v []byte) []byte { return v[4 : len(v)-1] }
 
-// isFloorKey reports whether a key is on the internal-field floor (§5.4),
+// isFloorKey reports whether a key is on the internal-field floor (SECURITY.md "Fields"),
 // which is removed at every depth.
 func isFloorKey(k []byte) bool {
 	if len(k) == 0 {

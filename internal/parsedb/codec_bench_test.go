@@ -123,7 +123,7 @@ func BenchmarkDecodeRow(b *testing.B) {
 // Song rows below relative to their relaxed Extended JSON. The brief asked for
 // ≤ 0.6, which no rendering that keeps the row's data can reach for these
 // rows: the Extended JSON with _rperm/_wperm/_acl simply deleted is already
-// ~0.79, and the REST shapes the spec mandates (§4.4: full
+// ~0.79, and the REST shapes rows are shown in (full
 // {"__type":"Pointer",…} objects, {"__type":"Date","iso"}) cost more than the
 // storage forms ("Class$id" is ~43 bytes shorter per pointer). The test logs
 // these figures; the bound sits just above the measured ratio (0.943) so that

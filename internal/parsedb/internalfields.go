@@ -2,7 +2,7 @@ package parsedb
 
 import "strings"
 
-// internalFields is the internal-field floor (PRODUCT.md §5.4): storage
+// internalFields is the internal-field floor (SECURITY.md "Fields"): storage
 // columns that hold credentials, tokens, lockout state or ACL internals. They
 // are never returned, never queryable and never referenced in a pipeline, on
 // any class and at any depth, whatever the policy says.

@@ -16,16 +16,16 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// This file is the constraint whereTranslator (PRODUCT.md §4.3): it turns a Parse
-// REST `where` object into a MongoDB filter against Parse's storage format
-// (PARSE_STORAGE.md "Query translation"), refusing everything that is not on
-// the operator list. Security refusals (forbidden operators, internal fields,
+// This file is the constraint whereTranslator (README "The `where`
+// language"): it turns a Parse REST `where` object into a MongoDB filter
+// against Parse's storage format, refusing everything that is not on the
+// operator list. Security refusals (forbidden operators, internal fields,
 // excessive nesting, dangerous regexes) are *toolerror.Violation; everything
 // the model can fix is a *toolerror.Error (invalid_query or
 // pointer_shape_mismatch).
 //
 // Decisions where the spec is silent:
-//   - Accepted operators are exactly the §4.3 list (plus $within and the
+//   - Accepted operators are exactly the README's list (plus $within and the
 //     $maxDistance* family); $elemMatch, $not, $size, $type, $mod, $all with
 //     $regex elements, … are invalid_query "unknown operator".
 //   - Keys starting with "_" are storage names: invalid_query naming the

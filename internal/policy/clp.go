@@ -8,9 +8,10 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
-// Class-level permissions (PARSE_STORAGE.md "_SCHEMA", Parse Server's
-// SchemaController.validatePermission and DatabaseController
-// addPointerPermissions / addProtectedFields), enforced for scoped
+// Class-level permissions (SECURITY.md "Identity, ACL and CLP"): _SCHEMA's
+// class_permissions read as Parse Server's SchemaController.validatePermission
+// and DatabaseController addPointerPermissions / addProtectedFields do,
+// enforced for scoped
 // identities only — the master posture bypasses CLP as Parse's master key
 // does.
 //

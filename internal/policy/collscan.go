@@ -8,7 +8,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
-// CheckCollscan is the refuse_collscan guard (§5.8): with
+// CheckCollscan is the refuse_collscan guard (SECURITY.md "Limits and guards"): with
 // settings.refuse_collscan on, a read of a class without allow_collscan is
 // explained first, and a plan that scans the whole collection — or no plan
 // at all (explain failed, or the server gives no winningPlan, as FerretDB

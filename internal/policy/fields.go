@@ -11,7 +11,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Fields (§5.4): the internal-field floor always; agent_fields allowlists;
+// Fields (SECURITY.md "Fields"): the internal-field floor always; agent_fields allowlists;
 // protectedFields for scoped identities; storage-form names (_p_x) refused
 // with a suggested rewrite.
 
@@ -172,7 +172,8 @@ func (e *Engine) CheckReadFields(cls *parsedb.Class, fields []string) error {
 // internal floor, ACL or _User.password, only agent_fields when the class
 // has an allowlist, never protectedFields for a scoped identity, and every
 // reference to a hidden class redacted at any depth ("Hidden$id" strings,
-// embedded pointers and objects) — §5.3/§5.4.
+// embedded pointers and objects) — SECURITY.md "Fields" and "Hidden
+// references".
 func (e *Engine) RowEncoder(cls *parsedb.Class, keys []string) *parsedb.RowEncoder {
 	enc := &parsedb.RowEncoder{Class: cls, HiddenClass: e.Hidden}
 	enc.SelectKeys(keys)

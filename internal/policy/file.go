@@ -90,7 +90,7 @@ type RateLimit struct {
 	Window   string `json:"window" yaml:"window"`
 }
 
-// DefaultMaxResponseBytes caps every tool result (§4.2).
+// DefaultMaxResponseBytes caps every tool result (SECURITY.md "Limits and guards").
 const DefaultMaxResponseBytes = 4 << 20
 
 // MinMaxResponseBytes is the smallest max_response_bytes accepted.

@@ -1,6 +1,6 @@
 package policy
 
-// The aggregation pipeline validator (PRODUCT.md §5.7, §5.3, §5.4). It runs
+// The aggregation pipeline validator (SECURITY.md "Pipelines", "Classes", "Fields"). It runs
 // on the caller's pipeline, written with Parse field names, before the data
 // layer translates it to storage names (parsedb.TranslatePipeline) and
 // before anything is sent to MongoDB.
@@ -68,7 +68,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Pipeline limits (§5.7).
+// Pipeline limits (SECURITY.md "Pipelines").
 const (
 	MaxPipelineStages = 20
 	MaxPipelineDepth  = 20

@@ -426,9 +426,9 @@ func (e *Engine) checkSession() *toolerror.Error {
 }
 
 // Middleware is the single policy checkpoint in front of every tool. It runs
-// the dispatch order of §5.1 — rate limit → tool filter → tier → env gates →
+// the dispatch order of SECURITY.md "Dispatch order" — rate limit → tool filter → tier → env gates →
 // (argument syntax) → class gate — then the tool, turns failures into the
-// result envelope of §6, marks row-bearing results as untrusted data,
+// result envelope of ARCHITECTURE.md "Errors", marks row-bearing results as untrusted data,
 // enforces the response cap, and emits one tool_call audit event per call.
 func (e *Engine) Middleware(schema func(context.Context) (*parsedb.Schema, error)) mcpserver.ToolHandlerMiddleware {
 	return func(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {

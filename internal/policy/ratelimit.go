@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// Default rate limit (§5.8): 60 calls per 60 s.
+// Default rate limit (SECURITY.md "Limits and guards"): 60 calls per 60 s.
 const (
 	DefaultRateLimitRequests = 60
 	DefaultRateLimitWindow   = 60 * time.Second

@@ -10,7 +10,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Filters and tenant scope (§5.5). Every read's REST-level where is, AND-ed
+// Filters and tenant scope (SECURITY.md "Filters and tenant scope"). Every read's REST-level where is, AND-ed
 // in this order:
 //
 //	caller where → classes.C.canonical_filter → agent.filters.C →
@@ -275,8 +275,8 @@ func getIDs(where map[string]any) []string {
 }
 
 // checkCrossTenant refuses a get_object(s) whose ids include a row of
-// another tenant that the session could otherwise read (§5.5: "returning
-// another tenant's row → access_denied"). A row filtered out by agent
+// another tenant that the session could otherwise read (SECURITY.md "Filters and tenant
+// scope": another tenant's row by id is refused). A row filtered out by agent
 // filters or ACL stays "not found".
 func (e *Engine) checkCrossTenant(ctx context.Context, cls *parsedb.Class, where map[string]any) error {
 	ids := getIDs(where)
@@ -347,7 +347,7 @@ func (e *Engine) StorageScope(ctx context.Context, cls *parsedb.Class) (bson.D, 
 }
 
 // PipelineScope returns the $match stages every pipeline on cls starts
-// with (§5.5): the tenant $match at index 0, then the canonical filter
+// with (SECURITY.md "Pipelines"): the tenant $match at index 0, then the canonical filter
 // (when applyCanonical), agent.filters.C and agent.filters.default as
 // separate stages, then the identity scope (_rperm, CLP pointer
 // permissions). shown lists the REST-level parts, for reporting.

@@ -13,7 +13,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/server"
 )
 
-// Recent activity limits (§8): default 10, ≤0 → 10, >100 → 100.
+// Recent activity limits (README "Prompts and resources"): default 10, ≤0 → 10, >100 → 100.
 const (
 	RecentDefault = 10
 	RecentMax     = 100

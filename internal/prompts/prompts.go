@@ -1,5 +1,5 @@
 // Package prompts serves parse-mcp's MCP prompts: the eight built-ins of
-// PRODUCT.md §8 and the prompts the operator declares in the policy file.
+// README "Prompts and resources" and the prompts the operator declares in the policy file.
 // Every argument is validated before a prompt is rendered (class names must
 // name a class this server may see, ids and field names are checked
 // syntactically, dates must be ISO 8601); a bad argument is answered with
@@ -167,7 +167,7 @@ func (p *Provider) Get(ctx context.Context, name string, args map[string]string)
 	}), nil
 }
 
-// Argument syntax (the same rules as the tools' arguments, §4).
+// Argument syntax (the same rules as the tools' arguments).
 var (
 	classNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 	objectIDRe  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)

@@ -28,7 +28,7 @@ const (
 
 // Dispatcher runs JSON-RPC messages through mcp-go's MCPServer.HandleMessage
 // for any transport. It exists because mcp-go's own transports fall short
-// (MCP_GO_NOTES.md): it writes a request's notifications before its response,
+// (README "Transports"): it writes a request's notifications before its response,
 // keeps ping and lists from waiting behind slow tool calls, honours a cancel
 // that arrives while a call is still queued, answers a cancelled call with
 // nothing instead of -32603, maps security violations to -32602, and never
@@ -261,7 +261,8 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 			return ErrorResponse(env.ID, codeInvalidParams, outcome.Err().Message)
 		case e.Error.Code == mcp.RESOURCE_NOT_FOUND:
 			// mcp-go answers a URI no resource or template matches with
-			// -32002 for clients before 2026-07-28; §8 asks for -32602.
+			// -32002 for clients before 2026-07-28; README "Prompts and resources"
+			// promises -32602.
 			return ErrorResponse(env.ID, codeInvalidParams, "Unknown resource URI: expected parse://{className}/schema, /count or /samples")
 		case e.Error.Code == codeInternalError:
 			if ctx.Err() != nil {

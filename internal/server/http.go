@@ -24,7 +24,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
-// HTTP limits (§3).
+// HTTP limits (SECURITY.md "HTTP").
 const (
 	MaxHTTPBodyBytes = 1 << 20
 	MaxJSONDepth     = 20

@@ -20,7 +20,7 @@ var (
 	objectIDPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 )
 
-// MaxKeys and MaxIncludes cap keys/include lists (§4).
+// MaxKeys and MaxIncludes cap keys/include lists (README "Tools").
 const (
 	MaxKeys     = 64
 	MaxIncludes = 20

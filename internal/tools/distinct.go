@@ -1,6 +1,6 @@
 package tools
 
-// distinct (PRODUCT.md §4.1).
+// distinct (README "Tools").
 //
 // Decisions where the spec is silent (README):
 //   - Runs as an aggregation ($match → $unwind for Array fields → $group →

@@ -14,7 +14,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 )
 
-// Export limits (PRODUCT.md §4.1).
+// Export limits (README "Tools").
 const (
 	DefaultRowCap = 1000
 	MaxRowCap     = 10000

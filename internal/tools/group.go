@@ -1,7 +1,6 @@
 package tools
 
-// group_by and group_by_date (PRODUCT.md §4.1 "Group/distinct/aggregate
-// details").
+// group_by and group_by_date (README "Tools").
 //
 // Decisions where the spec is silent (README):
 //   - The pipeline always starts with a $match carrying the complete read

@@ -17,7 +17,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Limits of the query tools (PRODUCT.md §4.1, §4.2).
+// Limits of the query tools (README "Tools").
 const (
 	DefaultQueryLimit  = 100
 	MaxQueryLimit      = 1000
