@@ -120,8 +120,8 @@ func (d *Dispatcher) Handle(ctx context.Context, sess *Session, raw []byte, emit
 		d.notification(ctx, sess, env, raw)
 		return nil
 	case env.Method == "":
-		// A response to a server-initiated request (sampling, elicitation).
-		d.mcp.HandleMessage(d.mcp.WithContext(ctx, sess), raw)
+		// A response to a server-initiated request (elicitation).
+		sess.deliverReply(env)
 		return nil
 	}
 	if env.ID[0] != '"' && (env.ID[0] < '0' || env.ID[0] > '9') && env.ID[0] != '-' {
@@ -208,7 +208,7 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		sess.setListenID(env.ID)
 		defer sess.setListenID(nil)
 	}
-	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), ctx: ctx}
+	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), requests: make(chan []byte), ctx: ctx}
 	hctx := d.mcp.WithContext(ctx, rs)
 	if env.Method == string(mcp.MethodToolsList) {
 		hctx = withListCategory(hctx, env.Params)
@@ -229,6 +229,8 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 			select {
 			case n := <-rs.ch:
 				d.emitNotification(n, emit)
+			case m := <-rs.requests:
+				emit(m)
 			case <-stop:
 				for {
 					select {

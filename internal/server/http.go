@@ -303,6 +303,9 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 // stream's resource updates); it is drained until the request returns.
 func (h *HTTPHandler) serveRequest(ctx context.Context, w http.ResponseWriter, r *http.Request, sess *Session, body []byte, extra func(ctx context.Context, emit func([]byte))) {
 	sse := acceptsSSE(r)
+	if !sse {
+		ctx = withoutServerRequests(ctx)
+	}
 	var mu sync.Mutex
 	streaming := false
 	flusher, _ := w.(http.Flusher)

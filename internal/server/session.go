@@ -33,6 +33,10 @@ type Session struct {
 	// listenID is the id of the open subscriptions/listen request, if any:
 	// in 2026-07-28 every notification on a listen stream carries it.
 	listenID json.RawMessage
+	// pending are the server-initiated requests awaiting the client's
+	// response, by JSON id (see elicitation.go).
+	pending       map[string]chan pendingReply
+	nextRequestID atomic.Uint64
 }
 
 // NewSession makes a session with a buffered unsolicited-notification queue.
@@ -121,6 +125,9 @@ func (s *Session) IsSubscribedToResource(uri string) bool {
 type requestSession struct {
 	*Session
 	ch chan mcp.JSONRPCNotification
+	// requests carries server-initiated requests (elicitation/create),
+	// written in order with the notifications.
+	requests chan []byte
 	// ctx is the request's context (cancellation, params-error recorder).
 	ctx context.Context
 }

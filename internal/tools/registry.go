@@ -111,8 +111,13 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 		}
 		ctx = withRawArguments(ctx, req.Params.RawArguments)
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
+		ctx = withCallInfo(ctx, t.Name, req)
 		out, err := t.Handler(ctx, d, Args(args))
 		progress.finish()
+		var ask *InputRequired
+		if errors.As(err, &ask) {
+			return ask.Result, nil
+		}
 		if err != nil {
 			return nil, classify(ctx, t.Name, err)
 		}
