@@ -62,6 +62,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -98,6 +99,86 @@ type RowEncoder struct {
 	// MaxBytesLen truncates Bytes (BinData) values: shown as {"__type":"Bytes","base64":"<first N bytes>…","truncated":true,"size":n}. Default 64.
 	// Zero or negative means the default.
 	MaxBytesLen int
+	// Compact selects the compact row shape (README "Row shapes"): a
+	// pointer whose class is its schema field's target class as its bare
+	// objectId, every date as an ISO string, a File field as its name, a
+	// GeoPoint field as [latitude, longitude], and createdAt/updatedAt only
+	// when Keys is empty or names them. Every other value, the key order,
+	// redaction and the removal of internal fields are those of the REST
+	// shape.
+	Compact bool
+	// Legend, if non-nil in compact mode, collects what a reader needs to
+	// read compact values back: the class of every compacted pointer field
+	// and the path of every date shown as a string. An encoder with a
+	// Legend must not be shared between goroutines.
+	Legend *Legend
+	// path is the dotted path of the value being written (Legend only).
+	path []byte
+}
+
+// Legend describes the compact values of a run of rows.
+type Legend struct {
+	// PointerClasses maps a top-level pointer field shown as a bare
+	// objectId to its class.
+	PointerClasses map[string]string
+	// DateFields holds the dotted paths (array elements share their
+	// array's path) of the dates shown as ISO strings.
+	DateFields map[string]bool
+}
+
+// Dates is DateFields sorted, createdAt and updatedAt first.
+func (l *Legend) Dates() []string {
+	if l == nil || len(l.DateFields) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(l.DateFields))
+	for _, k := range []string{"createdAt", "updatedAt"} {
+		if l.DateFields[k] {
+			out = append(out, k)
+		}
+	}
+	rest := make([]string, 0, len(l.DateFields))
+	for k := range l.DateFields {
+		if k != "createdAt" && k != "updatedAt" {
+			rest = append(rest, k)
+		}
+	}
+	sort.Strings(rest)
+	return append(out, rest...)
+}
+
+// Merge adds another legend's entries.
+func (l *Legend) Merge(o *Legend) {
+	if o == nil {
+		return
+	}
+	for k, v := range o.PointerClasses {
+		l.addPointer(k, v)
+	}
+	for k := range o.DateFields {
+		l.addDate(k)
+	}
+}
+
+func (l *Legend) addPointer(field, cls string) {
+	if l.PointerClasses == nil {
+		l.PointerClasses = map[string]string{}
+	}
+	l.PointerClasses[field] = cls
+}
+
+func (l *Legend) addDate(path string) {
+	if l.DateFields == nil {
+		l.DateFields = map[string]bool{}
+	}
+	l.DateFields[path] = true
+}
+
+// noteDate records the current path as a date.
+func (e *RowEncoder) noteDate() {
+	if e.Legend != nil && len(e.path) > 0 && (e.Legend.DateFields == nil || !e.Legend.DateFields[string(e.path)]) {
+		e.Legend.addDate(string(e.path))
+	}
 }
 
 // DefaultMaxBytesLen is how many bytes of a Bytes value are shown by default.
@@ -369,11 +450,18 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 		if ts.el.t == 0 || ts.el.t == bsonNull {
 			continue
 		}
+		if e.Compact && len(e.Keys) > 0 && !e.Keys[ts.name[1:len(ts.name)-2]] {
+			continue
+		}
 		if !first {
 			dst = append(dst, ',')
 		}
 		first = false
 		dst = append(dst, ts.name...)
+		if e.Compact && e.Legend != nil {
+			e.path = append(e.path[:0], ts.name[1:len(ts.name)-2]...)
+			e.noteDate()
+		}
 		if ts.el.t == bsonDateTime {
 			dst = append(dst, '"')
 			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(ts.el.val)))
@@ -455,6 +543,9 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 		}
 		dst = appendJSONString(dst, name)
 		dst = append(dst, ':')
+		if e.Compact && e.Legend != nil {
+			e.path = append(e.path[:0], name...)
+		}
 		if sel := e.Paths[string(name)]; sel != nil && !pointer {
 			var wrote bool
 			if dst, wrote, err = e.appendSelected(dst, el.t, el.val, sel, 1); err != nil {
@@ -472,6 +563,9 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 		case pointer:
 			dst, err = e.appendPointerString(dst, el, field)
 		case string(k) == "_last_used" && el.t == bsonDateTime:
+			if e.Compact {
+				e.noteDate()
+			}
 			dst = append(dst, '"')
 			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(el.val)))
 			dst = append(dst, '"')
@@ -511,6 +605,16 @@ func (e *RowEncoder) appendPointerString(dst []byte, el element, field *Field) (
 			return appendRedacted(dst, cls), nil
 		}
 	}
+	if e.Compact && field != nil && field.Type == TypePointer && field.TargetClass == string(cls) {
+		// The class is the field's target: the bare id says everything, and
+		// a where on the field takes it back as is.
+		if e.Legend != nil {
+			if c, ok := e.Legend.PointerClasses[field.Name]; !ok || c != field.TargetClass {
+				e.Legend.addPointer(field.Name, field.TargetClass)
+			}
+		}
+		return appendJSONString(dst, s[i+1:]), nil
+	}
 	dst = append(dst, `{"__type":"Pointer","className":`...)
 	dst = appendJSONString(dst, cls)
 	dst = append(dst, `,"objectId":`...)
@@ -529,6 +633,9 @@ func (e *RowEncoder) appendTyped(dst []byte, typ string, el element) ([]byte, er
 			if cls, ok := e.hiddenRef(s); ok {
 				return appendRedacted(dst, cls), nil
 			}
+			if e.Compact {
+				return appendJSONString(dst, s), nil
+			}
 			dst = append(dst, `{"__type":"File","name":`...)
 			dst = appendJSONString(dst, s)
 			return append(dst, '}'), nil
@@ -536,6 +643,13 @@ func (e *RowEncoder) appendTyped(dst []byte, typ string, el element) ([]byte, er
 	case TypeGeoPoint:
 		if el.t == bsonArray {
 			if lng, lat, ok := numberPair(el.val); ok {
+				if e.Compact {
+					dst = append(dst, '[')
+					dst = appendNumber(dst, lat)
+					dst = append(dst, ',')
+					dst = appendNumber(dst, lng)
+					return append(dst, ']'), nil
+				}
 				dst = append(dst, `{"__type":"GeoPoint","latitude":`...)
 				dst = appendNumber(dst, lat)
 				dst = append(dst, `,"longitude":`...)
@@ -682,6 +796,12 @@ func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byt
 	case bsonNull, bsonUndefined:
 		return append(dst, "null"...), nil
 	case bsonDateTime:
+		if e.Compact {
+			e.noteDate()
+			dst = append(dst, '"')
+			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(v)))
+			return append(dst, '"'), nil
+		}
 		dst = append(dst, `{"__type":"Date","iso":"`...)
 		dst = appendISO(dst, int64(binary.LittleEndian.Uint64(v)))
 		return append(dst, `"}`...), nil
@@ -751,6 +871,13 @@ func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, 
 	if cls, ok := e.hiddenObject(body); ok {
 		return appendRedacted(dst, cls), nil
 	}
+	if e.Compact {
+		if out, ok := e.appendCompactDate(dst, body); ok {
+			return out, nil
+		}
+	}
+	track := e.Compact && e.Legend != nil
+	pathLen := len(e.path)
 	dst = append(dst, '{')
 	first := true
 	for pos := 0; pos < len(body); {
@@ -767,6 +894,9 @@ func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, 
 		first = false
 		dst = appendJSONString(dst, el.key)
 		dst = append(dst, ':')
+		if track {
+			e.path = append(append(e.path[:pathLen], '.'), el.key...)
+		}
 		if el.t == bsonDateTime && string(el.key) == "iso" && isTypedDate(body) {
 			// Legacy nested {__type:"Date", iso:<BSON date>}: Parse Server
 			// renders iso as a string.
@@ -779,7 +909,45 @@ func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, 
 			return dst, err
 		}
 	}
+	if track {
+		e.path = e.path[:pathLen]
+	}
 	return append(dst, '}'), nil
+}
+
+// appendCompactDate renders a nested {__type:"Date", iso:…} object as its
+// ISO string (compact shape). It reports false, writing nothing, for any
+// other document.
+func (e *RowEncoder) appendCompactDate(dst []byte, body []byte) ([]byte, bool) {
+	var iso element
+	typed, n := false, 0
+	for pos := 0; pos < len(body); n++ {
+		el, next, err := nextElement(body, pos)
+		if err != nil {
+			return dst, false
+		}
+		pos = next
+		switch string(el.key) {
+		case "__type":
+			typed = el.t == bsonString && string(strVal(el.val)) == "Date"
+		case "iso":
+			iso = el
+		}
+	}
+	if !typed || n != 2 {
+		return dst, false
+	}
+	switch iso.t {
+	case bsonDateTime:
+		e.noteDate()
+		dst = append(dst, '"')
+		dst = appendISO(dst, int64(binary.LittleEndian.Uint64(iso.val)))
+		return append(dst, '"'), true
+	case bsonString:
+		e.noteDate()
+		return appendJSONString(dst, strVal(iso.val)), true
+	}
+	return dst, false
 }
 
 // isTypedDate reports whether a document body has __type:"Date".

@@ -125,6 +125,11 @@ func (e *RowEncoder) appendSelected(dst []byte, t byte, v []byte, paths *KeyPath
 	if cls, ok := e.hiddenObject(body); ok {
 		return appendRedacted(dst, cls), true, nil
 	}
+	track := e.Compact && e.Legend != nil
+	pathLen := len(e.path)
+	if track {
+		defer func() { e.path = e.path[:pathLen] }()
+	}
 	dst = append(dst, '{')
 	first := true
 	for pos := 0; pos < len(body); {
@@ -145,6 +150,9 @@ func (e *RowEncoder) appendSelected(dst []byte, t byte, v []byte, paths *KeyPath
 		}
 		dst = appendJSONString(dst, el.key)
 		dst = append(dst, ':')
+		if track {
+			e.path = append(append(e.path[:pathLen], '.'), el.key...)
+		}
 		if sub == nil {
 			if el.t == bsonDateTime && string(el.key) == "iso" && isTypedDate(body) {
 				dst = append(dst, '"')
