@@ -147,16 +147,20 @@ func (l *Legend) Dates() []string {
 	return append(out, rest...)
 }
 
-// Merge adds another legend's entries.
-func (l *Legend) Merge(o *Legend) {
+// Merge adds another legend's entries, their paths under prefix (an
+// included object's field path; "" for none).
+func (l *Legend) Merge(prefix string, o *Legend) {
 	if o == nil {
 		return
 	}
+	if prefix != "" {
+		prefix += "."
+	}
 	for k, v := range o.PointerClasses {
-		l.addPointer(k, v)
+		l.addPointer(prefix+k, v)
 	}
 	for k := range o.DateFields {
-		l.addDate(k)
+		l.addDate(prefix + k)
 	}
 }
 

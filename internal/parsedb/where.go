@@ -396,11 +396,71 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 			return t.ops(key, storage, f, m, root)
 		}
 	}
+	if str, d, ok := untypedDate(f, v); ok {
+		return []bson.E{{Key: storage, Value: bson.D{{Key: "$in", Value: bson.A{str, d}}}}}, nil
+	}
 	val, err := eqValue(key, f, v)
 	if err != nil {
 		return nil, err
 	}
 	return []bson.E{{Key: storage, Value: val}}, nil
+}
+
+// untypedDate recognizes a date as the compact row shape shows it (an ISO
+// string with milliseconds, as the codec writes every date) compared with
+// a value whose type the schema does not give: a dotted path into an
+// Object or Array field, an Object or Array field, or a field missing from
+// the schema. Such a string may be a stored date or a stored string, so
+// equality and $in/$ne/$nin match both, and range comparisons compare
+// with the date (README "Row shapes").
+func untypedDate(f *Field, v any) (string, bson.DateTime, bool) {
+	s, ok := v.(string)
+	if !ok || !isCodecISO(s) {
+		return "", 0, false
+	}
+	if f != nil && f.Type != TypeObject && f.Type != TypeArray {
+		return "", 0, false
+	}
+	d, ok := parseWhereDate(s)
+	return s, d, ok
+}
+
+// isCodecISO reports whether s has the codec's date form
+// 2006-01-02T15:04:05.000Z.
+func isCodecISO(s string) bool {
+	if len(s) != 24 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch i {
+		case 4, 7:
+			if c != '-' {
+				return false
+			}
+		case 10:
+			if c != 'T' {
+				return false
+			}
+		case 13, 16:
+			if c != ':' {
+				return false
+			}
+		case 19:
+			if c != '.' {
+				return false
+			}
+		case 23:
+			if c != 'Z' {
+				return false
+			}
+		default:
+			if c < '0' || c > '9' {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // ops translates a field's operator object.
@@ -425,6 +485,17 @@ func (t *whereTranslator) ops(key, storage string, f *Field, m map[string]any, r
 			if _, isArr := whereArray(v); isArr && op != "$eq" && op != "$ne" {
 				return nil, invalidQuery("%s: %s needs a single value, got an array", key, op)
 			}
+			if str, d, ok := untypedDate(f, v); ok {
+				switch op {
+				case "$eq":
+					addOp("$in", bson.A{str, d})
+				case "$ne":
+					addOp("$nin", bson.A{str, d})
+				default:
+					addOp(op, d)
+				}
+				continue
+			}
 			val, err := eqValue(key, f, v)
 			if err != nil {
 				return nil, err
@@ -437,6 +508,10 @@ func (t *whereTranslator) ops(key, storage string, f *Field, m map[string]any, r
 			}
 			out := make(bson.A, 0, len(arr))
 			for _, el := range arr {
+				if str, d, ok := untypedDate(f, el); ok && op != "$all" {
+					out = append(out, str, d)
+					continue
+				}
 				val, err := eqValue(key, f, el)
 				if err != nil {
 					return nil, err
@@ -615,6 +690,14 @@ func eqValue(key string, f *Field, v any) (any, error) {
 			if m, ok := whereMap(v); ok {
 				if ty, _ := m["__type"].(string); ty == "GeoPoint" {
 					return geoPoint(key, "", v)
+				}
+			}
+			if a, ok := whereArray(v); ok && len(a) == 2 {
+				// The compact row shape's [latitude, longitude].
+				lat, ok1 := whereFloat(a[0])
+				lng, ok2 := whereFloat(a[1])
+				if ok1 && ok2 {
+					return lngLat(key, lng, lat)
 				}
 			}
 		case TypeFile:

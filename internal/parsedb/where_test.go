@@ -149,6 +149,17 @@ func TestWhereToFilterGolden(t *testing.T) {
 		{"Date object on unknown field", `{"when":{"__type":"Date","iso":"2020-01-01T00:00:00Z"}}`, `{"when":{"$date":"2020-01-01T00:00:00Z"}}`},
 		{"ISO string on String field stays a string", `{"title":"2020-01-01"}`, `{"title":"2020-01-01"}`},
 
+		// Compact row values taken back as shown (README "Row shapes").
+		{"compact nested date equality matches a date or the same string", `{"meta.at":"2020-05-06T07:08:09.123Z"}`,
+			`{"meta.at":{"$in":["2020-05-06T07:08:09.123Z",{"$date":"2020-05-06T07:08:09.123Z"}]}}`},
+		{"compact nested date range compares dates", `{"meta.at":{"$gte":"2020-05-06T07:08:09.123Z","$ne":"2021-01-01T00:00:00.000Z"}}`,
+			`{"meta.at":{"$gte":{"$date":"2020-05-06T07:08:09.123Z"},"$nin":["2021-01-01T00:00:00.000Z",{"$date":"2021-01-01T00:00:00Z"}]}}`},
+		{"compact date on a field missing from the schema", `{"when":{"$in":["2020-05-06T07:08:09.123Z"]}}`,
+			`{"when":{"$in":["2020-05-06T07:08:09.123Z",{"$date":"2020-05-06T07:08:09.123Z"}]}}`},
+		{"other strings on untyped paths stay strings", `{"meta.at":"2020-05-06"}`, `{"meta.at":"2020-05-06"}`},
+		{"compact GeoPoint [lat, lng] equality", `{"loc":[48.85,2.35]}`, `{"loc":[2.35,48.85]}`},
+		{"compact file by name", `{"cover":"f1_cover.png"}`, `{"cover":"f1_cover.png"}`},
+
 		// Pointers.
 		{"pointer bare id", `{"artist":"a1"}`, `{"_p_artist":"Artist$a1"}`},
 		{"pointer object", `{"artist":{"__type":"Pointer","className":"Artist","objectId":"a1"}}`, `{"_p_artist":"Artist$a1"}`},

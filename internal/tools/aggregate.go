@@ -72,7 +72,7 @@ func AggregateTools() []*Tool {
 		{
 			ToolInfo:    ro("aggregate", 60*time.Second),
 			Description: "Run a MongoDB aggregation pipeline on a class using Parse field names (objectId, createdAt, pointers by name); capped at 200 rows unless it ends with $limit or $count.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean","description":"return the pipeline that would run, without running it"}},"required":["class_name","pipeline"]}`,
+			InputSchema: withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean","description":"return the pipeline that would run, without running it"}},"required":["class_name","pipeline"]}`),
 			ReadOnly:    true,
 			Handler:     aggregateTool,
 		},
@@ -483,6 +483,10 @@ func (r *outRow) toMap() (map[string]any, error) {
 type rowConverter struct {
 	enc    parsedb.RowEncoder
 	hidden func(string) bool
+	// compact renders values in the compact shape; legend collects the
+	// paths of the dates shown as strings (rows) when non-nil.
+	compact bool
+	legend  *parsedb.Legend
 	// joined: top-level fields holding objects of a joined class.
 	joined map[string]*parsedb.Class
 }
@@ -535,8 +539,12 @@ func joinedFields(stages []any, schema *parsedb.Schema) map[string]*parsedb.Clas
 
 // joinedValue renders a joined object (or an array of them) with the
 // joined class's codec.
-func (c *rowConverter) joinedValue(cls *parsedb.Class, rv bson.RawValue) (json.RawMessage, error) {
-	enc := parsedb.RowEncoder{Class: cls, HiddenClass: c.hidden}
+func (c *rowConverter) joinedValue(as string, cls *parsedb.Class, rv bson.RawValue) (json.RawMessage, error) {
+	enc := parsedb.RowEncoder{Class: cls, HiddenClass: c.hidden, Compact: c.compact}
+	if c.legend != nil {
+		enc.Legend = &parsedb.Legend{}
+		defer func() { c.legend.Merge(as, enc.Legend) }()
+	}
 	switch rv.Type {
 	case bson.TypeEmbeddedDocument:
 		return enc.AppendRow(nil, rv.Document())
@@ -570,6 +578,13 @@ func newRowConverter(d *Deps, cls *parsedb.Class) *rowConverter {
 	return &rowConverter{enc: parsedb.RowEncoder{Class: cls, HiddenClass: d.Policy.Hidden}, hidden: d.Policy.Hidden}
 }
 
+// compactRows switches the converter to the compact shape, collecting a
+// legend.
+func (c *rowConverter) compactRows() {
+	c.compact, c.legend = true, &parsedb.Legend{}
+	c.enc.Compact, c.enc.Legend = true, c.legend
+}
+
 // rawValue renders one BSON value the way the codec renders a nested value
 // (dates, floor, redaction), as JSON.
 func (c *rowConverter) rawValue(rv bson.RawValue) (json.RawMessage, error) {
@@ -577,7 +592,7 @@ func (c *rowConverter) rawValue(rv bson.RawValue) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc := parsedb.RowEncoder{HiddenClass: c.hidden}
+	enc := parsedb.RowEncoder{HiddenClass: c.hidden, Compact: c.compact}
 	row, err := enc.AppendRow(nil, raw)
 	if err != nil {
 		return nil, err
@@ -694,7 +709,7 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 			out.fields = append(out.fields, rowField{name, v})
 			emitted[name] = true
 		case c.joined[k] != nil:
-			v, err := c.joinedValue(c.joined[k], el.Value())
+			v, err := c.joinedValue(k, c.joined[k], el.Value())
 			if err != nil {
 				return nil, err
 			}
@@ -763,7 +778,7 @@ func compactPointers(rows []*outRow) map[string]string {
 // readRows runs a plan and converts its rows, stopping at maxRows rows or
 // when the rows' JSON exceeds budget bytes (then it fails with the
 // heaviest fields).
-func readRows(ctx context.Context, d *Deps, tool string, plan *pipelinePlan, maxRows, budget int) ([]*outRow, error) {
+func readRows(ctx context.Context, d *Deps, tool string, plan *pipelinePlan, maxRows, budget int, legend *parsedb.Legend) ([]*outRow, error) {
 	cur, err := d.Store.Aggregate(ctx, plan.cls.Name, plan.pipeline)
 	if err != nil {
 		return nil, pipelineRunError(d, tool, err)
@@ -771,6 +786,10 @@ func readRows(ctx context.Context, d *Deps, tool string, plan *pipelinePlan, max
 	defer cur.Close(ctx)
 	conv := newRowConverter(d, plan.endClass)
 	conv.joined = plan.joined
+	if legend != nil {
+		conv.compactRows()
+		defer func() { legend.Merge("", conv.legend) }()
+	}
 	var rows []*outRow
 	sizes := map[string]int{}
 	total := 0
@@ -815,6 +834,11 @@ func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	compactShape, err := shapeArg(args)
+	if err != nil {
+		return nil, err
+	}
+	compact = compact && compactShape
 	applyCanonical, err := args.Bool("apply_canonical_filter", true)
 	if err != nil {
 		return nil, err
@@ -830,7 +854,11 @@ func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if dry {
 		return dryRun(plan.cls.Name, map[string]any{"compact_pointers": compact, "apply_canonical_filter": applyCanonical, "stages": len(stages)}, plan.pipeline)
 	}
-	rows, err := readRows(ctx, d, "aggregate", plan, PipelineRowsCap+1, d.Policy.MaxResponseBytes()-aggEnvelopeReserve)
+	var legend *parsedb.Legend
+	if compactShape {
+		legend = &parsedb.Legend{}
+	}
+	rows, err := readRows(ctx, d, "aggregate", plan, PipelineRowsCap+1, d.Policy.MaxResponseBytes()-aggEnvelopeReserve, legend)
 	if err != nil {
 		return nil, err
 	}
@@ -853,7 +881,10 @@ func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
 		"result_count":    len(rows),
 		"results":         results,
 	}
-	if len(ptrClasses) > 0 {
+	if legend != nil {
+		legend.Merge("", &parsedb.Legend{PointerClasses: ptrClasses})
+		legendMap(out, legend)
+	} else if len(ptrClasses) > 0 {
 		out["pointer_classes"] = ptrClasses
 	}
 	if truncated {
@@ -883,7 +914,7 @@ func RunPipelineRows(ctx context.Context, d *Deps, className string, pipeline []
 	if err != nil {
 		return nil, err
 	}
-	rows, err := readRows(ctx, d, "export_data", plan, PipelineRowsCap+1, pipelineRowsBytes)
+	rows, err := readRows(ctx, d, "export_data", plan, PipelineRowsCap+1, pipelineRowsBytes, nil)
 	if err != nil {
 		return nil, err
 	}

@@ -153,6 +153,11 @@ func (s *includeSet) encode(n *parsedb.IncludeNode, id string) []byte {
 	if len(n.Children) > 0 {
 		row = s.splice(nil, doc, row, n.Children)
 	}
+	if s.p.compact {
+		// Compact: the object as is; pointer_classes names its class.
+		s.cache[n][id] = row
+		return row
+	}
 	out := parsedb.ObjectPrefix(nil, n.Target.Name, row)
 	s.cache[n][id] = out
 	return out

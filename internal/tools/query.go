@@ -56,8 +56,8 @@ func QueryTools() []*Tool {
 		},
 		{
 			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
-			Description:  "Find objects of a class with a Parse where, keys, include, order and paging; JSON or csv/markdown/table.",
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`,
+			Description:  "Find objects of a class with a Parse where, keys, include, order and paging; JSON or csv/markdown/table. Compact rows show pointers as objectIds (pointer_classes), dates as ISO strings (date_fields), files by name, GeoPoints as [lat,lng]; where takes these values back as shown.",
+			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`),
 			OutputSchema: queryOut,
 			ReadOnly:     true,
 			Handler:      queryClass,
@@ -65,7 +65,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("get_object", policy.OpGet, true, 10*time.Second),
 			Description:  "Fetch one object by objectId.",
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`,
+			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`),
 			OutputSchema: queryOut,
 			ReadOnly:     true,
 			Handler:      getObject,
@@ -73,7 +73,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("get_objects", policy.OpGet, true, 20*time.Second),
 			Description:  "Fetch up to 50 objects by objectId.",
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"ids":{"type":"array","items":{"type":"string"},"maxItems":50},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","ids"]}`,
+			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"ids":{"type":"array","items":{"type":"string"},"maxItems":50},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","ids"]}`),
 			OutputSchema: queryOut,
 			ReadOnly:     true,
 			Handler:      getObjects,
@@ -81,7 +81,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("get_sample_objects", policy.OpFind, true, 15*time.Second),
 			Description:  "The most recently created objects of a class, to see what its data looks like.",
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"limit":{"type":"integer","default":5,"maximum":20}},"required":["class_name"]}`,
+			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"limit":{"type":"integer","default":5,"maximum":20}},"required":["class_name"]}`),
 			OutputSchema: queryOut,
 			ReadOnly:     true,
 			Handler:      getSampleObjects,
@@ -201,7 +201,7 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 		displayCut := pg.n > pg.kept
 		hasMore := pg.hasMore || displayCut
 		o.val("result_count", pg.n)
-		o.val("pagination", map[string]any{"limit": limit, "skip": skip, "has_more": hasMore})
+		o.val("has_more", hasMore)
 		if hasMore {
 			o.val("next_call", nextCall(args, skip+pg.kept))
 		}
@@ -210,6 +210,7 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 			o.str("truncated_note", fmt.Sprintf("results shows the first %d of the %d rows of this page (JSON display cap %d); next_call continues at skip %d. For more rows per call use format csv, markdown or table, or export_data.", pg.kept, pg.n, DisplayCap, skip+pg.kept))
 		}
 		p.addIncludeNote(o)
+		addLegend(o, p.rowLegend())
 		o.rawArray("results", pg.rows)
 		return o.done(), nil
 	}
@@ -219,14 +220,16 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 	if dropped != "" {
 		p2 = p.without(dropped)
 	}
+	p2.resetLegend()
 	pg2, err := p2.jsonPage(ctx, skip, limit, shown, budget, false)
 	if err != nil {
 		return nil, err
 	}
 	more := pg2.hasMore || pg2.kept < pg2.n
-	o.val("pagination", map[string]any{"limit": limit, "skip": skip, "has_more": more})
+	o.val("has_more", more)
 	o.val("_truncated", p.truncation(dropped, pg2.kept, pg2.n, skip, more))
 	p2.addIncludeNote(o)
+	addLegend(o, p2.rowLegend())
 	o.rawArray("results", pg2.rows)
 	return o.done(), nil
 }

@@ -121,6 +121,7 @@ type planInput struct {
 	order          []parsedb.OrderKey
 	noSort         bool // lookups by id need no order
 	dropLarge      bool // leave the class's large_fields out (samples)
+	compact        bool // compact row shape (README "Row shapes")
 }
 
 // readInputArgs reads keys and include (and where/order when full).
@@ -131,6 +132,9 @@ func readInputArgs(args Args, full bool) (planInput, error) {
 		return in, err
 	}
 	if in.include, err = args.FieldList("include", MaxIncludes); err != nil {
+		return in, err
+	}
+	if in.compact, err = shapeArg(args); err != nil {
 		return in, err
 	}
 	if !full {
@@ -164,6 +168,36 @@ type readPlan struct {
 	sort              bson.D
 	enc               parsedb.RowEncoder
 	incEnc            map[*parsedb.IncludeNode]*parsedb.RowEncoder
+	// compact rows, with the legend of what the encoders wrote (the main
+	// class's and one per include node).
+	compact bool
+	legend  *parsedb.Legend
+}
+
+// resetLegend forgets what the encoders recorded (before a second read of
+// the same page).
+func (p *readPlan) resetLegend() {
+	if !p.compact {
+		return
+	}
+	*p.legend = parsedb.Legend{}
+	for _, enc := range p.incEnc {
+		enc.Legend = &parsedb.Legend{}
+	}
+}
+
+// rowLegend is the legend of every row encoded so far, included objects'
+// entries under their include paths; nil for REST rows.
+func (p *readPlan) rowLegend() *parsedb.Legend {
+	if !p.compact {
+		return nil
+	}
+	out := &parsedb.Legend{}
+	out.Merge("", p.legend)
+	parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
+		out.Merge(n.Path, p.incEnc[n].Legend)
+	})
+	return out
 }
 
 func newReadPlan(ctx context.Context, d *Deps, name string, in planInput) (*readPlan, error) {
@@ -211,6 +245,10 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		p.sort = parsedb.SortDoc(cls, in.order)
 	}
 	p.enc = *d.Policy.RowEncoder(cls, p.keys)
+	if in.compact {
+		p.compact, p.legend = true, &parsedb.Legend{}
+		p.enc.Compact, p.enc.Legend = true, p.legend
+	}
 	if in.dropLarge && len(p.keys) == 0 {
 		if large := d.Policy.LargeFields(cls.Name); len(large) > 0 {
 			p.projection = parsedb.ExclusionProjection(cls, large)
@@ -218,7 +256,11 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		}
 	}
 	parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
-		p.incEnc[n] = d.Policy.RowEncoder(n.Target, n.Keys)
+		enc := d.Policy.RowEncoder(n.Target, n.Keys)
+		if in.compact {
+			enc.Compact, enc.Legend = true, &parsedb.Legend{}
+		}
+		p.incEnc[n] = enc
 	})
 	return p, nil
 }

@@ -1,0 +1,56 @@
+package tools
+
+// The row shape argument shared by every row-returning tool and the legend
+// that goes with compact rows (README "Row shapes").
+
+import (
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+)
+
+// shapeProperty is the input-schema property of the shape argument.
+const shapeProperty = `"shape":{"type":"string","enum":["compact","rest"],"description":"rows: compact (default) or rest (Parse REST JSON)"}`
+
+// withShape adds the shape property to a tool's input schema (an object
+// schema whose "properties" is its first member).
+func withShape(schema string) string {
+	const head = `{"type":"object","properties":{`
+	if len(schema) < len(head) || schema[:len(head)] != head {
+		panic("withShape: unexpected input schema " + schema)
+	}
+	return head + shapeProperty + "," + schema[len(head):]
+}
+
+// shapeArg reports whether rows are compact (the default) or REST.
+func shapeArg(args Args) (compact bool, err error) {
+	s, err := enumArg(args, "shape", "compact", "compact", "rest")
+	if err != nil {
+		return false, err
+	}
+	return s == "compact", nil
+}
+
+// addLegend writes pointer_classes and date_fields, when there are any.
+func addLegend(o *jsonObject, l *parsedb.Legend) {
+	if l == nil {
+		return
+	}
+	if len(l.PointerClasses) > 0 {
+		o.val("pointer_classes", l.PointerClasses)
+	}
+	if d := l.Dates(); len(d) > 0 {
+		o.val("date_fields", d)
+	}
+}
+
+// legendMap adds the legend to a map result.
+func legendMap(out map[string]any, l *parsedb.Legend) {
+	if l == nil {
+		return
+	}
+	if len(l.PointerClasses) > 0 {
+		out["pointer_classes"] = l.PointerClasses
+	}
+	if d := l.Dates(); len(d) > 0 {
+		out["date_fields"] = d
+	}
+}
