@@ -224,7 +224,7 @@ func TestAttackTenantSpoofing(t *testing.T) {
 	toolError(t, r, "cross-get", "get_object", fmt.Sprintf(`{"class_name":"Song","object_id":%q}`, southSong), "access_denied", "tenant_scope")
 	toolError(t, r, "cross-gets", "get_objects", fmt.Sprintf(`{"class_name":"Song","ids":[%q,%q]}`, northSong, southSong), "access_denied", "tenant_scope")
 	got := aggToolResult(t, aggRPC(r, "own-get", "get_object", fmt.Sprintf(`{"class_name":"Song","object_id":%q}`, northSong)))
-	if got["object_id"] != northSong {
+	if aggObj(got["object"])["objectId"] != northSong {
 		t.Errorf("own tenant's row: %v", got)
 	}
 	// Joins are refused while the tenant scope is active.

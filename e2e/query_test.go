@@ -72,9 +72,9 @@ func TestQueryClassDefaultsAndDisplayCap(t *testing.T) {
 	if out["truncated"] != true || !strings.Contains(fmt.Sprint(out["truncated_note"]), "50") {
 		t.Errorf("truncated/truncated_note: %v %v", out["truncated"], out["truncated_note"])
 	}
-	pg := obj(out["pagination"])
-	if num(pg["limit"]) != 100 || num(pg["skip"]) != 0 || pg["has_more"] != true {
-		t.Errorf("pagination = %v", pg)
+	// limit and skip are the caller's own: only has_more comes back.
+	if out["has_more"] != true || out["pagination"] != nil {
+		t.Errorf("has_more = %v, pagination = %v", out["has_more"], out["pagination"])
 	}
 	nc := obj(out["next_call"])
 	args := obj(nc["arguments"])
@@ -104,8 +104,8 @@ func TestQueryClassDefaultsAndDisplayCap(t *testing.T) {
 	}
 	// The last page has no next_call.
 	out = callOK(t, c, "query_class", map[string]any{"class_name": "Song", "limit": 10, "skip": demo.SongActiveCount - 5})
-	if len(list(out["results"])) != 5 || out["next_call"] != nil || obj(out["pagination"])["has_more"] != false {
-		t.Errorf("last page: %d rows, next_call %v, pagination %v", len(list(out["results"])), out["next_call"], out["pagination"])
+	if len(list(out["results"])) != 5 || out["next_call"] != nil || out["has_more"] != false {
+		t.Errorf("last page: %d rows, next_call %v, has_more %v", len(list(out["results"])), out["next_call"], out["has_more"])
 	}
 }
 
@@ -201,7 +201,8 @@ func TestQueryClassWhereOrderKeys(t *testing.T) {
 			keys = append(keys, k)
 		}
 		sort.Strings(keys)
-		if strings.Join(keys, ",") != "createdAt,objectId,plays,title,updatedAt" {
+		// Compact rows: createdAt/updatedAt only when keys names them.
+		if strings.Join(keys, ",") != "objectId,plays,title" {
 			t.Fatalf("keys of a row = %v", keys)
 		}
 		p := row["plays"].(float64)
@@ -212,7 +213,7 @@ func TestQueryClassWhereOrderKeys(t *testing.T) {
 	}
 	// apply_canonical_filter:false includes the archived rows.
 	all := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"genre": "rock"}, "apply_canonical_filter": false, "limit": 1})
-	if num(all["result_count"]) != 1 || !obj(all["pagination"])["has_more"].(bool) {
+	if num(all["result_count"]) != 1 || all["has_more"] != true {
 		t.Errorf("apply_canonical_filter false: %v", all)
 	}
 	n := num(callOK(t, c, "count_objects", map[string]any{"class_name": "Song", "where": map[string]any{"genre": "rock"}, "apply_canonical_filter": false})["count"])
@@ -244,17 +245,30 @@ func TestQueryClassInclude(t *testing.T) {
 		t.Fatalf("%d rows", len(rows))
 	}
 	song := obj(rows[0])
+	// Compact: included objects are plain objects; pointer_classes names
+	// their classes, nested ones under their include path.
+	pc := fmt.Sprint(obj(out["pointer_classes"]))
+	if pc != "map[album:Album album.artist:Artist artist:Artist]" {
+		t.Errorf("pointer_classes = %s", pc)
+	}
 	artist := obj(song["artist"])
-	if artist["__type"] != "Object" || artist["className"] != "Artist" || artist["name"] == nil || artist["objectId"] == nil {
+	if artist["__type"] != nil || artist["name"] == nil || artist["objectId"] == nil {
 		t.Errorf("included artist = %v", artist)
 	}
 	album := obj(song["album"])
-	if album["__type"] != "Object" || album["title"] == nil || album["tracks"] != nil {
+	if album["title"] == nil || album["tracks"] != nil || album["createdAt"] != nil {
 		t.Errorf("included album (keys album.title) = %v", album)
 	}
 	aa := obj(album["artist"])
-	if aa["__type"] != "Object" || aa["name"] == nil || aa["country"] != nil {
+	if aa["name"] == nil || aa["country"] != nil {
 		t.Errorf("album.artist (keys album.artist.name) = %v", aa)
+	}
+	// shape rest: Parse's REST JSON, included objects as {"__type":"Object"}.
+	rest := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"objectId": demo.SongPublicID},
+		"include": []any{"artist", "album.artist"}, "keys": []any{"title", "artist", "album.title", "album.artist.name"}, "shape": "rest"})
+	ra := obj(obj(list(rest["results"])[0])["album"])
+	if ra["__type"] != "Object" || ra["className"] != "Album" || obj(ra["artist"])["__type"] != "Object" || rest["pointer_classes"] != nil {
+		t.Errorf("rest include = %v", rest)
 	}
 	// The included object is the one get_object returns.
 	id := artist["objectId"].(string)
@@ -265,7 +279,7 @@ func TestQueryClassInclude(t *testing.T) {
 	// Includes over many rows: every pointer is expanded.
 	out = callOK(t, c, "query_class", map[string]any{"class_name": "Song", "include": []any{"artist"}, "keys": []any{"artist"}, "limit": 50})
 	for _, r := range list(out["results"]) {
-		if a := obj(obj(r)["artist"]); a != nil && a["__type"] != "Object" {
+		if a := obj(obj(r)["artist"]); a != nil && a["name"] == nil {
 			t.Fatalf("artist not expanded: %v", a)
 		}
 	}
@@ -409,13 +423,14 @@ func TestGetObject(t *testing.T) {
 	c := demoClient(t)
 	out := callOK(t, c, "get_object", map[string]any{"class_name": "Song", "object_id": demo.SongPublicID})
 	o := obj(out["object"])
-	if out["object_id"] != demo.SongPublicID || o["objectId"] != demo.SongPublicID || out["created_at"] != o["createdAt"] || out["updated_at"] != o["updatedAt"] || o["title"] == nil {
+	// The envelope does not repeat the object's id and dates.
+	if out["object_id"] != nil || out["created_at"] != nil || o["objectId"] != demo.SongPublicID || o["createdAt"] == nil || o["title"] == nil {
 		t.Errorf("envelope: %v", out)
 	}
 	// keys + include.
 	out = callOK(t, c, "get_object", map[string]any{"class_name": "Song", "object_id": demo.SongPublicID, "keys": []any{"title", "artist"}, "include": []any{"artist"}})
 	o = obj(out["object"])
-	if o["genre"] != nil || obj(o["artist"])["__type"] != "Object" {
+	if o["genre"] != nil || obj(o["artist"])["name"] == nil {
 		t.Errorf("keys/include: %v", o)
 	}
 	// The canonical filter does not apply to lookups by id.
@@ -465,7 +480,7 @@ func TestGetObjects(t *testing.T) {
 	ids := []any{demo.SongPublicID, "missingOne", demo.SongStarACLID, demo.SongPublicID, demo.SongArchivedID}
 	out := callOK(t, c, "get_objects", map[string]any{"class_name": "Song", "ids": ids, "keys": []any{"title"}})
 	objs := obj(out["objects"])
-	if num(out["requested"]) != 4 || num(out["found"]) != 3 || len(objs) != 3 || fmt.Sprint(out["missing"]) != "[missingOne]" {
+	if out["requested"] != nil || num(out["found"]) != 3 || len(objs) != 3 || fmt.Sprint(out["missing"]) != "[missingOne]" {
 		t.Errorf("envelope: %v", out)
 	}
 	for id, o := range objs {
@@ -475,7 +490,7 @@ func TestGetObjects(t *testing.T) {
 	}
 	// [] → empty result, no query.
 	out = callOK(t, c, "get_objects", map[string]any{"class_name": "Song", "ids": []any{}})
-	if num(out["requested"]) != 0 || num(out["found"]) != 0 || len(obj(out["objects"])) != 0 || len(list(out["missing"])) != 0 {
+	if num(out["found"]) != 0 || len(obj(out["objects"])) != 0 || out["missing"] != nil {
 		t.Errorf("empty ids: %v", out)
 	}
 	// 50 ids ok, 51 refused.
@@ -484,8 +499,8 @@ func TestGetObjects(t *testing.T) {
 		fifty = append(fifty, fmt.Sprintf("id%03d", i))
 	}
 	out = callOK(t, c, "get_objects", map[string]any{"class_name": "Song", "ids": fifty[:50]})
-	if num(out["requested"]) != 50 || len(list(out["missing"])) != 50 {
-		t.Errorf("50 ids: %v", out["requested"])
+	if num(out["found"]) != 0 || len(list(out["missing"])) != 50 {
+		t.Errorf("50 ids: %v", out["missing"])
 	}
 	callErr(t, c, "get_objects", map[string]any{"class_name": "Song", "ids": fifty}, "invalid_argument")
 	callErr(t, c, "get_objects", map[string]any{"class_name": "Song"}, "invalid_argument")
