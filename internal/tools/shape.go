@@ -4,20 +4,22 @@ package tools
 // that goes with compact rows (README "Row shapes").
 
 import (
+	"strings"
+
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
 // shapeProperty is the input-schema property of the shape argument.
 const shapeProperty = `"shape":{"type":"string","enum":["compact","rest"],"description":"rows: compact (default) or rest (Parse REST JSON)"}`
 
-// withShape adds the shape property to a tool's input schema (an object
-// schema whose "properties" is its first member).
+// withShape adds the shape property as the last property of a tool's input
+// schema (an object schema ending with its "required" list).
 func withShape(schema string) string {
-	const head = `{"type":"object","properties":{`
-	if len(schema) < len(head) || schema[:len(head)] != head {
+	i := strings.LastIndex(schema, `},"required":`)
+	if i < 0 {
 		panic("withShape: unexpected input schema " + schema)
 	}
-	return head + shapeProperty + "," + schema[len(head):]
+	return schema[:i] + "," + shapeProperty + schema[i:]
 }
 
 // shapeArg reports whether rows are compact (the default) or REST.
