@@ -190,6 +190,13 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		return nil, exitBadUsage
 	}
 
+	// The Parse Server is checked first: a wrong setting there is reported
+	// before anything else starts.
+	bridge, code := connectBridge(ctx, cfg, log, stderr)
+	if code != exitOK {
+		return nil, code
+	}
+
 	a := &app{}
 	uri, dbName := cfg.MongoDBURI, cfg.DatabaseName()
 	if cfg.Demo {
@@ -234,6 +241,7 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	}
 	engine := policy.New(cfg, file, log)
 	a.deps = tools.NewDeps(a.store, engine, cfg, log)
+	a.deps.Bridge = bridge
 	// The policy is validated against the live _SCHEMA and the identity
 	// resolved before anything is served (`audit` reports policy problems
 	// instead of failing on them).

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
+
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
 
 // Permission tiers, ordered: readonly ⊂ write ⊂ admin.
@@ -44,6 +46,13 @@ type Config struct {
 	// progress heartbeat (when the client asked for progress) until the tool
 	// reports its own work units.
 	ProgressInterval time.Duration `envconfig:"PROGRESS_INTERVAL" default:"2s"`
+	// The Parse Server bridge (README "Parse Server bridge"): writes and
+	// Cloud Code functions through the app's own Parse Server.
+	ServerURL     string             `envconfig:"SERVER_URL"`
+	ApplicationID string             `envconfig:"APPLICATION_ID"`
+	MasterKey     parseserver.Secret `envconfig:"MASTER_KEY"`
+	LiveQueryURL  string             `envconfig:"LIVEQUERY_URL"`
+
 	// DemoDir is where --demo keeps its SQLite files (default: user cache dir).
 	DemoDir string `envconfig:"DEMO_DIR"`
 
@@ -138,6 +147,9 @@ func (c *Config) Validate() error {
 	if c.ACLUser != "" && !validObjectID(c.ACLUser) {
 		return &Error{"PARSE_MCP_ACL_USER", "is not a Parse objectId", "use the _User objectId (letters, digits, _ and -)"}
 	}
+	if err := c.validateBridge(); err != nil {
+		return err
+	}
 	switch strings.ToLower(c.LogLevel) {
 	case "trace", "debug", "info", "warn", "error", "fatal", "panic", "disabled":
 	default:
@@ -228,4 +240,40 @@ func envName(key string) string {
 		return key
 	}
 	return "PARSE_MCP_" + key
+}
+
+// Bridge reports whether the Parse Server bridge is configured.
+func (c *Config) Bridge() bool { return c.ServerURL != "" }
+
+// validateBridge checks the PARSE_MCP_SERVER_URL family. The master key is
+// the master posture: it is refused next to a scoped identity, so that a
+// user's writes can never silently run with master rights.
+func (c *Config) validateBridge() error {
+	if c.ServerURL == "" {
+		for name, set := range map[string]bool{"PARSE_MCP_APPLICATION_ID": c.ApplicationID != "", "PARSE_MCP_MASTER_KEY": c.MasterKey.IsSet(), "PARSE_MCP_LIVEQUERY_URL": c.LiveQueryURL != ""} {
+			if set {
+				return &Error{name, "is set but PARSE_MCP_SERVER_URL is not", "set PARSE_MCP_SERVER_URL to your Parse Server's REST root, e.g. http://127.0.0.1:1337/parse"}
+			}
+		}
+		return nil
+	}
+	if _, err := parseserver.ParseURL(c.ServerURL); err != nil {
+		return &Error{"PARSE_MCP_SERVER_URL", err.Error(), "use the REST root including the mount path, e.g. http://127.0.0.1:1337/parse"}
+	}
+	if c.ApplicationID == "" {
+		return &Error{"PARSE_MCP_APPLICATION_ID", "is required with PARSE_MCP_SERVER_URL", "set it to the Parse app's appId"}
+	}
+	if c.Identity() == "master" && !c.MasterKey.IsSet() {
+		return &Error{"PARSE_MCP_MASTER_KEY", "is required with PARSE_MCP_SERVER_URL in the master posture", "set the Parse master key, or PARSE_MCP_SESSION_TOKEN to act as a user"}
+	}
+	if c.Identity() != "master" && c.MasterKey.IsSet() {
+		return &Error{"PARSE_MCP_MASTER_KEY", "is set together with a scoped identity (" + c.Identity() + ")", "unset the master key: with a scoped identity Parse Server must enforce that user's ACL and CLP"}
+	}
+	if c.LiveQueryURL != "" {
+		u, err := url.Parse(c.LiveQueryURL)
+		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.User != nil {
+			return &Error{"PARSE_MCP_LIVEQUERY_URL", fmt.Sprintf("%q is not a ws:// or wss:// URL", c.LiveQueryURL), "use the LiveQuery server's address, e.g. ws://127.0.0.1:1337/"}
+		}
+	}
+	return nil
 }

@@ -2,9 +2,23 @@ package config
 
 import (
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
+
+// bridge is a valid master-posture bridge configuration, then mutate.
+func bridge(mutate func(*Config)) func(*Config) {
+	return func(c *Config) {
+		c.ServerURL = "http://127.0.0.1:1337/parse"
+		c.ApplicationID = "app"
+		c.MasterKey = parseserver.NewSecret("master")
+		mutate(c)
+	}
+}
 
 func valid() *Config {
 	return &Config{MongoDBURI: "mongodb://h:27017/app", Permissions: TierReadonly, LogLevel: "info", Workers: 16, ProgressInterval: 2 * time.Second}
@@ -34,6 +48,19 @@ func TestValidate(t *testing.T) {
 		{"http loopback", func(c *Config) { c.HTTPAddr = "127.0.0.1:8080" }, ""},
 		{"http localhost", func(c *Config) { c.HTTPAddr = "localhost:8080" }, ""},
 		{"short key", func(c *Config) { c.APIKey = "short" }, "PARSE_MCP_API_KEY"},
+		{"bridge master", bridge(func(c *Config) {}), ""},
+		{"bridge session", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{}; c.SessionToken = "r:abc" }), ""},
+		{"bridge acl user, no key", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{}; c.ACLUser = "abc" }), ""},
+		{"bridge with livequery", bridge(func(c *Config) { c.LiveQueryURL = "ws://127.0.0.1:1337/" }), ""},
+		{"bridge bad url", bridge(func(c *Config) { c.ServerURL = "127.0.0.1:1337/parse" }), "PARSE_MCP_SERVER_URL"},
+		{"bridge url with credentials", bridge(func(c *Config) { c.ServerURL = "http://u:p@h/parse" }), "PARSE_MCP_SERVER_URL"},
+		{"bridge no app id", bridge(func(c *Config) { c.ApplicationID = "" }), "PARSE_MCP_APPLICATION_ID"},
+		{"bridge master posture without key", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{} }), "PARSE_MCP_MASTER_KEY"},
+		{"bridge key with session", bridge(func(c *Config) { c.SessionToken = "r:abc" }), "PARSE_MCP_MASTER_KEY"},
+		{"bridge bad livequery", bridge(func(c *Config) { c.LiveQueryURL = "http://h/" }), "PARSE_MCP_LIVEQUERY_URL"},
+		{"app id without server", func(c *Config) { c.ApplicationID = "app" }, "PARSE_MCP_APPLICATION_ID"},
+		{"master key without server", func(c *Config) { c.MasterKey = parseserver.NewSecret("k") }, "PARSE_MCP_MASTER_KEY"},
+		{"livequery without server", func(c *Config) { c.LiveQueryURL = "ws://h/" }, "PARSE_MCP_LIVEQUERY_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -85,5 +112,20 @@ func TestLoadGates(t *testing.T) {
 		t.Fatal("PARSE_MCP_WORKERS=many accepted")
 	} else if ce, ok := err.(*Error); !ok || ce.Variable != "PARSE_MCP_WORKERS" {
 		t.Fatalf("error %v does not name PARSE_MCP_WORKERS", err)
+	}
+}
+
+func TestLoadReadsTheMasterKeyAsASecret(t *testing.T) {
+	t.Setenv("PARSE_MCP_MASTER_KEY", "m4ster-value")
+	t.Setenv("PARSE_MCP_SERVER_URL", "http://127.0.0.1:1337/parse")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MasterKey.Reveal() != "m4ster-value" || c.ServerURL != "http://127.0.0.1:1337/parse" {
+		t.Fatalf("loaded %q %q", c.MasterKey.Reveal(), c.ServerURL)
+	}
+	if s := fmt.Sprintf("%v %+v", c, *c); strings.Contains(s, "m4ster-value") {
+		t.Fatal("printing the configuration shows the master key")
 	}
 }

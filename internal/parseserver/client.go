@@ -20,6 +20,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // MaxResponseBytes bounds a REST response body read into memory.
@@ -44,6 +46,9 @@ func (s Secret) IsSet() bool { return s.v != "" }
 func (s Secret) String() string   { return Masked }
 func (s Secret) GoString() string { return Masked }
 
+// Decode lets envconfig read a Secret from the environment.
+func (s *Secret) Decode(v string) error { s.v = v; return nil }
+
 // MarshalJSON masks the secret.
 func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(Masked) }
 
@@ -61,14 +66,42 @@ type Config struct {
 	MasterKey     Secret
 	// Timeout bounds one request; 0 means 60 s.
 	Timeout time.Duration
+	// Identity is who the server's tool calls act as. Nil means the
+	// configured identity has no REST equivalent (acl_user / acl_role):
+	// NoIdentity explains why, and calls needing an identity are refused.
+	Identity   *Identity
+	NoIdentity string
 }
 
 // Client talks to one Parse Server.
 type Client struct {
-	base   *url.URL
-	appID  string
-	master Secret
-	http   *http.Client
+	base       *url.URL
+	appID      string
+	master     Secret
+	http       *http.Client
+	identity   *Identity
+	noIdentity string
+}
+
+// Identity is who tool calls act as, or a permission_denied error saying why
+// the configured identity cannot act through Parse Server.
+func (c *Client) Identity() (Identity, error) {
+	if c.identity == nil {
+		return Identity{}, &toolerror.Error{Code: toolerror.PermissionDenied, Message: c.noIdentity}
+	}
+	return *c.identity, nil
+}
+
+// Posture names the identity for logs and describe: "master", "session_token"
+// or "none".
+func (c *Client) Posture() string {
+	switch {
+	case c.identity == nil:
+		return "none"
+	case c.identity.Master:
+		return "master"
+	}
+	return "session_token"
 }
 
 // New validates the configuration and returns a client.
@@ -85,9 +118,11 @@ func New(cfg Config) (*Client, error) {
 		timeout = 60 * time.Second
 	}
 	return &Client{
-		base:   u,
-		appID:  cfg.ApplicationID,
-		master: cfg.MasterKey,
+		base:       u,
+		appID:      cfg.ApplicationID,
+		master:     cfg.MasterKey,
+		identity:   cfg.Identity,
+		noIdentity: cfg.NoIdentity,
 		http: &http.Client{
 			Timeout: timeout,
 			// Never follow a redirect: the master key or session token would

@@ -174,6 +174,14 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 	if e.cfg.MongoDBURI != "" {
 		out["database"] = map[string]any{"uri": config.RedactedURI(e.cfg.MongoDBURI), "name": e.cfg.DatabaseName(), "collection_prefix": e.cfg.CollectionPrefix}
 	}
+	if e.cfg.Bridge() {
+		// The master key is never shown, not even as a fingerprint.
+		ps := map[string]any{"url": e.cfg.ServerURL, "application_id": e.cfg.ApplicationID, "master_key_set": e.cfg.MasterKey.IsSet()}
+		if e.cfg.LiveQueryURL != "" {
+			ps["livequery_url"] = e.cfg.LiveQueryURL
+		}
+		out["parse_server"] = ps
+	}
 	tenant := map[string]any{}
 	if e.cfg.TenantID != "" {
 		tenant["id"] = e.cfg.TenantID

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -52,6 +53,9 @@ type Deps struct {
 	Log    zerolog.Logger
 	// Catalog is every registered tool (list_tools filters it per session).
 	Catalog []*Tool
+	// Bridge is the Parse Server client when PARSE_MCP_SERVER_URL is set
+	// (writes and Cloud functions then go through Parse Server), else nil.
+	Bridge *parseserver.Client
 }
 
 // NewDeps builds the handlers' dependencies around the whole Catalog and
