@@ -487,6 +487,14 @@ func (t *pipelineTranslator) stages(cls *Class, stages []any) (bson.A, *Class, e
 	return out, cls, nil
 }
 
+// PipelineStages are the aggregation stages parse-mcp accepts, at the top
+// level and in sub-pipelines. It is the one table of stages: the policy's
+// pipeline validator allows exactly these (policy.PipelineStages), and the
+// translator below has a case for each.
+var PipelineStages = []string{"$match", "$group", "$sort", "$project", "$limit", "$skip", "$unwind",
+	"$lookup", "$count", "$addFields", "$set", "$unset", "$bucket", "$bucketAuto", "$facet", "$sample",
+	"$sortByCount", "$replaceRoot", "$replaceWith", "$redact", "$graphLookup", "$unionWith"}
+
 func stageDoc(name string, v any) bson.D { return bson.D{{Key: name, Value: v}} }
 
 // stage translates one stage into one or more stages.

@@ -21,15 +21,12 @@ package parsedb
 
 import (
 	"context"
-	"regexp"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
-
-var fieldPathRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}(\.[A-Za-z][A-Za-z0-9_]{0,127})*$`)
 
 // OrderKey is one sort key of a REST order.
 type OrderKey struct {
@@ -55,7 +52,7 @@ func ParseOrder(entries []string) ([]OrderKey, error) {
 			} else if strings.HasPrefix(part, "+") {
 				k.Field = part[1:]
 			}
-			if !fieldPathRe.MatchString(k.Field) {
+			if !FieldPathRe.MatchString(k.Field) {
 				return nil, toolerror.New(toolerror.InvalidArgument, "order entry %q is not a field name (use \"field\" or \"-field\" for descending, comma-separated)", cut(part, 40))
 			}
 			if seen[k.Field] {

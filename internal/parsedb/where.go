@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -40,11 +39,6 @@ const (
 const (
 	earthRadiusMiles = 3958.8
 	earthRadiusKm    = 6371.0
-)
-
-var (
-	whereFieldNameRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
-	whereClassNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 )
 
 // whereForbiddenOps are refused as security violations wherever they appear.
@@ -139,7 +133,7 @@ func PointerStorageValue(f *Field, v any) (string, error) {
 	if cls == "" || id == "" {
 		return "", pointerErr("%s: a pointer needs string className and objectId; %s", fieldLabel(name), hint)
 	}
-	if strings.Contains(id, "$") || !whereClassNameRe.MatchString(cls) {
+	if strings.Contains(id, "$") || !ClassNameRe.MatchString(cls) {
 		return "", pointerErr("%s: malformed pointer; %s", fieldLabel(name), hint)
 	}
 	if target != "" && cls != target {
@@ -300,7 +294,7 @@ func resolveWhereKey(cls *Class, key string) (f *Field, storage string, err erro
 	if first == "ACL" {
 		return nil, "", toolerror.Violationf("ACL used as a where key")
 	}
-	if !whereFieldNameRe.MatchString(first) {
+	if !FieldNameRe.MatchString(first) {
 		return nil, "", invalidQuery("invalid field name %q in where (field names start with a letter and contain only letters, digits and _)", first)
 	}
 	for _, s := range segs[1:] {
@@ -924,7 +918,7 @@ func checkRESTFieldPath(path string) error {
 	if strings.HasPrefix(first, "_") {
 		return invalidQuery("%s", underscoreHint(nil, first))
 	}
-	if !whereFieldNameRe.MatchString(first) {
+	if !FieldNameRe.MatchString(first) {
 		return invalidQuery("invalid field name %q", path)
 	}
 	return nil

@@ -115,7 +115,7 @@ func subQuery(key, op string, v any) (string, map[string]any, error) {
 		}
 	}
 	cn, _ := m["className"].(string)
-	if !whereClassNameRe.MatchString(cn) {
+	if !ClassNameRe.MatchString(cn) {
 		return "", nil, invalidQuery("%s: %s needs a className string; it needs %s", key, op, shape)
 	}
 	if IsInternalCollection(cn) {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"sort"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -60,13 +61,13 @@ func (e *Engine) clp(cls *parsedb.Class, op string) clpVerdict {
 	switch op {
 	case OpFind, OpCount, OpGet:
 		for _, f := range asStrings(perms["readUserFields"]) {
-			if !contains(fields, f) {
+			if !slices.Contains(fields, f) {
 				fields = append(fields, f)
 			}
 		}
 	default:
 		for _, f := range asStrings(perms["writeUserFields"]) {
-			if !contains(fields, f) {
+			if !slices.Contains(fields, f) {
 				fields = append(fields, f)
 			}
 		}

@@ -9,9 +9,6 @@ type File struct {
 	// Prompts are operator-declared prompts (structure checked here; names,
 	// types and placeholders validated by package prompts).
 	Prompts []PromptSpec `json:"prompts,omitempty" yaml:"prompts,omitempty"`
-	// Sections holds the top-level sections other packages registered with
-	// RegisterSection (prompts, actions…), as decoded JSON values.
-	Sections map[string]any `json:"-" yaml:"-"`
 }
 
 // HiddenExceptMaster is the `hidden: except_master` value.

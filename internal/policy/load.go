@@ -4,15 +4,16 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	yaml "go.yaml.in/yaml/v3"
 )
 
@@ -39,25 +40,6 @@ func (e *PathError) Error() string {
 
 func perr(path, format string, args ...any) *PathError {
 	return &PathError{Path: path, Problem: fmt.Sprintf(format, args...)}
-}
-
-// SectionValidator checks a registered top-level section. path is the
-// section's name; v is its decoded JSON value (map[string]any, []any,
-// string, float64, bool or nil).
-type SectionValidator func(path string, v any) error
-
-var (
-	sectionsMu sync.RWMutex
-	sections   = map[string]SectionValidator{}
-)
-
-// RegisterSection lets another package (prompts, actions…) own a top-level
-// section of the policy file. Call it from an init function. The section's
-// value is available as File.Sections[name] once validated.
-func RegisterSection(name string, validate SectionValidator) {
-	sectionsMu.Lock()
-	sections[name] = validate
-	sectionsMu.Unlock()
 }
 
 // LoadFile reads a policy file (YAML, or JSON by extension or content).
@@ -238,11 +220,6 @@ func join(path, key string) string {
 	return path + "." + key
 }
 
-var (
-	policyClassNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	policyFieldNameRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
-)
-
 // Keys accepted at each level.
 var (
 	topKeys       = []string{"classes", "agent", "settings", "prompts"}
@@ -263,8 +240,8 @@ func object(path string, v any, allowed []string) (map[string]any, error) {
 	if !ok {
 		return nil, perr(path, "must be a mapping (object), got %s", describeValue(v))
 	}
-	for _, k := range sortedKeys(m) {
-		if !contains(allowed, k) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !slices.Contains(allowed, k) {
 			msg := "unknown key"
 			if s := Suggest(k, allowed, 1); len(s) > 0 {
 				msg += " (did you mean " + s[0] + "?)"
@@ -275,24 +252,6 @@ func object(path string, v any, allowed []string) (map[string]any, error) {
 		}
 	}
 	return m, nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys(m map[string]any) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
 
 func describeValue(v any) string {
@@ -376,14 +335,7 @@ func truncateText(s string, n int) string {
 var toolNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 
 func decodeFile(raw any) (*File, error) {
-	sectionsMu.RLock()
-	allowed := append([]string{}, topKeys...)
-	for name := range sections {
-		allowed = append(allowed, name)
-	}
-	sectionsMu.RUnlock()
-	sort.Strings(allowed[len(topKeys):])
-	top, err := object("", raw, allowed)
+	top, err := object("", raw, topKeys)
 	if err != nil {
 		var pe *PathError
 		if ok := asPathError(err, &pe); ok && pe.Path == "" {
@@ -392,7 +344,7 @@ func decodeFile(raw any) (*File, error) {
 		return nil, err
 	}
 	f := &File{Classes: map[string]*ClassPolicy{}}
-	for _, k := range sortedKeys(top) {
+	for _, k := range slices.Sorted(maps.Keys(top)) {
 		v := top[k]
 		switch k {
 		case "classes":
@@ -403,9 +355,9 @@ func decodeFile(raw any) (*File, error) {
 			if !ok {
 				return nil, perr(k, "must be a mapping of class names, got %s", describeValue(v))
 			}
-			for _, name := range sortedKeys(m) {
+			for _, name := range slices.Sorted(maps.Keys(m)) {
 				p := join("classes", name)
-				if !policyClassNameRe.MatchString(name) {
+				if !parsedb.ClassNameRe.MatchString(name) {
 					return nil, perr(p, "not a valid Parse class name")
 				}
 				cp, err := decodeClass(p, m[name])
@@ -435,19 +387,6 @@ func decodeFile(raw any) (*File, error) {
 			if f.Prompts, err = decodePrompts(v); err != nil {
 				return nil, err
 			}
-		default:
-			sectionsMu.RLock()
-			validate := sections[k]
-			sectionsMu.RUnlock()
-			if validate != nil {
-				if err := validate(k, v); err != nil {
-					return nil, err
-				}
-			}
-			if f.Sections == nil {
-				f.Sections = map[string]any{}
-			}
-			f.Sections[k] = v
 		}
 	}
 	return f, nil
@@ -470,7 +409,7 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p, val := join(path, k), m[k]
 		switch k {
 		case "hidden":
@@ -497,9 +436,9 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 				return nil, perr(p, "must be a mapping of field names, got %s", describeValue(val))
 			}
 			cp.Fields = map[string]*FieldPolicy{}
-			for _, fname := range sortedKeys(fm) {
+			for _, fname := range slices.Sorted(maps.Keys(fm)) {
 				fp := join(p, fname)
-				if !policyFieldNameRe.MatchString(fname) {
+				if !parsedb.FieldNameRe.MatchString(fname) {
 					return nil, perr(fp, "not a valid field name")
 				}
 				fpol, err := decodeField(fp, fm[fname])
@@ -509,7 +448,7 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 				cp.Fields[fname] = fpol
 			}
 		case "agent_fields", "large_fields", "join_fields":
-			list, err := nameList(p, val, policyFieldNameRe, "field")
+			list, err := nameList(p, val, parsedb.FieldNameRe, "field")
 			if err != nil {
 				return nil, err
 			}
@@ -543,7 +482,7 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !policyFieldNameRe.MatchString(s) {
+			if !parsedb.FieldNameRe.MatchString(s) {
 				return nil, perr(join(p, "field"), "%q is not a valid field name", truncateText(s, 60))
 			}
 			cp.TenantScope = &TenantScope{Field: s}
@@ -581,7 +520,7 @@ func decodeField(path string, v any) (*FieldPolicy, error) {
 			return nil, perr(p, "must be a mapping of value: description, got %s", describeValue(ev))
 		}
 		fp.Enum = map[string]string{}
-		for _, k := range sortedKeys(em) {
+		for _, k := range slices.Sorted(maps.Keys(em)) {
 			switch d := em[k].(type) {
 			case string:
 				fp.Enum[k] = CleanText(d)
@@ -600,7 +539,7 @@ func decodeAgent(v any, a *AgentPolicy) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p, val := join("agent", k), m[k]
 		switch k {
 		case "tools", "classes":
@@ -611,7 +550,7 @@ func decodeAgent(v any, a *AgentPolicy) error {
 			re, what := toolNameRe, "tool"
 			target := &a.Tools
 			if k == "classes" {
-				re, what, target = policyClassNameRe, "class", &a.Classes
+				re, what, target = parsedb.ClassNameRe, "class", &a.Classes
 			}
 			if ov, ok := om["only"]; ok {
 				if target.Only, err = nameList(join(p, "only"), ov, re, what); err != nil {
@@ -627,7 +566,7 @@ func decodeAgent(v any, a *AgentPolicy) error {
 				}
 			}
 			for i, x := range target.Except {
-				if contains(target.Only, x) {
+				if slices.Contains(target.Only, x) {
 					return perr(fmt.Sprintf("%s.except[%d]", p, i), "%s is in both only and except", x)
 				}
 			}
@@ -637,9 +576,9 @@ func decodeAgent(v any, a *AgentPolicy) error {
 				return perr(p, "must be a mapping of class name: where, got %s", describeValue(val))
 			}
 			a.Filters = map[string]map[string]any{}
-			for _, cn := range sortedKeys(fm) {
+			for _, cn := range slices.Sorted(maps.Keys(fm)) {
 				cp := join(p, cn)
-				if cn != DefaultFilterKey && !policyClassNameRe.MatchString(cn) {
+				if cn != DefaultFilterKey && !parsedb.ClassNameRe.MatchString(cn) {
 					return perr(cp, "not a valid Parse class name")
 				}
 				w, ok := fm[cn].(map[string]any)
@@ -661,7 +600,7 @@ func decodeSettings(v any, s *Settings) error {
 	if err != nil {
 		return err
 	}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p, val := join("settings", k), m[k]
 		switch k {
 		case "refuse_collscan":
@@ -725,9 +664,9 @@ func decodeProtectedFields(path string, v any) (map[string]map[string][]string, 
 		return nil, perr(path, "must be a mapping of class → {audience: [fields]} like {_User: {\"*\": [email]}}, got %s", describeValue(v))
 	}
 	out := make(map[string]map[string][]string, len(m))
-	for _, cn := range sortedKeys(m) {
+	for _, cn := range slices.Sorted(maps.Keys(m)) {
 		cp := join(path, cn)
-		if !policyClassNameRe.MatchString(cn) {
+		if !parsedb.ClassNameRe.MatchString(cn) {
 			return nil, perr(cp, "%q is not a valid class name", truncateText(cn, 60))
 		}
 		am, ok := m[cn].(map[string]any)
@@ -735,12 +674,12 @@ func decodeProtectedFields(path string, v any) (map[string]map[string][]string, 
 			return nil, perr(cp, "must be a mapping of audience (\"*\", authenticated, role:Name, a user id) → list of fields, got %s", describeValue(m[cn]))
 		}
 		out[cn] = make(map[string][]string, len(am))
-		for _, aud := range sortedKeys(am) {
+		for _, aud := range slices.Sorted(maps.Keys(am)) {
 			ap := join(cp, aud)
 			if !protectedAudienceRe.MatchString(aud) {
 				return nil, perr(ap, "%q is not an audience (\"*\", authenticated, role:Name, userField:field or a user id)", truncateText(aud, 60))
 			}
-			fields, err := nameList(ap, am[aud], policyFieldNameRe, "field")
+			fields, err := nameList(ap, am[aud], parsedb.FieldNameRe, "field")
 			if err != nil {
 				return nil, err
 			}
@@ -763,7 +702,7 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 			return nil, err
 		}
 		var ps PromptSpec
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			kp := join(p, k)
 			switch k {
 			case "name", "title", "description", "template":
@@ -793,7 +732,7 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 						return nil, err
 					}
 					var arg PromptArgSpec
-					for _, ak := range sortedKeys(am) {
+					for _, ak := range slices.Sorted(maps.Keys(am)) {
 						akp := join(ap, ak)
 						if ak == "required" {
 							if arg.Required, err = boolean(akp, am[ak]); err != nil {

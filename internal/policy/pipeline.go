@@ -60,7 +60,7 @@ package policy
 import (
 	"context"
 	"fmt"
-	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -76,10 +76,11 @@ const (
 )
 
 // PipelineStages are the stages a pipeline may use, at the top level and in
-// sub-pipelines ($facet branches, $lookup.pipeline, $unionWith.pipeline).
-var PipelineStages = []string{"$match", "$group", "$sort", "$project", "$limit", "$skip", "$unwind",
-	"$lookup", "$count", "$addFields", "$set", "$unset", "$bucket", "$bucketAuto", "$facet", "$sample",
-	"$sortByCount", "$replaceRoot", "$replaceWith", "$redact", "$graphLookup", "$unionWith"}
+// sub-pipelines ($facet branches, $lookup.pipeline, $unionWith.pipeline):
+// the one table the validator, the translator and the aggregate tool share
+// (parsedb.PipelineStages; TestPipelineStagesAgree in package tools proves
+// each layer handles every stage of it and only those).
+var PipelineStages = parsedb.PipelineStages
 
 // BlockedPipelineOperators are refused as security violations wherever they
 // appear in a pipeline, as a stage or as an operator at any depth.
@@ -98,7 +99,6 @@ var (
 	// Parse REST where operators that MongoDB does not know.
 	parseOnlyOperators = setOf([]string{"$inQuery", "$notInQuery", "$select", "$dontSelect", "$relatedTo", "$containedBy"})
 	regexOperators     = setOf([]string{"$regexMatch", "$regexFind", "$regexFindAll"})
-	pipelineClassRe    = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 )
 
 func setOf(list []string) map[string]bool {
@@ -998,7 +998,7 @@ func (pv *pipelineValidator) joinTarget(v any, where string) (*parsedb.Class, er
 	if !ok || name == "" {
 		return nil, invalidPipeline("%s needs a class name", where)
 	}
-	if !pipelineClassRe.MatchString(name) || parsedb.IsInternalCollection(name) {
+	if !parsedb.ClassNameRe.MatchString(name) || parsedb.IsInternalCollection(name) {
 		return nil, toolerror.Violationf("join into internal collection %q", truncateText(name, 60))
 	}
 	if pv.e.Hidden(name) {
@@ -1007,7 +1007,7 @@ func (pv *pipelineValidator) joinTarget(v any, where string) (*parsedb.Class, er
 		err.Details = &toolerror.Details{Kind: "hidden_class"}
 		return nil, err
 	}
-	if strings.HasPrefix(name, "_") && !(contains(JoinableSystemClasses, name) || name == "_Session" && pv.e.MasterPosture()) {
+	if strings.HasPrefix(name, "_") && !(slices.Contains(JoinableSystemClasses, name) || name == "_Session" && pv.e.MasterPosture()) {
 		return nil, toolerror.Violationf("join into system class %s", name)
 	}
 	cls, err := pv.e.ResolveClass(pv.ctx, pv.schema, name)

@@ -18,7 +18,6 @@ package policy
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -291,8 +290,6 @@ func operationFor(ctx context.Context, class string) string {
 	return OpFind
 }
 
-var classNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-
 // ResolveClass is the class gate: it checks that name is a class the session
 // may use and returns it. Hidden classes are refused (access_denied kind
 // hidden_class) with the same message as a missing class; unknown names get
@@ -301,7 +298,7 @@ var classNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
 // permission of the call's operation is checked (clp_denied); a
 // tenant-scoped class needs a bound tenant (tenant_required).
 func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name string) (*parsedb.Class, error) {
-	if !classNameRe.MatchString(name) {
+	if !parsedb.ClassNameRe.MatchString(name) {
 		return nil, toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name (letters, digits and _, starting with a letter or _, at most 128 characters)", truncateText(name, 40))
 	}
 	if e.Hidden(name) {
@@ -467,7 +464,7 @@ func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, s
 	// Argument validation belongs to the tool; the class gate runs here as
 	// well (as a backstop for any tool), but only on a well-formed
 	// class_name so that a malformed one is the tool's invalid_argument.
-	if cn, ok := args["class_name"].(string); ok && classNameRe.MatchString(cn) {
+	if cn, ok := args["class_name"].(string); ok && parsedb.ClassNameRe.MatchString(cn) {
 		ci.getShaped = ci.op == OpFind && getShapedWhere(args["where"])
 		s, err := schema(ctx)
 		if err != nil {

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
@@ -52,7 +53,7 @@ func (e *Engine) protectedFieldLists(cls *parsedb.Class) map[string][]string {
 	for audience, fields := range server {
 		merged := append([]string{}, out[audience]...)
 		for _, f := range fields {
-			if !contains(merged, f) {
+			if !slices.Contains(merged, f) {
 				merged = append(merged, f)
 			}
 		}

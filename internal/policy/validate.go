@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
@@ -101,7 +102,7 @@ func (e *Engine) Validate(ctx context.Context, schema *parsedb.Schema) []*PathEr
 			if !fieldOK(jp, f) {
 				continue
 			}
-			if len(cp.AgentFields) > 0 && !contains(cp.AgentFields, f) && !alwaysVisible(f) {
+			if len(cp.AgentFields) > 0 && !slices.Contains(cp.AgentFields, f) && !alwaysVisible(f) {
 				add(jp, "%s is not in agent_fields (join_fields must be a subset of the allowlist)", f)
 			}
 		}

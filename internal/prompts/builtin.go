@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,7 +129,7 @@ type link struct {
 func (p *Provider) links(cls *parsedb.Class) []link {
 	var out []link
 	fields := p.visibleFields(cls)
-	for _, name := range sortedKeys(fields) {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		f := fields[name]
 		if f.Type != parsedb.TypePointer && f.Type != parsedb.TypeRelation {
 			continue
@@ -227,7 +229,7 @@ func renderCountBy(ctx context.Context, p *Provider, v *Values) (string, error) 
 	top := strings.SplitN(field, ".", 2)[0]
 	f := fields[top]
 	if f == nil {
-		return "", server.InvalidParams("Argument group_by: %s has no field %q; fields: %s", cls.Name, top, strings.Join(firstN(sortedKeys(fields), 40), ", "))
+		return "", server.InvalidParams("Argument group_by: %s has no field %q; fields: %s", cls.Name, top, strings.Join(firstN(slices.Sorted(maps.Keys(fields)), 40), ", "))
 	}
 	args := map[string]any{"class_name": cls.Name, "field": field, "operation": "count", "sort": "value_desc"}
 	var how string
@@ -288,7 +290,7 @@ func renderFindRelationship(_ context.Context, p *Provider, v *Values) (string, 
 	f := fields[field]
 	if f == nil || f.Type != parsedb.TypePointer || f.TargetClass != parent.Name {
 		var candidates []string
-		for _, name := range sortedKeys(fields) {
+		for _, name := range slices.Sorted(maps.Keys(fields)) {
 			if g := fields[name]; g.Type == parsedb.TypePointer && g.TargetClass == parent.Name {
 				candidates = append(candidates, name)
 			}

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 )
 
@@ -83,11 +84,11 @@ func checkDefault(a Arg) error {
 	bad := false
 	switch a.Type {
 	case ArgClass:
-		bad = !classNameRe.MatchString(a.Default)
+		bad = !parsedb.ClassNameRe.MatchString(a.Default)
 	case ArgObjectID:
-		bad = !objectIDRe.MatchString(a.Default)
+		bad = !parsedb.ObjectIDRe.MatchString(a.Default)
 	case ArgField:
-		bad = !fieldRe.MatchString(a.Default)
+		bad = !parsedb.FieldPathRe.MatchString(a.Default)
 	case ArgDate:
 		_, ok := ParseISODate(a.Default)
 		bad = !ok

@@ -9,7 +9,6 @@ package prompts
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -167,13 +166,6 @@ func (p *Provider) Get(ctx context.Context, name string, args map[string]string)
 	}), nil
 }
 
-// Argument syntax (the same rules as the tools' arguments).
-var (
-	classNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	objectIDRe  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-	fieldRe     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}(\.[A-Za-z][A-Za-z0-9_]{0,127})*$`)
-)
-
 // MaxStringArg caps a free-text argument.
 const MaxStringArg = 500
 
@@ -217,7 +209,7 @@ func (p *Provider) schema(ctx context.Context, v *Values) (*parsedb.Schema, erro
 // resolveClass is the class gate of the tools: hidden, internal and unknown
 // classes are refused alike, suggestions come from visible classes only.
 func (p *Provider) resolveClass(ctx context.Context, v *Values, arg, name string) (*parsedb.Class, error) {
-	if !classNameRe.MatchString(name) {
+	if !parsedb.ClassNameRe.MatchString(name) {
 		return nil, server.InvalidParams("Argument %s: %q is not a valid Parse class name (letters, digits and _, starting with a letter or _)", arg, clip(name))
 	}
 	s, err := p.schema(ctx, v)
@@ -261,7 +253,7 @@ func (p *Provider) check(ctx context.Context, v *Values, a Arg, val string) (str
 		}
 		return strings.Join(names, ","), nil
 	case ArgObjectID:
-		if !objectIDRe.MatchString(val) {
+		if !parsedb.ObjectIDRe.MatchString(val) {
 			return "", server.InvalidParams("Argument %s: %q is not a valid objectId (1-32 of A-Z a-z 0-9 _ -)", a.Name, clip(val))
 		}
 		return val, nil
@@ -272,7 +264,7 @@ func (p *Provider) check(ctx context.Context, v *Values, a Arg, val string) (str
 		}
 		return t.UTC().Format(time.RFC3339Nano), nil
 	case ArgField:
-		if !fieldRe.MatchString(val) || parsedb.IsInternalPath(val) {
+		if !parsedb.FieldPathRe.MatchString(val) || parsedb.IsInternalPath(val) {
 			return "", server.InvalidParams("Argument %s: %q is not a valid field name (letters, digits and _, starting with a letter; dotted sub-fields allowed)", a.Name, clip(val))
 		}
 		return val, nil
@@ -320,14 +312,5 @@ func (p *Provider) visibleFields(cls *parsedb.Class) map[string]*parsedb.Field {
 	for _, f := range p.d.Policy.VisibleFields(cls) {
 		out[f.Name] = f
 	}
-	return out
-}
-
-func sortedKeys(m map[string]*parsedb.Field) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
 	return out
 }

@@ -407,7 +407,7 @@ func rowsTooLarge(d *Deps, tool string, sizes map[string]int) error {
 		if i == 3 {
 			break
 		}
-		heavy = append(heavy, fmt.Sprintf("%s (%s)", k, aggBytes(sizes[k])))
+		heavy = append(heavy, fmt.Sprintf("%s (%s)", k, humanBytes(sizes[k])))
 	}
 	// Leave out the heaviest fields until at most half of the bytes remain.
 	drop := map[string]bool{}
@@ -432,16 +432,6 @@ func rowsTooLarge(d *Deps, tool string, sizes map[string]int) error {
 	kj, _ := MarshalCompact(keep)
 	return toolerror.New(toolerror.InvalidArgument, "%s: the result exceeds the %d-byte response cap. Heaviest fields: %s. Retry with keys: %s — add a {\"$project\":{…}} stage that keeps only those fields (or summarize with $group/$count).",
 		tool, d.Policy.MaxResponseBytes(), strings.Join(heavy, ", "), kj)
-}
-
-func aggBytes(n int) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 // splitJSONObject splits a JSON object into its keys and raw values, in

@@ -3,9 +3,9 @@ package tools
 import (
 	"fmt"
 	"math"
-	"regexp"
 	"strings"
 
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -13,12 +13,6 @@ import (
 // invalid_argument errors that say exactly what was wrong, so the model can
 // fix its call. Unknown extra arguments are ignored.
 type Args map[string]any
-
-var (
-	classNamePattern = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,127}$`)
-	keyPattern       = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}(\.[A-Za-z][A-Za-z0-9_]{0,127})*$`)
-	objectIDPattern  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
-)
 
 // MaxKeys and MaxIncludes cap keys/include lists (README "Tools").
 const (
@@ -56,7 +50,7 @@ func (a Args) ClassName() (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !classNamePattern.MatchString(s) {
+	if !parsedb.ClassNameRe.MatchString(s) {
 		return "", invalid("class_name %q is not a valid Parse class name (letters, digits and _, starting with a letter or _, at most 128 characters)", truncate(s, 40))
 	}
 	return s, nil
@@ -68,7 +62,7 @@ func (a Args) ObjectID(name string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if !objectIDPattern.MatchString(s) {
+	if !parsedb.ObjectIDRe.MatchString(s) {
 		return "", invalid("%s %q is not a valid objectId (1-32 of A-Z a-z 0-9 _ -)", name, truncate(s, 40))
 	}
 	return s, nil
@@ -156,7 +150,7 @@ func (a Args) FieldList(name string, max int) ([]string, error) {
 	seen := map[string]bool{}
 	out := list[:0]
 	for _, k := range list {
-		if !keyPattern.MatchString(k) {
+		if !parsedb.FieldPathRe.MatchString(k) {
 			return nil, invalid("%s entry %q is not a valid field path (letters, digits and _, each dotted segment starting with a letter)", name, truncate(k, 40))
 		}
 		if !seen[k] {

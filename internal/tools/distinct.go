@@ -50,7 +50,7 @@ func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	sort, err := aggEnum(args, "sort", "asc", "asc", "desc", "none")
+	sort, err := enumArg(args, "sort", "asc", "asc", "desc", "none")
 	if err != nil {
 		return nil, err
 	}

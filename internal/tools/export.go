@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -188,7 +190,7 @@ func columnsArg(ctx context.Context, args Args, keys []string) ([]column, error)
 		return nil, invalid("columns has %d entries; at most %d are allowed", len(cols), MaxKeys)
 	}
 	for _, c := range cols {
-		if !keyPattern.MatchString(c.path) {
+		if !parsedb.FieldPathRe.MatchString(c.path) {
 			return nil, invalid("columns entry %q is not a valid field path (letters, digits and _, each dotted segment starting with a letter)", truncate(c.path, 40))
 		}
 	}
@@ -319,7 +321,7 @@ func pipelineColumns(rows []map[string]any) []column {
 			delete(seen, k)
 		}
 	}
-	for _, k := range sortedKeys(seen) {
+	for _, k := range slices.Sorted(maps.Keys(seen)) {
 		cols = append(cols, column{k, k})
 	}
 	if len(cols) == 0 {

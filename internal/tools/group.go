@@ -64,7 +64,7 @@ func resolveGroupField(d *Deps, cls *parsedb.Class, arg, name string) (*groupFie
 	case "_updated_at":
 		return nil, invalid("%s: use updatedAt, not _updated_at", arg)
 	}
-	if !keyPattern.MatchString(name) {
+	if !parsedb.FieldPathRe.MatchString(name) {
 		return nil, invalid("%s %q is not a valid field path (letters, digits and _, each dotted segment starting with a letter)", arg, truncate(name, 40))
 	}
 	f := cls.Field(root)
@@ -136,7 +136,7 @@ func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*g
 	if err != nil {
 		return nil, nil, err
 	}
-	op, err := aggEnum(args, "operation", "count", "count", "sum", "avg", "average", "min", "max")
+	op, err := enumArg(args, "operation", "count", "count", "sum", "avg", "average", "min", "max")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -158,7 +158,7 @@ func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*g
 	if byDate {
 		defSort = "key_asc"
 	}
-	if r.sort, err = aggEnum(args, "sort", defSort, "value_desc", "value_asc", "key_desc", "key_asc"); err != nil {
+	if r.sort, err = enumArg(args, "sort", defSort, "value_desc", "value_asc", "key_desc", "key_asc"); err != nil {
 		return nil, nil, err
 	}
 	if r.limit, err = args.Int("limit", DefaultGroupLimit, 1, MaxGroupLimit); err != nil {
@@ -168,7 +168,7 @@ func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*g
 		return nil, nil, err
 	}
 	if byDate {
-		if r.interval, err = aggEnum(args, "interval", "", "year", "quarter", "month", "week", "day", "hour", "minute", "second"); err != nil {
+		if r.interval, err = enumArg(args, "interval", "", "year", "quarter", "month", "week", "day", "hour", "minute", "second"); err != nil {
 			return nil, nil, err
 		}
 		if r.interval == "" {
@@ -215,23 +215,6 @@ func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*g
 		return nil, nil, err
 	}
 	return r, t, nil
-}
-
-// aggEnum returns an enumerated argument (case-insensitive), def when absent.
-func aggEnum(args Args, name, def string, allowed ...string) (string, error) {
-	s, err := args.String(name, false)
-	if err != nil {
-		return "", err
-	}
-	if s == "" {
-		return def, nil
-	}
-	for _, a := range allowed {
-		if strings.EqualFold(s, a) {
-			return a, nil
-		}
-	}
-	return "", invalid("%s must be one of %s, got %q", name, strings.Join(allowed, ", "), truncate(s, 40))
 }
 
 var offsetRe = regexp.MustCompile(`^[+-](0[0-9]|1[0-4]):[0-5][0-9]$`)

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -94,7 +96,7 @@ func idsArg(args Args) ([]string, error) {
 	seen := map[string]bool{}
 	out := make([]string, 0, len(list))
 	for _, id := range list {
-		if !objectIDPattern.MatchString(id) {
+		if !parsedb.ObjectIDRe.MatchString(id) {
 			return nil, invalid("ids entry %q is not a valid objectId (1-32 of A-Z a-z 0-9 _ -)", truncate(id, 40))
 		}
 		if !seen[id] {
@@ -220,7 +222,7 @@ func explainQuery(ctx context.Context, d *Deps, args Args) (any, error) {
 	cls := t.Class
 	names := map[string]bool{}
 	whereFieldNames(t.Shown, names)
-	fields := sortedKeys(names)
+	fields := slices.Sorted(maps.Keys(names))
 	indexed := liveIndexedFields(ctx, d, cls)
 	var idx []string
 	var summary strings.Builder

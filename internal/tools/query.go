@@ -4,8 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -95,15 +96,6 @@ func QueryTools() []*Tool {
 			Handler:      explainQuery,
 		},
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func countObjects(ctx context.Context, d *Deps, args Args) (any, error) {
@@ -398,7 +390,7 @@ func tooLarge(d *Deps, tool string, sizes map[string]int, extra string) error {
 		left -= f.Bytes
 	}
 	var keep []string
-	for _, k := range sortedKeys(sizes) {
+	for _, k := range slices.Sorted(maps.Keys(sizes)) {
 		if !removed[k] && !isIdentityField(k) {
 			keep = append(keep, k)
 		}

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -226,8 +228,8 @@ func TestWhereFieldNames(t *testing.T) {
 		"$nor": []any{map[string]any{"d": 1}}, "$relatedTo": map[string]any{"key": "x"},
 		"e": map[string]any{"$inQuery": map[string]any{"where": map[string]any{"inner": 1}}},
 	}, got)
-	if strings.Join(sortedKeys(got), ",") != "a,b,c,d,e" {
-		t.Errorf("got %v", sortedKeys(got))
+	if strings.Join(slices.Sorted(maps.Keys(got)), ",") != "a,b,c,d,e" {
+		t.Errorf("got %v", slices.Sorted(maps.Keys(got)))
 	}
 }
 

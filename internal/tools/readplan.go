@@ -6,6 +6,8 @@ package tools
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -104,7 +106,7 @@ func checkWhereFields(d *Deps, cls *parsedb.Class, where map[string]any) error {
 	}
 	names := map[string]bool{}
 	whereFieldNames(where, names)
-	for _, n := range sortedKeys(names) {
+	for _, n := range slices.Sorted(maps.Keys(names)) {
 		if err := d.Policy.CheckReadField(cls, n); err != nil {
 			return err
 		}

@@ -1,0 +1,73 @@
+package tools
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+)
+
+// stageExamples holds one valid use of every stage of the shared table
+// (parsedb.PipelineStages), on aggSchema's Song class.
+var stageExamples = map[string]string{
+	"$match":       `{"$match":{"genre":"rock"}}`,
+	"$group":       `{"$group":{"_id":"$genre","n":{"$sum":1}}}`,
+	"$sort":        `{"$sort":{"plays":-1}}`,
+	"$project":     `{"$project":{"title":1,"plays":1}}`,
+	"$limit":       `{"$limit":5}`,
+	"$skip":        `{"$skip":5}`,
+	"$unwind":      `{"$unwind":"$tags"}`,
+	"$lookup":      `{"$lookup":{"from":"Artist","localField":"artist","foreignField":"objectId","as":"a"}}`,
+	"$count":       `{"$count":"n"}`,
+	"$addFields":   `{"$addFields":{"double":{"$multiply":["$plays",2]}}}`,
+	"$set":         `{"$set":{"double":{"$multiply":["$plays",2]}}}`,
+	"$unset":       `{"$unset":"meta"}`,
+	"$bucket":      `{"$bucket":{"groupBy":"$plays","boundaries":[0,100,1000],"default":"other"}}`,
+	"$bucketAuto":  `{"$bucketAuto":{"groupBy":"$plays","buckets":3}}`,
+	"$facet":       `{"$facet":{"byGenre":[{"$sortByCount":"$genre"}]}}`,
+	"$sample":      `{"$sample":{"size":3}}`,
+	"$sortByCount": `{"$sortByCount":"$genre"}`,
+	"$replaceRoot": `{"$replaceRoot":{"newRoot":{"t":"$title"}}}`,
+	"$replaceWith": `{"$replaceWith":{"t":"$title"}}`,
+	"$redact":      `{"$redact":"$$KEEP"}`,
+	"$graphLookup": `{"$graphLookup":{"from":"Artist","startWith":"$artist","connectFromField":"objectId","connectToField":"objectId","as":"chain"}}`,
+	"$unionWith":   `{"$unionWith":{"coll":"Artist","pipeline":[{"$project":{"name":1}}]}}`,
+}
+
+// TestPipelineStagesAgree proves that the pipeline validator (policy), the
+// translator (parsedb) and the aggregate tool agree on the one table of
+// stages: every stage of the table passes all three (a dry run validates and
+// translates), and stages outside it are refused before anything runs.
+func TestPipelineStagesAgree(t *testing.T) {
+	if !slices.Equal(policy.PipelineStages, parsedb.PipelineStages) {
+		t.Fatal("policy.PipelineStages is not the shared table")
+	}
+	d := aggDeps(t, func(c *config.Config) { c.Permissions = config.TierReadonly })
+	for _, stage := range parsedb.PipelineStages {
+		ex, ok := stageExamples[stage]
+		if !ok {
+			t.Errorf("%s is in the stage table but has no example here: add one", stage)
+			continue
+		}
+		args := fmt.Sprintf(`{"class_name":"Song","pipeline":[%s],"dry_run":true}`, ex)
+		if _, err := aggCall(t, d, aggregateTool, args); err != nil {
+			t.Errorf("%s: refused by the validator or the translator: %v", stage, err)
+		}
+	}
+	for stage := range stageExamples {
+		if !slices.Contains(parsedb.PipelineStages, stage) {
+			t.Errorf("example for %s, which is not in the stage table", stage)
+		}
+	}
+	for _, stage := range []string{"$densify", "$fill", "$setWindowFields", "$geoNear", "$collStats", "$indexStats",
+		"$currentOp", "$listSessions", "$changeStream", "$documents", "$planCacheStats", "$out", "$merge"} {
+		args := fmt.Sprintf(`{"class_name":"Song","pipeline":[{%q:{}}],"dry_run":true}`, stage)
+		_, err := aggCall(t, d, aggregateTool, args)
+		if got := errOutcome(err); got != "violation" && got != "invalid_query" {
+			t.Errorf("%s outside the table: %s, want a refusal", stage, got)
+		}
+	}
+}
