@@ -119,10 +119,12 @@ func DocID(doc bson.Raw) string {
 }
 
 // RowField is one top-level member of an encoded JSON row: Key is the
-// unquoted name, Start/End delimit the value in the row.
+// unquoted name, Start/End delimit the value in the row, KeyStart is the
+// index of the key's opening quote.
 type RowField struct {
 	Key        []byte
 	Start, End int
+	KeyStart   int
 }
 
 // RowFields lists the top-level members of a JSON object produced by
@@ -150,7 +152,7 @@ func RowFields(row []byte) []RowField {
 		if ve < 0 {
 			return nil
 		}
-		out = append(out, RowField{Key: row[ks : ke-1], Start: vs, End: ve})
+		out = append(out, RowField{Key: row[ks : ke-1], Start: vs, End: ve, KeyStart: i})
 		i = ve
 	}
 	return out
@@ -208,7 +210,8 @@ func skipValue(b []byte, i int) int {
 }
 
 // SpliceRow appends row to dst with the values of the named top-level
-// members replaced (members not in the row are not added).
+// members replaced (members not in the row are not added); a member whose
+// replacement is nil is removed.
 func SpliceRow(dst, row []byte, repl map[string][]byte) []byte {
 	if len(repl) == 0 {
 		return append(dst, row...)
@@ -221,6 +224,18 @@ func SpliceRow(dst, row []byte, repl map[string][]byte) []byte {
 	for _, f := range fields {
 		v, ok := repl[string(f.Key)]
 		if !ok {
+			continue
+		}
+		if v == nil {
+			// Remove the member with one of its separating commas.
+			start, end := f.KeyStart, f.End
+			if start-1 >= last && row[start-1] == ',' {
+				start--
+			} else if end < len(row) && row[end] == ',' {
+				end++
+			}
+			dst = append(dst, row[last:start]...)
+			last = end
 			continue
 		}
 		dst = append(dst, row[last:f.Start]...)

@@ -149,3 +149,25 @@ func TestSpliceAfterAppendRow(t *testing.T) {
 		t.Errorf("title = %q", m["title"])
 	}
 }
+
+// TestSpliceRowRemoves: a nil replacement removes the member and exactly
+// one separating comma, wherever it stands.
+func TestSpliceRowRemoves(t *testing.T) {
+	row := []byte(`{"objectId":"x","a":{"__type":"Pointer"},"b":2,"c":"s,}"}`)
+	for _, c := range []struct {
+		repl map[string][]byte
+		want string
+	}{
+		{map[string][]byte{"a": nil}, `{"objectId":"x","b":2,"c":"s,}"}`},
+		{map[string][]byte{"c": nil}, `{"objectId":"x","a":{"__type":"Pointer"},"b":2}`},
+		{map[string][]byte{"objectId": nil}, `{"a":{"__type":"Pointer"},"b":2,"c":"s,}"}`},
+		{map[string][]byte{"objectId": nil, "a": nil}, `{"b":2,"c":"s,}"}`},
+		{map[string][]byte{"a": nil, "b": nil, "c": nil}, `{"objectId":"x"}`},
+		{map[string][]byte{"objectId": nil, "a": nil, "b": nil, "c": nil}, `{}`},
+		{map[string][]byte{"a": nil, "b": []byte(`3`)}, `{"objectId":"x","b":3,"c":"s,}"}`},
+	} {
+		if got := string(SpliceRow(nil, row, c.repl)); got != c.want {
+			t.Errorf("SpliceRow(%v) = %s, want %s", c.repl, got, c.want)
+		}
+	}
+}

@@ -397,6 +397,14 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 	if err != nil {
 		return nil, err
 	}
+	if _, isDoc := val.(bson.D); isDoc && f != nil && f.Type == TypeArray {
+		// Parse Server rewrites equality of a single value with an Array
+		// field to {$all: [value]} (MongoTransform). For a document (an
+		// embedded pointer or object) that is what matches an element equal
+		// to it on every backend; a scalar keeps the plain form, which means
+		// the same.
+		return []bson.E{{Key: storage, Value: bson.D{{Key: "$all", Value: bson.A{val}}}}}, nil
+	}
 	return []bson.E{{Key: storage, Value: val}}, nil
 }
 

@@ -135,6 +135,14 @@ func subQuery(key, op string, v any) (string, map[string]any, error) {
 }
 
 func (t *whereTranslator) inQuery(key string, f *Field, op string, v any) (bson.A, error) {
+	// Parse Server refuses $inQuery/$notInQuery without a where ("improper
+	// usage of $inQuery", code 102); $select/$dontSelect accept a query
+	// without one.
+	if m, ok := whereMap(v); ok {
+		if _, has := m["where"]; !has {
+			return nil, invalidQuery("%s: improper usage of %s: it needs {\"className\":\"Class\",\"where\":{…}} (an empty where {} matches every object)", key, op)
+		}
+	}
 	if f == nil || f.Type != TypePointer {
 		what := "not a field of this class"
 		if f != nil {

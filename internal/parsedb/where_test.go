@@ -172,7 +172,7 @@ func TestWhereToFilterGolden(t *testing.T) {
 		{"pointer inside Object stays embedded", `{"meta.by":{"__type":"Pointer","className":"Artist","objectId":"a1"}}`,
 			`{"meta.by":{"__type":"Pointer","className":"Artist","objectId":"a1"}}`},
 		{"pointer inside Array membership", `{"tags":{"__type":"Pointer","className":"Tag","objectId":"t1"}}`,
-			`{"tags":{"__type":"Pointer","className":"Tag","objectId":"t1"}}`},
+			`{"tags":{"$all":[{"__type":"Pointer","className":"Tag","objectId":"t1"}]}}`},
 
 		// Arrays.
 		{"scalar equality on Array field is membership", `{"tags":"rock"}`, `{"tags":"rock"}`},
@@ -304,7 +304,7 @@ func TestWhereToFilterSubQueries(t *testing.T) {
 		{"$inQuery", `{"artist":{"$inQuery":{"className":"Artist","where":{"name":"Beatles"}}}}`,
 			`{"_p_artist":{"$in":["Artist$a1","Artist$a2"]}}`,
 			[]whereSubCall{{"MatchingIDs", []any{"Artist", map[string]any{"name": "Beatles"}}}}},
-		{"$notInQuery without where", `{"artist":{"$notInQuery":{"className":"Artist"}}}`,
+		{"$notInQuery with an empty where", `{"artist":{"$notInQuery":{"className":"Artist","where":{}}}}`,
 			`{"_p_artist":{"$nin":["Artist$a1","Artist$a2"]}}`,
 			[]whereSubCall{{"MatchingIDs", []any{"Artist", map[string]any{}}}}},
 		{"$inQuery with empty answer", `{"artist":{"$inQuery":{"className":"Artist","where":{}}},"title":"x"}`,
@@ -513,6 +513,8 @@ func TestWhereToFilterErrors(t *testing.T) {
 		{"$options s", `{"title":{"$regex":"a","$options":"s"}}`, wantViolation, ""},
 		{"$options u", `{"title":{"$regex":"a","$options":"iu"}}`, wantViolation, ""},
 		{"$options not a string", `{"title":{"$regex":"a","$options":1}}`, wantViolation, ""},
+		{"$inQuery without where", `{"artist":{"$inQuery":{"className":"Artist"}}}`, wantInvalid, "improper usage of $inQuery"},
+		{"$notInQuery without where", `{"artist":{"$notInQuery":{"className":"Artist"}}}`, wantInvalid, "improper usage of $notInQuery"},
 		{"$options alone", `{"title":{"$options":"i"}}`, wantInvalid, "$options is only allowed together with $regex"},
 		{"$regex not a string", `{"title":{"$regex":1}}`, wantInvalid, "$regex needs a string"},
 

@@ -98,14 +98,13 @@ func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if g.isPointer() {
 		pointerClass = pointerKeys(items)
 	}
+	// Null and missing values are left out, as Parse Server's distinct
+	// does; so is a reference to a hidden class, which the key reader has
+	// already turned into null.
 	values := make([]any, 0, len(items))
-	sawNull := false
 	for _, it := range items {
 		if it.key == nil {
-			if sawNull {
-				continue
-			}
-			sawNull = true
+			continue
 		}
 		values = append(values, it.key)
 	}

@@ -115,7 +115,8 @@ func (s *includeSet) load(ctx context.Context, mains []bson.Raw) error {
 }
 
 // splice appends row with the pointers of nodes replaced by their objects.
-// A pointer whose object was not found or was filtered out stays a pointer.
+// A pointer whose object was not found or was filtered out (ACL, CLP, agent
+// filters) is left out of the row, as Parse Server's include leaves it out.
 func (s *includeSet) splice(dst []byte, doc bson.Raw, row []byte, nodes []*parsedb.IncludeNode) []byte {
 	var repl map[string][]byte
 	for _, n := range nodes {
@@ -123,12 +124,10 @@ func (s *includeSet) splice(dst []byte, doc bson.Raw, row []byte, nodes []*parse
 		if !ok || c != n.Target.Name {
 			continue
 		}
-		if v := s.encode(n, id); v != nil {
-			if repl == nil {
-				repl = map[string][]byte{}
-			}
-			repl[n.Field] = v
+		if repl == nil {
+			repl = map[string][]byte{}
 		}
+		repl[n.Field] = s.encode(n, id) // nil: not readable, left out
 	}
 	return parsedb.SpliceRow(dst, row, repl)
 }
