@@ -220,3 +220,53 @@ func writePolicy(t testing.TB, yml string) string {
 	}
 	return "PARSE_MCP_POLICY_FILE=" + path
 }
+
+// TestTrustCrossClassFieldRules (leak class 5): every cross-class operator
+// and join checks the field rules of the class it reads — agent_fields,
+// protectedFields and the internal floor — for the field it selects, the
+// relation key it walks and the where it runs there.
+func TestTrustCrossClassFieldRules(t *testing.T) {
+	pol := polFile(t,
+		"  Playlist:\n    description:", "  Playlist:\n    agent_fields: [name, owner, isPublic]\n    description:",
+		"  Artist:\n    description:", "  Artist:\n    agent_fields: [name, genres]\n    description:")
+	r := startRaw(t, pol, "PARSE_MCP_SESSION_TOKEN="+demo.AliceSessionToken)
+	r.initialize()
+	rel := `{"$relatedTo":{"object":{"__type":"Pointer","className":"Playlist","objectId":"p1"},"key":"songs"}}`
+	for _, c := range []struct{ id, tool, args, kind string }{
+		{"relatedTo-key", "count_objects", `{"class_name":"Song","where":` + rel + `}`, "field_not_allowed"},
+		{"relatedTo-key-in-or", "count_objects", `{"class_name":"Song","where":{"$or":[` + rel + `,{"title":"x"}]}}`, "field_not_allowed"},
+		{"relation-owner-where", "count_objects", `{"class_name":"Playlist","where":{"songs":{"__type":"Pointer","className":"Song","objectId":"s1"}}}`, "field_not_allowed"},
+		{"inQuery-where", "count_objects", `{"class_name":"Album","where":{"artist":{"$inQuery":{"className":"Artist","where":{"country":"US"}}}}}`, "field_not_allowed"},
+		{"notInQuery-where", "query_class", `{"class_name":"Album","where":{"artist":{"$notInQuery":{"className":"Artist","where":{"country":"US"}}}}}`, "field_not_allowed"},
+		{"inQuery-nested-or", "count_objects", `{"class_name":"Album","where":{"artist":{"$inQuery":{"className":"Artist","where":{"$or":[{"name":"x"},{"formedAt":{"$exists":true}}]}}}}}`, "field_not_allowed"},
+		{"select-key", "count_objects", `{"class_name":"Song","where":{"title":{"$select":{"query":{"className":"Artist","where":{}},"key":"country"}}}}`, "field_not_allowed"},
+		{"dontSelect-key", "count_objects", `{"class_name":"Song","where":{"title":{"$dontSelect":{"query":{"className":"Artist"},"key":"country"}}}}`, "field_not_allowed"},
+		{"select-where", "count_objects", `{"class_name":"Song","where":{"title":{"$select":{"query":{"className":"Artist","where":{"country":"US"}},"key":"name"}}}}`, "field_not_allowed"},
+		{"select-protected-key", "count_objects", `{"class_name":"Song","where":{"title":{"$select":{"query":{"className":"_User","where":{}},"key":"email"}}}}`, "protected_field"},
+		{"inQuery-protected-where", "count_objects", `{"class_name":"Invoice","where":{"customer":{"$inQuery":{"className":"_User","where":{"email":{"$regex":"^a"}}}}}}`, "protected_field"},
+		{"distinct-where-inQuery", "distinct", `{"class_name":"Album","field":"title","where":{"artist":{"$inQuery":{"className":"Artist","where":{"country":"US"}}}}}`, "field_not_allowed"},
+		{"group-where-select", "group_by", `{"class_name":"Song","field":"genre","where":{"title":{"$select":{"query":{"className":"Artist","where":{}},"key":"country"}}}}`, "field_not_allowed"},
+		{"export-where-inQuery", "export_data", `{"class_name":"Album","format":"csv","where":{"artist":{"$inQuery":{"className":"Artist","where":{"country":"US"}}}}}`, "field_not_allowed"},
+		{"lookup-pipeline-match", "aggregate", `{"class_name":"Album","pipeline":[{"$lookup":{"from":"Artist","let":{"a":"$artist"},"pipeline":[{"$match":{"country":"US"}}],"as":"x"}}]}`, "field_not_allowed"},
+		{"lookup-foreignField", "aggregate", `{"class_name":"Album","pipeline":[{"$lookup":{"from":"Artist","localField":"title","foreignField":"country","as":"x"}}]}`, "field_not_allowed"},
+		{"lookup-user-email", "aggregate", `{"class_name":"Invoice","pipeline":[{"$lookup":{"from":"_User","localField":"status","foreignField":"email","as":"x"}}]}`, ""},
+	} {
+		toolError(t, r, c.id, c.tool, c.args, "access_denied", c.kind)
+	}
+	// The internal floor of the other class is a security violation.
+	for id, args := range map[string]string{
+		"inQuery-floor":   `{"class_name":"Invoice","where":{"customer":{"$inQuery":{"className":"_User","where":{"_hashed_password":{"$exists":true}}}}}}`,
+		"select-floor":    `{"class_name":"Song","where":{"title":{"$select":{"query":{"className":"_User","where":{}},"key":"_hashed_password"}}}}`,
+		"relatedTo-floor": `{"class_name":"Song","where":{"$relatedTo":{"object":{"__type":"Pointer","className":"Playlist","objectId":"p1"},"key":"_rperm"}}}`,
+		"lookup-floor":    `{"class_name":"Invoice","pipeline":[{"$lookup":{"from":"_User","localField":"status","foreignField":"_hashed_password","as":"x"}}]}`,
+	} {
+		tool := "count_objects"
+		if strings.HasPrefix(id, "lookup") {
+			tool = "aggregate"
+		}
+		violation(t, r, id, tool, args)
+	}
+	// Allowed fields of the other class still work.
+	okResult(t, r, "inQuery-allowed", "count_objects", `{"class_name":"Album","where":{"artist":{"$inQuery":{"className":"Artist","where":{"name":{"$exists":true}}}}}}`)
+	okResult(t, r, "select-allowed", "count_objects", `{"class_name":"Song","where":{"title":{"$select":{"query":{"className":"Artist","where":{}},"key":"name"}}}}`)
+}

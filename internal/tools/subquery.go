@@ -77,6 +77,11 @@ func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key st
 	if err != nil {
 		return nil, err
 	}
+	// The relation is a field of the owner: it must be one this session may
+	// read there (internal floor, agent_fields, protectedFields).
+	if err := s.d.Policy.CheckReadField(owner, key); err != nil {
+		return nil, err
+	}
 	f := owner.Field(key)
 	if f == nil || f.Type != parsedb.TypeRelation {
 		return nil, toolerror.New(toolerror.InvalidQuery, "$relatedTo: %s.%s is not a relation field", ownerClass, key)
@@ -112,6 +117,9 @@ func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key st
 func (s *subQueries) OwningIDs(ctx context.Context, ownerClass, key string, relatedIDs []string) ([]string, error) {
 	owner, err := s.d.Policy.ResolveClass(ctx, s.schema, ownerClass)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.d.Policy.CheckReadField(owner, key); err != nil {
 		return nil, err
 	}
 	f := owner.Field(key)
