@@ -4,6 +4,7 @@ go 1.26.8
 
 require (
 	github.com/FerretDB/FerretDB v1.24.0
+	github.com/coder/websocket v1.8.14
 	github.com/kelseyhightower/envconfig v1.4.0
 	github.com/mark3labs/mcp-go v1.2.1
 	github.com/rs/zerolog v1.35.1

@@ -242,6 +242,15 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	engine := policy.New(cfg, file, log)
 	a.deps = tools.NewDeps(a.store, engine, cfg, log)
 	a.deps.Bridge = bridge
+	if bridge != nil && cfg.LiveQueryURL != "" {
+		lq, err := bridge.NewLiveQuery(cfg.LiveQueryURL, log)
+		if err != nil {
+			a.Close()
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_LIVEQUERY_URL: %v\n", err)
+			return nil, exitBadUsage
+		}
+		a.deps.LiveQuery = lq
+	}
 	// The policy is validated against the live _SCHEMA and the identity
 	// resolved before anything is served (`audit` reports policy problems
 	// instead of failing on them).

@@ -92,3 +92,28 @@ func TestBridgeStartupChecks(t *testing.T) {
 		t.Fatalf("session identity: exit %d: %s", code, stderr)
 	}
 }
+
+// TestBridgeLiveQuery: with PARSE_MCP_LIVEQUERY_URL a resource subscription
+// is driven by Parse LiveQuery as the configured session: a write Parse lets
+// the user read is notified, a write only another user may read is not.
+func TestBridgeLiveQuery(t *testing.T) {
+	ps := startParse(t, "Note")
+	aliceID, alice := ps.SignUp(t, "alice", "pw")
+	_, bob := ps.SignUp(t, "bob", "pw")
+
+	r := startRaw(t, bridgeEnv(ps, "PARSE_MCP_SESSION_TOKEN="+bob, "PARSE_MCP_LIVEQUERY_URL="+ps.LiveQueryURL, "PARSE_MCP_LOG_LEVEL=info")...)
+	r.initialize()
+	result(t, r.rpc("s1", "resources/subscribe", `{"uri":"parse://Note/count"}`))
+	if !strings.Contains(r.stderr.String(), "watching class through Parse LiveQuery") {
+		t.Fatalf("the subscription does not use LiveQuery:\n%s", r.stderr.String())
+	}
+
+	ps.MustDo(t, "POST", "/classes/Note", map[string]any{"title": "alice only", "ACL": map[string]any{aliceID: map[string]any{"read": true, "write": true}}}, parsetest.AsSession(alice))
+	if got := r.updates(settle); len(got) != 0 {
+		t.Fatalf("bob was notified of a note only alice can read: %v", got)
+	}
+	ps.MustDo(t, "POST", "/classes/Note", map[string]any{"title": "for everyone"}, parsetest.AsSession(alice))
+	if got := r.expectUpdates(1); len(got) != 1 || got[0] != "parse://Note/count" {
+		t.Fatalf("updates after a public write: %v", got)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/server"
 	"github.com/parse-mcp/parse-mcp/internal/tools"
 )
@@ -63,7 +64,21 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (map[string]strin
 // the class's collection (replica sets and Atlas). Where the server has no
 // change streams (standalone mongod, FerretDB) opening fails at once and the
 // manager polls instead.
+//
+// With PARSE_MCP_LIVEQUERY_URL the events come from Parse LiveQuery instead,
+// subscribed as the server's identity: Parse checks each event against that
+// identity's ACL and CLP, and the fingerprint (under this server's policy)
+// still decides whether subscribers hear about it. If LiveQuery cannot be
+// reached it falls back to the change stream (then polling).
 func (p *Provider) Watch(ctx context.Context, class string) (<-chan struct{}, error) {
+	if lq := p.d.LiveQuery; lq != nil {
+		events, err := lq.Subscribe(ctx, class)
+		if err == nil {
+			p.log.Info().Str("class", class).Msg("watching class through Parse LiveQuery")
+			return signals(events), nil
+		}
+		p.log.Warn().Str("class", class).Str("error", err.Error()).Msg("Parse LiveQuery unavailable; watching the database instead")
+	}
 	// Only the event's kind and key are needed: the fingerprint is
 	// recomputed under the policy anyway. _id (the resume token) must stay.
 	pipeline := mongo.Pipeline{{{Key: "$project", Value: bson.D{{Key: "operationType", Value: 1}, {Key: "documentKey", Value: 1}}}}}
@@ -89,3 +104,19 @@ func (p *Provider) Watch(ctx context.Context, class string) (<-chan struct{}, er
 }
 
 var _ server.SubscriptionSource = (*Provider)(nil)
+
+// signals turns LiveQuery events into the coalescing signal channel the
+// subscription manager reads.
+func signals(events <-chan parseserver.Event) <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	go func() {
+		defer close(ch)
+		for range events {
+			select {
+			case ch <- struct{}{}:
+			default: // one pending signal is enough
+			}
+		}
+	}()
+	return ch
+}

@@ -56,6 +56,9 @@ type Deps struct {
 	// Bridge is the Parse Server client when PARSE_MCP_SERVER_URL is set
 	// (writes and Cloud functions then go through Parse Server), else nil.
 	Bridge *parseserver.Client
+	// LiveQuery, with PARSE_MCP_LIVEQUERY_URL, drives resource subscriptions
+	// through Parse LiveQuery (Parse checks ACL/CLP per event), else nil.
+	LiveQuery *parseserver.LiveQuery
 }
 
 // NewDeps builds the handlers' dependencies around the whole Catalog and
