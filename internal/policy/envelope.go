@@ -215,5 +215,38 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	if s := mcpserver.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))
 	}
+	if ci := callFrom(ctx); ci != nil && ci.write != nil {
+		w := ci.write
+		fields := w.Fields
+		if len(fields) > 64 {
+			fields = fields[:64]
+		}
+		ev = ev.Str("class", w.Class).Strs("fields", fields).Bool("dry_run", w.DryRun).Bool("confirmed", w.Confirmed).
+			Str("identity", e.identityLabel())
+		if w.ObjectID != "" {
+			ev = ev.Str("object_id", w.ObjectID)
+		}
+		if w.Action != "" {
+			ev = ev.Str("action", w.Action)
+		}
+		if w.Backend != "" {
+			ev = ev.Str("write_path", w.Backend)
+		}
+	}
 	ev.Msg("tool_call")
+}
+
+// identityLabel names the identity a write ran as, for the audit event:
+// master, user:<id>, role:<name> (never a session token).
+func (e *Engine) identityLabel() string {
+	id := e.Identity()
+	switch {
+	case id == nil:
+		return "master"
+	case id.UserID != "":
+		return "user:" + id.UserID
+	case len(id.Roles) > 0:
+		return "role:" + id.Roles[0]
+	}
+	return "public"
 }

@@ -9,6 +9,8 @@ type File struct {
 	// Prompts are operator-declared prompts (structure checked here; names,
 	// types and placeholders validated by package prompts).
 	Prompts []PromptSpec `json:"prompts,omitempty" yaml:"prompts,omitempty"`
+	// Actions are the declared actions (call_action), sorted by name.
+	Actions []*ActionSpec `json:"actions,omitempty" yaml:"-"`
 }
 
 // HiddenExceptMaster is the `hidden: except_master` value.
@@ -26,6 +28,12 @@ type ClassPolicy struct {
 	CanonicalFilter map[string]any          `json:"canonical_filter,omitempty" yaml:"canonical_filter,omitempty"`
 	TenantScope     *TenantScope            `json:"tenant_scope,omitempty" yaml:"tenant_scope,omitempty"`
 	AllowCollscan   bool                    `json:"allow_collscan,omitempty" yaml:"allow_collscan,omitempty"`
+	// WritableFields are the fields writes may set (default: agent_fields;
+	// neither: every field). "ACL" in it lets writes set the ACL.
+	WritableFields []string `json:"writable_fields,omitempty" yaml:"writable_fields,omitempty"`
+	// DefaultACL is the ACL of objects created without one (nil: none,
+	// which Parse treats as public read and write).
+	DefaultACL map[string]any `json:"default_acl,omitempty" yaml:"default_acl,omitempty"`
 }
 
 // IsHidden reports `hidden: true`.
@@ -79,6 +87,23 @@ type Settings struct {
 	// (class → audience → fields), merged with every class's CLP; unset =
 	// Parse's default {_User: {"*": [email]}}, {} = none.
 	ProtectedFields map[string]map[string][]string `json:"protected_fields,omitempty" yaml:"protected_fields,omitempty"`
+	// ConfirmWrites is destructive (default), always or never.
+	ConfirmWrites string `json:"confirm_writes,omitempty" yaml:"confirm_writes,omitempty"`
+}
+
+// confirm_writes values.
+const (
+	ConfirmDestructive = "destructive"
+	ConfirmAlways      = "always"
+	ConfirmNever       = "never"
+)
+
+// ConfirmWrites is settings.confirm_writes (default destructive).
+func (e *Engine) ConfirmWrites() string {
+	if e.file != nil && e.file.Settings.ConfirmWrites != "" {
+		return e.file.Settings.ConfirmWrites
+	}
+	return ConfirmDestructive
 }
 
 // RateLimit is a sliding-window limit. Requests 0 disables the limiter.

@@ -222,15 +222,15 @@ func join(path, key string) string {
 
 // Keys accepted at each level.
 var (
-	topKeys       = []string{"classes", "agent", "settings", "prompts"}
+	topKeys       = []string{"classes", "agent", "settings", "prompts", "actions"}
 	promptKeys    = []string{"name", "title", "description", "arguments", "template"}
 	promptArgKeys = []string{"name", "description", "type", "required", "default"}
-	classKeys     = []string{"hidden", "description", "fields", "agent_fields", "large_fields", "join_fields", "canonical_filter", "tenant_scope", "allow_collscan"}
+	classKeys     = []string{"hidden", "description", "fields", "agent_fields", "large_fields", "join_fields", "canonical_filter", "tenant_scope", "allow_collscan", "writable_fields", "default_acl"}
 	fieldKeys     = []string{"description", "enum"}
 	tenantKeys    = []string{"field"}
 	agentKeys     = []string{"tools", "classes", "filters"}
 	onlyExceptKey = []string{"only", "except"}
-	settingsKeys  = []string{"refuse_collscan", "expose_explain", "max_response_bytes", "rate_limit", "protected_fields"}
+	settingsKeys  = []string{"refuse_collscan", "expose_explain", "max_response_bytes", "rate_limit", "protected_fields", "confirm_writes"}
 	rateLimitKeys = []string{"requests", "window"}
 )
 
@@ -380,6 +380,13 @@ func decodeFile(raw any) (*File, error) {
 			if err := decodeSettings(v, &f.Settings); err != nil {
 				return nil, err
 			}
+		case "actions":
+			if v == nil {
+				continue
+			}
+			if f.Actions, err = decodeActions(v); err != nil {
+				return nil, err
+			}
 		case "prompts":
 			if v == nil {
 				continue
@@ -447,6 +454,21 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 				}
 				cp.Fields[fname] = fpol
 			}
+		case "writable_fields":
+			list, err := nameList(p, val, parsedb.FieldNameRe, "field")
+			if err != nil {
+				return nil, err
+			}
+			if len(list) == 0 {
+				return nil, perr(p, "must not be empty (omit it to make agent_fields the writable set)")
+			}
+			cp.WritableFields = list
+		case "default_acl":
+			acl, err := decodeACL(p, val)
+			if err != nil {
+				return nil, err
+			}
+			cp.DefaultACL = acl
 		case "agent_fields", "large_fields", "join_fields":
 			list, err := nameList(p, val, parsedb.FieldNameRe, "field")
 			if err != nil {
@@ -615,6 +637,17 @@ func decodeSettings(v any, s *Settings) error {
 			if s.MaxResponseBytes, err = integer(p, val, MinMaxResponseBytes, DefaultMaxResponseBytes); err != nil {
 				return err
 			}
+		case "confirm_writes":
+			cw, err := str(p, val)
+			if err != nil {
+				return err
+			}
+			switch cw {
+			case ConfirmDestructive, ConfirmAlways, ConfirmNever:
+			default:
+				return perr(p, "must be destructive, always or never, got %q", truncateText(cw, 40))
+			}
+			s.ConfirmWrites = cw
 		case "rate_limit":
 			rm, err := object(p, val, rateLimitKeys)
 			if err != nil {
@@ -776,6 +809,38 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 			return nil, perr(join(p, "template"), "is required")
 		}
 		out = append(out, ps)
+	}
+	return out, nil
+}
+
+var aclEntryRe = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]{1,32}|role:[A-Za-z0-9_ -]{1,128})$`)
+
+// decodeACL reads a Parse ACL object: entries "*", a user objectId or
+// "role:Name", each {read: bool, write: bool}.
+func decodeACL(path string, v any) (map[string]any, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, perr(path, "must be a Parse ACL like {\"*\": {read: true}, \"role:Admin\": {read: true, write: true}}, got %s", describeValue(v))
+	}
+	out := make(map[string]any, len(m))
+	for _, en := range slices.Sorted(maps.Keys(m)) {
+		p := join(path, en)
+		if !aclEntryRe.MatchString(en) {
+			return nil, perr(p, "not an ACL entry (use \"*\", a user objectId or \"role:Name\")")
+		}
+		pm, err := object(p, m[en], []string{"read", "write"})
+		if err != nil {
+			return nil, err
+		}
+		perm := map[string]any{}
+		for _, k := range slices.Sorted(maps.Keys(pm)) {
+			b, err := boolean(join(p, k), pm[k])
+			if err != nil {
+				return nil, err
+			}
+			perm[k] = b
+		}
+		out[en] = perm
 	}
 	return out, nil
 }

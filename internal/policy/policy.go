@@ -269,6 +269,8 @@ type callInfo struct {
 	// getShaped: a find whose where is exactly {objectId: "X"}, which Parse
 	// checks against the get CLP (getShapedWhere).
 	getShaped bool
+	// write is what a write tool noted for the audit event.
+	write *WriteAudit
 }
 
 func callFrom(ctx context.Context) *callInfo {
@@ -464,7 +466,9 @@ func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, s
 	// Argument validation belongs to the tool; the class gate runs here as
 	// well (as a backstop for any tool), but only on a well-formed
 	// class_name so that a malformed one is the tool's invalid_argument.
-	if cn, ok := args["class_name"].(string); ok && parsedb.ClassNameRe.MatchString(cn) {
+	// create_class names a class that does not exist yet: its own gate
+	// (CheckClassWrite) runs in the tool.
+	if cn, ok := args["class_name"].(string); ok && parsedb.ClassNameRe.MatchString(cn) && !ci.tool.CreatesClass {
 		ci.getShaped = ci.op == OpFind && getShapedWhere(args["where"])
 		s, err := schema(ctx)
 		if err != nil {

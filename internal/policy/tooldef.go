@@ -53,6 +53,10 @@ type ToolInfo struct {
 	// UntrustedOutput marks results that carry database values: the result
 	// envelope adds UntrustedNote to them.
 	UntrustedOutput bool
+	// CreatesClass marks a tool whose class_name names a class to create:
+	// the middleware's class gate does not apply (the tool runs
+	// CheckClassWrite instead).
+	CreatesClass bool
 }
 
 // OpNone is the Operation of a tool that exercises no class-level

@@ -10,6 +10,8 @@ func Catalog() []*Tool {
 		QueryTools(),
 		AggregateTools(),
 		ExportTools(),
+		WriteTools(),
+		ActionTools(),
 	} {
 		all = append(all, family...)
 	}

@@ -45,5 +45,13 @@ func listTools(_ context.Context, d *Deps, args Args) (any, error) {
 		cats[t.Category] = policy.Categories[t.Category]
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	return map[string]any{"tools": list, "categories": cats}, nil
+	out := map[string]any{"tools": list, "categories": cats}
+	for _, t := range list {
+		if t.Name == "call_action" {
+			if acts := d.permittedActions(); len(acts) > 0 {
+				out["actions"] = acts
+			}
+		}
+	}
+	return out, nil
 }

@@ -59,6 +59,11 @@ type Deps struct {
 	// LiveQuery, with PARSE_MCP_LIVEQUERY_URL, drives resource subscriptions
 	// through Parse LiveQuery (Parse checks ACL/CLP per event), else nil.
 	LiveQuery *parseserver.LiveQuery
+	// Writes performs writes (nil: the direct MongoDB writer).
+	Writes WriteBackend
+	// CloudFunctions runs declared Cloud Code function actions (nil: none;
+	// the Parse Server bridge installs it).
+	CloudFunctions CloudFunctionCaller
 }
 
 // NewDeps builds the handlers' dependencies around the whole Catalog and

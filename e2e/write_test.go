@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// End-to-end tests of the write surface (README.md "Writes") through the
+// binary. Every test writes its own fresh database, so the seeded demo the
+// read tests count on is never touched.
+
+var writeDBSeq atomic.Int64
+
+// writeDB creates an empty database holding the given _SCHEMA documents and
+// returns it with the PARSE_MCP_MONGODB_URI setting pointing at it.
+func writeDB(t *testing.T, schemas ...bson.D) (*mongo.Database, string) {
+	t.Helper()
+	name := fmt.Sprintf("pmw_%d_%d", os.Getpid(), writeDBSeq.Add(1))
+	u, err := url.Parse(mongoURI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Path = "/" + name
+	cl, err := mongo.Connect(options.Client().ApplyURI(u.String()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := cl.Database(name)
+	t.Cleanup(func() {
+		_ = db.Drop(context.Background())
+		_ = cl.Disconnect(context.Background())
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, s := range schemas {
+		if _, err := db.Collection("_SCHEMA").InsertOne(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return db, "PARSE_MCP_MONGODB_URI=" + u.String()
+}
+
+// writeEnv is the environment of a server allowed every write.
+var writeEnv = []string{"PARSE_MCP_PERMISSIONS=admin", "PARSE_AGENT_ALLOW_WRITE_TOOLS=true", "PARSE_AGENT_ALLOW_RAW_CRUD=true",
+	"PARSE_AGENT_ALLOW_SCHEMA_OPS=true", "PARSE_AGENT_ALLOW_RAW_SCHEMA=true"}
+
+// policyEnv writes a policy file and returns its setting.
+func policyEnv(t *testing.T, doc string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "PARSE_MCP_POLICY_FILE=" + path
+}
+
+func writeClient(t *testing.T, uriEnv string, extra ...string) *client.Client {
+	t.Helper()
+	return stdioClient(t, append(append(append([]string{}, writeEnv...), uriEnv), extra...)...)
+}
+
+// stored reads a stored document as the database holds it.
+func stored(t *testing.T, db *mongo.Database, class, id string) bson.M {
+	t.Helper()
+	var doc bson.M
+	err := db.Collection(class).FindOne(context.Background(), bson.D{{Key: "_id", Value: id}}).Decode(&doc)
+	if err != nil {
+		t.Fatalf("reading %s %s: %v", class, id, err)
+	}
+	return doc
+}
+
+func schemaDoc(t *testing.T, db *mongo.Database, class string) bson.M {
+	t.Helper()
+	var doc bson.M
+	if err := db.Collection("_SCHEMA").FindOne(context.Background(), bson.D{{Key: "_id", Value: class}}).Decode(&doc); err != nil {
+		t.Fatalf("reading _SCHEMA %s: %v", class, err)
+	}
+	return doc
+}
+
+func count(t *testing.T, db *mongo.Database, coll string) int64 {
+	t.Helper()
+	n, err := db.Collection(coll).CountDocuments(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+var noConfirm = "settings: {confirm_writes: never}\n"
+
+func TestWriteObjectLifecycle(t *testing.T) {
+	db, uri := writeDB(t,
+		bson.D{{Key: "_id", Value: "Author"}, {Key: "objectId", Value: "string"}, {Key: "name", Value: "string"}},
+		bson.D{{Key: "_id", Value: "_User"}, {Key: "objectId", Value: "string"}, {Key: "username", Value: "string"}},
+	)
+	c := writeClient(t, uri, policyEnv(t, noConfirm))
+
+	out := callOK(t, c, "create_class", map[string]any{"class_name": "Note", "fields": map[string]any{
+		"title":   map[string]any{"type": "String", "required": true},
+		"views":   map[string]any{"type": "Number", "defaultValue": 0},
+		"author":  map[string]any{"type": "Pointer", "targetClass": "Author"},
+		"readers": map[string]any{"type": "Relation", "targetClass": "_User"},
+	}})
+	if out["created"] != true {
+		t.Fatalf("create_class: %v", out)
+	}
+	sd := schemaDoc(t, db, "Note")
+	if sd["title"] != "string" || sd["author"] != "*Author" || sd["readers"] != "relation<_User>" || sd["createdAt"] != "string" {
+		t.Fatalf("_SCHEMA of Note: %v", sd)
+	}
+
+	out = callOK(t, c, "create_object", map[string]any{"class_name": "Note", "fields": map[string]any{
+		"title":   "hello",
+		"author":  "A1b2C3d4E5",
+		"when":    map[string]any{"__type": "Date", "iso": "2024-03-01T10:00:00.000Z"},
+		"loc":     map[string]any{"__type": "GeoPoint", "latitude": 48.85, "longitude": 2.35},
+		"pic":     map[string]any{"__type": "File", "name": "abc_pic.png", "url": "http://files/abc_pic.png"},
+		"tags":    []any{"a", "b"},
+		"meta":    map[string]any{"k": 1.5, "at": map[string]any{"__type": "Date", "iso": "2024-01-01T00:00:00.000Z"}, "who": map[string]any{"__type": "Pointer", "className": "Author", "objectId": "zzz"}},
+		"big":     4e10,
+		"readers": map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": "u1"}}},
+	}, "acl": map[string]any{"*": map[string]any{"read": true}, "u1": map[string]any{"read": true, "write": true}}})
+	id, _ := out["object_id"].(string)
+	if len(id) != 10 {
+		t.Fatalf("create_object: objectId %q: %v", id, out)
+	}
+	doc := stored(t, db, "Note", id)
+	if doc["_p_author"] != "Author$A1b2C3d4E5" || doc["views"] != int32(0) || doc["pic"] != "abc_pic.png" || doc["big"] != 4e10 {
+		t.Fatalf("stored document: %v", doc)
+	}
+	if _, ok := doc["when"].(bson.DateTime); !ok {
+		t.Fatalf("when is not a BSON date: %T", doc["when"])
+	}
+	if loc, _ := doc["loc"].(bson.A); len(loc) != 2 || loc[0] != 2.35 || loc[1] != 48.85 {
+		t.Fatalf("loc: %v", doc["loc"])
+	}
+	if fmt.Sprint(doc["_rperm"]) != "[* u1]" || fmt.Sprint(doc["_wperm"]) != "[u1]" {
+		t.Fatalf("ACL storage: _rperm %v _wperm %v _acl %v", doc["_rperm"], doc["_wperm"], doc["_acl"])
+	}
+	if doc["_created_at"] != doc["_updated_at"] {
+		t.Fatalf("_created_at %v != _updated_at %v", doc["_created_at"], doc["_updated_at"])
+	}
+	var raw bson.Raw
+	if err := db.Collection("Note").FindOne(context.Background(), bson.D{{Key: "_id", Value: id}}).Decode(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if at := raw.Lookup("meta", "at"); at.Type != bson.TypeDateTime {
+		t.Fatalf("a date inside an Object is not a BSON date: %v", at)
+	}
+	if who, _ := raw.Lookup("meta", "who").Document().Elements(); len(who) != 3 || who[0].Key() != "__type" || who[1].Key() != "className" || who[2].Key() != "objectId" {
+		t.Fatalf("embedded pointer key order: %v", who)
+	}
+	if n := count(t, db, "_Join:readers:Note"); n != 1 {
+		t.Fatalf("_Join:readers:Note has %d pairs, want 1", n)
+	}
+	sd = schemaDoc(t, db, "Note")
+	if sd["when"] != "date" || sd["loc"] != "geopoint" || sd["pic"] != "file" || sd["tags"] != "array" || sd["meta"] != "object" || sd["big"] != "number" {
+		t.Fatalf("_SCHEMA after create: %v", sd)
+	}
+	// Read back through the read tools, in the REST shape.
+	got := callOK(t, c, "get_object", map[string]any{"class_name": "Note", "object_id": id, "shape": "rest"})
+	obj := got["object"].(map[string]any)
+	if a := obj["author"].(map[string]any); a["objectId"] != "A1b2C3d4E5" || a["className"] != "Author" {
+		t.Fatalf("author read back: %v", obj)
+	}
+	if l := obj["loc"].(map[string]any); l["latitude"] != 48.85 {
+		t.Fatalf("loc read back: %v", obj["loc"])
+	}
+
+	// Every __op.
+	callOK(t, c, "update_object", map[string]any{"class_name": "Note", "object_id": id, "fields": map[string]any{
+		"views":   map[string]any{"__op": "Increment", "amount": 3},
+		"tags":    map[string]any{"__op": "AddUnique", "objects": []any{"b", "c"}},
+		"list":    map[string]any{"__op": "Add", "objects": []any{1, 1}},
+		"big":     map[string]any{"__op": "Delete"},
+		"readers": map[string]any{"__op": "RemoveRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": "u1"}}},
+		"author":  map[string]any{"__type": "Pointer", "className": "Author", "objectId": "Other12345"},
+		"when":    "2025-01-02T03:04:05Z",
+		"loc":     []any{10.5, 20.25},
+		"pic":     "other_pic.png",
+	}})
+	doc = stored(t, db, "Note", id)
+	if doc["views"] != int32(3) || fmt.Sprint(doc["tags"]) != "[a b c]" || fmt.Sprint(doc["list"]) != "[1 1]" || doc["_p_author"] != "Author$Other12345" {
+		t.Fatalf("after update: %v", doc)
+	}
+	if loc, _ := doc["loc"].(bson.A); len(loc) != 2 || loc[0] != 20.25 || loc[1] != 10.5 || doc["pic"] != "other_pic.png" {
+		t.Fatalf("compact GeoPoint [lat, lng] and file name written back: loc %v pic %v", doc["loc"], doc["pic"])
+	}
+	if _, has := doc["big"]; has {
+		t.Fatalf("Delete left big: %v", doc)
+	}
+	if w, _ := doc["when"].(bson.DateTime); w.Time().UTC().Year() != 2025 {
+		t.Fatalf("an ISO string on a Date field is not stored as a date: %v", doc["when"])
+	}
+	if n := count(t, db, "_Join:readers:Note"); n != 0 {
+		t.Fatalf("RemoveRelation left %d pairs", n)
+	}
+	callOK(t, c, "update_object", map[string]any{"class_name": "Note", "object_id": id, "fields": map[string]any{
+		"tags": map[string]any{"__op": "Remove", "objects": []any{"a"}},
+	}})
+	if doc = stored(t, db, "Note", id); fmt.Sprint(doc["tags"]) != "[b c]" {
+		t.Fatalf("Remove: %v", doc["tags"])
+	}
+
+	// Type conflicts and required fields, worded as Parse words them.
+	msg := callErr(t, c, "update_object", map[string]any{"class_name": "Note", "object_id": id, "fields": map[string]any{"views": "many"}}, "parse_error")
+	if !strings.Contains(msg, "schema mismatch for Note.views; expected Number but got String") || !strings.Contains(msg, "111") {
+		t.Fatalf("type conflict: %s", msg)
+	}
+	msg = callErr(t, c, "create_object", map[string]any{"class_name": "Note", "fields": map[string]any{"views": 1}}, "parse_error")
+	if !strings.Contains(msg, "title is required") {
+		t.Fatalf("required: %s", msg)
+	}
+
+	// delete_class refuses a non-empty class.
+	msg = callErr(t, c, "delete_class", map[string]any{"class_name": "Note"}, "parse_error")
+	if !strings.Contains(msg, "Class Note is not empty, contains 1 objects, cannot drop schema.") {
+		t.Fatalf("delete_class of a non-empty class: %s", msg)
+	}
+	callOK(t, c, "delete_object", map[string]any{"class_name": "Note", "object_id": id})
+	if n := count(t, db, "Note"); n != 0 {
+		t.Fatalf("delete_object left %d objects", n)
+	}
+	callOK(t, c, "delete_class", map[string]any{"class_name": "Note"})
+	if n, _ := db.Collection("_SCHEMA").CountDocuments(context.Background(), bson.D{{Key: "_id", Value: "Note"}}); n != 0 {
+		t.Fatal("delete_class left the _SCHEMA document")
+	}
+	names, _ := db.ListCollectionNames(context.Background(), bson.D{})
+	for _, n := range names {
+		if strings.HasPrefix(n, "_Join:readers:Note") || n == "Note" {
+			t.Fatalf("delete_class left collection %s", n)
+		}
+	}
+}

@@ -1,0 +1,669 @@
+package parsedb
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+func marshalJSONValue(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// Plan encodes a write. now stamps _created_at/_updated_at. It touches
+// nothing: delete_class's emptiness check and the write itself happen in
+// Apply.
+func Plan(req *WriteRequest, now time.Time) (*WritePlan, error) {
+	switch req.Op {
+	case WriteCreateObject:
+		return planCreate(req, now)
+	case WriteUpdateObject:
+		return planUpdate(req, now)
+	case WriteDeleteObject:
+		return planDelete(req)
+	case WriteCreateClass:
+		return planCreateClass(req)
+	case WriteDeleteClass:
+		return planDeleteClass(req)
+	}
+	return nil, fmt.Errorf("unknown write %q", req.Op)
+}
+
+// checkFieldName refuses names Parse refuses as field names of a write.
+func checkFieldName(name string) error {
+	if implicitField(name) {
+		return ParseErr(ParseInvalidKeyName, "%s is an invalid field name.", name)
+	}
+	if !ValidFieldName(name) {
+		return ParseErr(ParseInvalidKeyName, "Invalid field name: %s.", truncateMsg(name, 60))
+	}
+	return nil
+}
+
+// fieldState accumulates one object write.
+type fieldState struct {
+	cls   *Class
+	adds  bson.D
+	added map[string]valueType
+	joins []JoinChange
+}
+
+// typed checks name's value against the schema and records a new field.
+func (s *fieldState) typed(name string, v any) (*valueType, error) {
+	nt, err := checkType(s.cls, name, v)
+	if err != nil {
+		return nil, err
+	}
+	if nt != nil {
+		if s.added == nil {
+			s.added = map[string]valueType{}
+		}
+		s.added[name] = *nt
+		s.adds = append(s.adds, bson.E{Key: name, Value: nt.schemaString()})
+	}
+	return nt, nil
+}
+
+func (s *fieldState) relationOp(name, op string, v map[string]any, nt *valueType, ownerID string) error {
+	target := ""
+	if f := s.cls.Field(name); f != nil {
+		target = f.TargetClass
+	} else if nt != nil {
+		target = nt.Target
+	}
+	objs, _ := v["objects"].([]any)
+	jc := JoinChange{Field: name, Target: target, ownerID: ownerID}
+	for _, o := range objs {
+		cn, id, err := pointerParts(o)
+		if err != nil {
+			return err
+		}
+		if cn != target {
+			return ParseErr(ParseIncorrectType, "schema mismatch for %s.%s; expected Relation<%s> but got Relation<%s>", s.cls.Name, name, target, cn)
+		}
+		if op == "AddRelation" {
+			jc.Add = append(jc.Add, id)
+		} else {
+			jc.Remove = append(jc.Remove, id)
+		}
+	}
+	s.joins = append(s.joins, jc)
+	return nil
+}
+
+func opObjects(name string, v map[string]any) (bson.A, error) {
+	objs, ok := v["objects"].([]any)
+	if !ok {
+		return nil, ParseErr(ParseInvalidJSON, "%s of %s needs objects: an array", v["__op"], name)
+	}
+	iv, err := interior(name, objs, 0)
+	if err != nil {
+		return nil, err
+	}
+	return iv.(bson.A), nil
+}
+
+func incrementAmount(name string, v map[string]any) (any, error) {
+	n, ok := storageNumber(v["amount"])
+	if !ok {
+		return nil, ParseErr(ParseInvalidJSON, "Increment of %s needs amount: a number", name)
+	}
+	return n, nil
+}
+
+func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
+	cls := req.Class
+	id := req.ObjectID
+	if id == "" {
+		id = NewObjectID()
+	}
+	s := &fieldState{cls: cls}
+	fields := map[string]any{}
+	for k, v := range req.Fields {
+		fields[k] = v
+	}
+	// defaultValue of _SCHEMA applies to fields not given (or deleted).
+	for _, name := range cls.FieldNames() {
+		f := cls.Fields[name]
+		if f.DefaultValue == nil {
+			continue
+		}
+		if v, given := fields[name]; !given || isDeleteOp(v) {
+			fields[name] = restValue(f.DefaultValue)
+		}
+	}
+	doc := bson.D{{Key: "_id", Value: id}}
+	names := sortedFieldNames(fields)
+	for _, name := range names {
+		if err := checkFieldName(name); err != nil {
+			return nil, err
+		}
+		v := fields[name]
+		nt, err := s.typed(name, v)
+		if err != nil {
+			return nil, err
+		}
+		if m, ok := v.(map[string]any); ok {
+			if op, has := m["__op"].(string); has {
+				switch op {
+				case "Delete":
+					continue
+				case "Increment":
+					amt, err := incrementAmount(name, m)
+					if err != nil {
+						return nil, err
+					}
+					doc = append(doc, bson.E{Key: name, Value: amt})
+				case "Add", "AddUnique", "Remove":
+					objs, err := opObjects(name, m)
+					if err != nil {
+						return nil, err
+					}
+					switch op {
+					case "AddUnique":
+						objs = uniqueValues(nil, objs)
+					case "Remove":
+						objs = bson.A{}
+					}
+					doc = append(doc, bson.E{Key: name, Value: objs})
+				case "AddRelation", "RemoveRelation":
+					if err := s.relationOp(name, op, m, nt, id); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+		}
+		if v == nil {
+			continue // null on create: nothing stored, as Parse
+		}
+		key, sv, err := topLevel(cls, name, v, nt)
+		if err != nil {
+			return nil, err
+		}
+		doc = append(doc, bson.E{Key: key, Value: sv})
+	}
+	for _, name := range cls.FieldNames() {
+		if !cls.Fields[name].Required {
+			continue
+		}
+		if v, given := fields[name]; !given || v == nil || isDeleteOp(v) {
+			return nil, ParseErr(ParseValidationError, "%s is required", name)
+		}
+	}
+	if req.ACL != nil {
+		r, w, legacy, err := ACLStorage(req.ACL)
+		if err != nil {
+			return nil, err
+		}
+		doc = append(doc, bson.E{Key: "_rperm", Value: r}, bson.E{Key: "_wperm", Value: w}, bson.E{Key: "_acl", Value: legacy})
+	}
+	ts := bson.NewDateTimeFromTime(now)
+	doc = append(doc, bson.E{Key: "_created_at", Value: ts}, bson.E{Key: "_updated_at", Value: ts})
+	raw, err := bson.Marshal(doc)
+	if err != nil {
+		return nil, err
+	}
+	return &WritePlan{Op: req.Op, ClassName: cls.Name, ObjectID: id, SchemaAdds: s.adds, Document: doc,
+		Joins: s.joins, Result: raw, Fields: sortedFieldNames(req.Fields)}, nil
+}
+
+func isDeleteOp(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && m["__op"] == "Delete"
+}
+
+// restValue turns a stored defaultValue (decoded BSON) into a REST value.
+func restValue(v any) any {
+	switch t := deepM(v).(type) {
+	case bson.M:
+		m := make(map[string]any, len(t))
+		for k, x := range t {
+			m[k] = restValue(x)
+		}
+		return m
+	case bson.A:
+		a := make([]any, len(t))
+		for i, x := range t {
+			a[i] = restValue(x)
+		}
+		return a
+	case int32:
+		return float64(t)
+	case int64:
+		return float64(t)
+	default:
+		return t
+	}
+}
+
+func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
+	cls := req.Class
+	if req.Existing == nil {
+		return nil, ParseErr(ParseObjectNotFound, "Object not found.")
+	}
+	s := &fieldState{cls: cls}
+	var set, unset, inc, push, addToSet, pullAll bson.D
+	for _, name := range sortedFieldNames(req.Fields) {
+		if err := checkFieldName(name); err != nil {
+			return nil, err
+		}
+		v := req.Fields[name]
+		nt, err := s.typed(name, v)
+		if err != nil {
+			return nil, err
+		}
+		storageKey := name
+		if f := cls.Field(name); f != nil && f.Type == TypePointer || nt != nil && nt.Type == TypePointer {
+			storageKey = "_p_" + name
+		}
+		if m, ok := v.(map[string]any); ok {
+			if op, has := m["__op"].(string); has {
+				switch op {
+				case "Delete":
+					if f := cls.Field(name); f != nil && f.Required {
+						return nil, ParseErr(ParseValidationError, "%s is required", name)
+					}
+					if f := cls.Field(name); f != nil && f.Type == TypeRelation {
+						return nil, ParseErr(ParseIncorrectType, "%s is a Relation: remove objects with RemoveRelation", name)
+					}
+					unset = append(unset, bson.E{Key: storageKey, Value: ""})
+				case "Increment":
+					amt, err := incrementAmount(name, m)
+					if err != nil {
+						return nil, err
+					}
+					inc = append(inc, bson.E{Key: name, Value: amt})
+				case "Add", "AddUnique", "Remove":
+					objs, err := opObjects(name, m)
+					if err != nil {
+						return nil, err
+					}
+					switch op {
+					case "Add":
+						push = append(push, bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
+					case "AddUnique":
+						addToSet = append(addToSet, bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
+					case "Remove":
+						pullAll = append(pullAll, bson.E{Key: name, Value: objs})
+					}
+				case "AddRelation", "RemoveRelation":
+					if err := s.relationOp(name, op, m, nt, req.ObjectID); err != nil {
+						return nil, err
+					}
+				}
+				continue
+			}
+		}
+		if v == nil {
+			if f := cls.Field(name); f != nil && f.Required {
+				return nil, ParseErr(ParseValidationError, "%s is required", name)
+			}
+		}
+		key, sv, err := topLevel(cls, name, v, nt)
+		if err != nil {
+			return nil, err
+		}
+		set = append(set, bson.E{Key: key, Value: sv})
+	}
+	if req.ACL != nil {
+		r, w, legacy, err := ACLStorage(req.ACL)
+		if err != nil {
+			return nil, err
+		}
+		set = append(set, bson.E{Key: "_rperm", Value: r}, bson.E{Key: "_wperm", Value: w}, bson.E{Key: "_acl", Value: legacy})
+	}
+	set = append(set, bson.E{Key: "_updated_at", Value: bson.NewDateTimeFromTime(now)})
+	update := bson.D{{Key: "$set", Value: set}}
+	for _, part := range []struct {
+		op string
+		d  bson.D
+	}{{"$unset", unset}, {"$inc", inc}, {"$push", push}, {"$addToSet", addToSet}, {"$pullAll", pullAll}} {
+		if len(part.d) > 0 {
+			update = append(update, bson.E{Key: part.op, Value: part.d})
+		}
+	}
+	if err := checkConflicts(update); err != nil {
+		return nil, err
+	}
+	filter := writeFilter(req)
+	result, err := simulateUpdate(req.Existing, update)
+	if err != nil {
+		return nil, err
+	}
+	return &WritePlan{Op: req.Op, ClassName: cls.Name, ObjectID: req.ObjectID, SchemaAdds: s.adds, Filter: filter,
+		Update: update, Joins: s.joins, Result: result, Fields: sortedFieldNames(req.Fields)}, nil
+}
+
+// checkConflicts refuses an update touching one storage key twice (a
+// pointer and its bare name, say), which MongoDB would reject.
+func checkConflicts(update bson.D) error {
+	seen := map[string]bool{}
+	for _, part := range update {
+		for _, e := range part.Value.(bson.D) {
+			if seen[e.Key] {
+				return ParseErr(ParseInvalidJSON, "%s is changed twice in one update", e.Key)
+			}
+			seen[e.Key] = true
+		}
+	}
+	return nil
+}
+
+func planDelete(req *WriteRequest) (*WritePlan, error) {
+	if req.Existing == nil {
+		return nil, ParseErr(ParseObjectNotFound, "Object not found.")
+	}
+	filter := writeFilter(req)
+	return &WritePlan{Op: req.Op, ClassName: req.ClassName, ObjectID: req.ObjectID, Filter: filter, Result: req.Existing}, nil
+}
+
+// writeFilter is the filter of an update or delete: the objectId, AND-ed
+// with the scope the object was read through.
+func writeFilter(req *WriteRequest) bson.D {
+	filter := bson.D{{Key: "_id", Value: req.ObjectID}}
+	if len(req.Scope) > 0 {
+		filter = bson.D{{Key: "$and", Value: bson.A{filter, req.Scope}}}
+	}
+	return filter
+}
+
+var classNameWriteRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
+
+// schemaTypes are the REST types create_class accepts.
+var schemaTypes = map[string]bool{TypeString: true, TypeNumber: true, TypeBoolean: true, TypeDate: true, TypeObject: true,
+	TypeArray: true, TypeGeoPoint: true, TypeFile: true, TypeBytes: true, TypePolygon: true, TypePointer: true, TypeRelation: true}
+
+func planCreateClass(req *WriteRequest) (*WritePlan, error) {
+	name := req.ClassName
+	if !classNameWriteRe.MatchString(name) {
+		return nil, ParseErr(ParseInvalidClassName, "Invalid classname: %s, classnames can only have alphanumeric characters and _, and must start with an alpha character ", truncateMsg(name, 60))
+	}
+	doc := bson.D{{Key: "_id", Value: name}, {Key: "objectId", Value: "string"}, {Key: "updatedAt", Value: "string"}, {Key: "createdAt", Value: "string"}}
+	var options bson.D
+	for _, fname := range sortedFieldNames(req.Fields) {
+		if err := checkFieldName(fname); err != nil {
+			return nil, err
+		}
+		def, ok := req.Fields[fname].(map[string]any)
+		if !ok {
+			return nil, ParseErr(ParseInvalidJSON, "field %s needs a definition like {\"type\":\"String\"}", fname)
+		}
+		t, _ := def["type"].(string)
+		if !schemaTypes[t] {
+			return nil, ParseErr(ParseIncorrectType, "invalid field type: %s", truncateMsg(fmt.Sprint(def["type"]), 40))
+		}
+		target, _ := def["targetClass"].(string)
+		if t == TypePointer || t == TypeRelation {
+			if target == "" {
+				return nil, ParseErr(135, "type %s needs a class name", t)
+			}
+			if !classNameWriteRe.MatchString(target) && target != "_User" && target != "_Role" && target != "_Installation" && target != "_Session" {
+				return nil, ParseErr(ParseInvalidClassName, "Invalid classname: %s", truncateMsg(target, 60))
+			}
+		} else if target != "" {
+			return nil, ParseErr(ParseInvalidJSON, "targetClass is only for Pointer and Relation fields (%s)", fname)
+		}
+		for k := range def {
+			switch k {
+			case "type", "targetClass", "required", "defaultValue":
+			default:
+				return nil, ParseErr(ParseInvalidJSON, "field %s: unknown key %s (type, targetClass, required, defaultValue)", fname, truncateMsg(k, 40))
+			}
+		}
+		f := &Field{Name: fname, Type: t, TargetClass: target}
+		doc = append(doc, bson.E{Key: fname, Value: SchemaTypeString(f)})
+		var opt bson.D
+		if r, has := def["required"]; has {
+			b, isBool := r.(bool)
+			if !isBool {
+				return nil, ParseErr(ParseInvalidJSON, "field %s: required must be true or false", fname)
+			}
+			opt = append(opt, bson.E{Key: "required", Value: b})
+		}
+		if dv, has := def["defaultValue"]; has && dv != nil {
+			vt, ok, err := typeOf(fname, dv)
+			if err != nil {
+				return nil, err
+			}
+			if !ok || !typesMatch(f, vt) {
+				return nil, ParseErr(ParseIncorrectType, "schema mismatch for %s.%s default value; expected %s but got %s", name, fname, fieldType(f), vt)
+			}
+			opt = append(opt, bson.E{Key: "defaultValue", Value: plainBSON(dv)})
+		}
+		if len(opt) > 0 {
+			options = append(options, bson.E{Key: fname, Value: opt})
+		}
+	}
+	var md bson.D
+	if len(options) > 0 {
+		md = append(md, bson.E{Key: "fields_options", Value: options})
+	}
+	if req.CLP != nil {
+		clp, err := validCLP(req.CLP)
+		if err != nil {
+			return nil, err
+		}
+		md = append(md, bson.E{Key: "class_permissions", Value: clp})
+	}
+	if md != nil {
+		doc = append(doc, bson.E{Key: "_metadata", Value: md})
+	}
+	return &WritePlan{Op: req.Op, ClassName: name, SchemaDoc: doc, Fields: sortedFieldNames(req.Fields)}, nil
+}
+
+// plainBSON converts a JSON value to BSON keeping REST typed objects as
+// they are (sorted keys), as Parse stores fields_options.defaultValue.
+func plainBSON(v any) any {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := sortedFieldNames(t)
+		d := make(bson.D, 0, len(keys))
+		for _, k := range keys {
+			d = append(d, bson.E{Key: k, Value: plainBSON(t[k])})
+		}
+		return d
+	case []any:
+		a := make(bson.A, len(t))
+		for i, x := range t {
+			a[i] = plainBSON(x)
+		}
+		return a
+	case float64:
+		n, _ := storageNumber(t)
+		return n
+	}
+	return v
+}
+
+var clpOperations = []string{"find", "count", "get", "create", "update", "delete", "addField", "protectedFields", "readUserFields", "writeUserFields"}
+
+// validCLP checks class-level permissions as Parse's validateCLP does in
+// outline: known operations, entries "*", a user id, "role:Name",
+// requiresAuthentication or pointerFields.
+func validCLP(clp map[string]any) (bson.D, error) {
+	var out bson.D
+	for _, op := range sortedFieldNames(clp) {
+		known := false
+		for _, k := range clpOperations {
+			known = known || k == op
+		}
+		if !known {
+			return nil, ParseErr(ParseInvalidJSON, "%s is not a valid operation for class level permissions", truncateMsg(op, 40))
+		}
+		v := clp[op]
+		switch op {
+		case "readUserFields", "writeUserFields":
+			if _, ok := v.([]any); !ok {
+				return nil, ParseErr(ParseInvalidJSON, "this perms[%s] is not a valid value for class level permissions %s", op, op)
+			}
+			out = append(out, bson.E{Key: op, Value: plainBSON(v)})
+			continue
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, ParseErr(ParseInvalidJSON, "%s must be an object like {\"*\":true}", op)
+		}
+		for en, ev := range m {
+			switch {
+			case op == "protectedFields":
+				if _, ok := ev.([]any); !ok {
+					return nil, ParseErr(ParseInvalidJSON, "protectedFields.%s must be an array of field names", truncateMsg(en, 40))
+				}
+			case en == "pointerFields":
+				if _, ok := ev.([]any); !ok {
+					return nil, ParseErr(ParseInvalidJSON, "%s.pointerFields must be an array of field names", op)
+				}
+			case en == "requiresAuthentication" || en == "*" || validObjectID(en) || aclRoleRe.MatchString(en):
+				if b, ok := ev.(bool); !ok || !b {
+					return nil, ParseErr(ParseInvalidJSON, "'%v' is not a valid value for class level permissions %s:%s:%v", ev, op, truncateMsg(en, 40), ev)
+				}
+			default:
+				return nil, ParseErr(ParseInvalidJSON, "'%s' is not a valid key for class level permissions", truncateMsg(en, 40))
+			}
+		}
+		out = append(out, bson.E{Key: op, Value: plainBSON(m)})
+	}
+	return out, nil
+}
+
+func planDeleteClass(req *WriteRequest) (*WritePlan, error) {
+	cls := req.Class
+	var joins []string
+	for _, name := range cls.FieldNames() {
+		if f := cls.Fields[name]; f.Type == TypeRelation {
+			joins = append(joins, "_Join:"+name+":"+cls.Name)
+		}
+	}
+	sort.Strings(joins)
+	return &WritePlan{Op: req.Op, ClassName: cls.Name, JoinCollections: joins}, nil
+}
+
+// uniqueValues appends the values of add not yet in base (by BSON value).
+func uniqueValues(base, add bson.A) bson.A {
+	out := append(bson.A{}, base...)
+	seen := map[string]bool{}
+	for _, x := range out {
+		seen[valueKey(x)] = true
+	}
+	for _, x := range add {
+		k := valueKey(x)
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func valueKey(v any) string {
+	b, err := bson.Marshal(bson.D{{Key: "v", Value: normalizeNumber(v)}})
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// normalizeNumber compares 3 and 3.0 as equal, as MongoDB does.
+func normalizeNumber(v any) any {
+	switch n := v.(type) {
+	case int32:
+		return float64(n)
+	case int64:
+		return float64(n)
+	}
+	return v
+}
+
+// simulateUpdate applies an update to a stored document in memory: the
+// object a dry run shows, exactly as MongoDB would leave it.
+func simulateUpdate(existing bson.Raw, update bson.D) (bson.Raw, error) {
+	var doc bson.D
+	if err := bson.Unmarshal(existing, &doc); err != nil {
+		return nil, err
+	}
+	index := func(key string) int {
+		for i, e := range doc {
+			if e.Key == key {
+				return i
+			}
+		}
+		return -1
+	}
+	put := func(key string, v any) {
+		if i := index(key); i >= 0 {
+			doc[i].Value = v
+		} else {
+			doc = append(doc, bson.E{Key: key, Value: v})
+		}
+	}
+	asArray := func(key string) bson.A {
+		if i := index(key); i >= 0 {
+			if a, ok := doc[i].Value.(bson.A); ok {
+				return a
+			}
+		}
+		return bson.A{}
+	}
+	for _, part := range update {
+		for _, e := range part.Value.(bson.D) {
+			switch part.Key {
+			case "$set":
+				put(e.Key, e.Value)
+			case "$unset":
+				if i := index(e.Key); i >= 0 {
+					doc = append(doc[:i], doc[i+1:]...)
+				}
+			case "$inc":
+				cur := 0.0
+				if i := index(e.Key); i >= 0 {
+					cur = toFloat(doc[i].Value)
+				}
+				n, _ := storageNumber(cur + toFloat(e.Value))
+				put(e.Key, n)
+			case "$push":
+				each := e.Value.(bson.D)[0].Value.(bson.A)
+				put(e.Key, append(append(bson.A{}, asArray(e.Key)...), each...))
+			case "$addToSet":
+				each := e.Value.(bson.D)[0].Value.(bson.A)
+				put(e.Key, uniqueValues(asArray(e.Key), each))
+			case "$pullAll":
+				drop := map[string]bool{}
+				for _, x := range e.Value.(bson.A) {
+					drop[valueKey(x)] = true
+				}
+				kept := bson.A{}
+				for _, x := range asArray(e.Key) {
+					if !drop[valueKey(x)] {
+						kept = append(kept, x)
+					}
+				}
+				put(e.Key, kept)
+			}
+		}
+	}
+	return bson.Marshal(doc)
+}
+
+func toFloat(v any) float64 {
+	switch n := v.(type) {
+	case int32:
+		return float64(n)
+	case int64:
+		return float64(n)
+	case float64:
+		return n
+	}
+	return 0
+}

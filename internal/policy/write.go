@@ -1,0 +1,361 @@
+package policy
+
+import (
+	"context"
+	"sort"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// Writes (README.md "Writes", SECURITY.md "Writes"): the same checkpoint
+// as reads. The tier and env gates run in the middleware; the class gate
+// (hidden, agent.classes, CLP create/update/delete, tenant binding) in
+// ResolveClass; this file adds what only a write has: system classes, the
+// internal-field floor at every key and depth of the values (inside __op
+// payloads and ACLs too), references to hidden classes, the writable field
+// set, the tenant field (forced on create, immutable on update), CLP
+// addField, and the _wperm / pointer-permission scope of updates and
+// deletes. A refused write touches nothing: every check runs before the
+// backend encodes anything.
+
+// ObjectWrite is an object write as the policy sees it.
+type ObjectWrite struct {
+	// Op is the CLP operation: create, update or delete.
+	Op string
+	// Fields are the REST values (with __op operations) to write.
+	Fields map[string]any
+	// ACL is the Parse ACL given (nil: none).
+	ACL map[string]any
+	// Writable narrows the writable set further (a declared action's
+	// permitted keys); nil means the class's writable set.
+	Writable []string
+}
+
+// IsSystemClass reports whether a class is one of Parse's own (_User,
+// _Role, _Session, _Installation, …): Parse Server maintains invariants
+// for them (password hashing, session tokens, role names) that a direct
+// write cannot, so raw CRUD and class operations refuse them.
+func IsSystemClass(name string) bool { return strings.HasPrefix(name, "_") }
+
+// WritableFields are the fields of a class a write may set: the policy's
+// writable_fields, else agent_fields, else nil (every field).
+func (e *Engine) WritableFields(class string) []string {
+	cp := e.Class(class)
+	if cp == nil {
+		return nil
+	}
+	if len(cp.WritableFields) > 0 {
+		return cp.WritableFields
+	}
+	return cp.AgentFields
+}
+
+// DefaultACL is the class's default_acl from the policy file (nil: none,
+// which Parse stores as public).
+func (e *Engine) DefaultACL(class string) map[string]any {
+	if cp := e.Class(class); cp != nil && cp.DefaultACL != nil {
+		out := make(map[string]any, len(cp.DefaultACL))
+		for k, v := range cp.DefaultACL {
+			out[k] = v
+		}
+		return out
+	}
+	return nil
+}
+
+func systemClassRefusal(class string) *toolerror.Error {
+	return toolerror.Denied("system_class", "%s is a Parse system class: it is not writable through parse-mcp's direct writes (Parse Server maintains its invariants); use the Parse Server bridge or a declared action", class)
+}
+
+// CheckObjectWrite checks an object write and returns the fields and ACL to
+// write: the tenant field forced on create, the class's default_acl when
+// no ACL was given on create.
+func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, w ObjectWrite) (map[string]any, map[string]any, error) {
+	if IsSystemClass(cls.Name) {
+		return nil, nil, systemClassRefusal(cls.Name)
+	}
+	if err := e.checkSession(); err != nil {
+		return nil, nil, err
+	}
+	if err := e.checkTenantBound(cls.Name); err != nil {
+		return nil, nil, err
+	}
+	if w.Op == OpDelete {
+		return nil, nil, nil
+	}
+	allow := e.WritableFields(cls.Name)
+	if w.Writable != nil {
+		allow = w.Writable
+	}
+	var allowSet map[string]bool
+	if allow != nil {
+		allowSet = set(allow)
+		if allowSet == nil {
+			allowSet = map[string]bool{}
+		}
+	}
+	tenantField := e.TenantField(cls.Name)
+	var added []string
+	for _, name := range sortedMapKeys(w.Fields) {
+		v := w.Fields[name]
+		if err := e.checkWriteKey(cls, name); err != nil {
+			return nil, nil, err
+		}
+		if name == tenantField {
+			if !e.tenantValueOK(cls, v) {
+				return nil, nil, toolerror.Denied("tenant_scope", "%s is the tenant field of %s: it is set to the bound tenant on create and cannot be changed", name, cls.Name)
+			}
+			continue // forced below
+		}
+		if allowSet != nil && !allowSet[name] {
+			list := append([]string{}, allow...)
+			sort.Strings(list)
+			if len(list) > 20 {
+				list = list[:20]
+			}
+			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "field " + name + " of " + cls.Name + " is not writable by this agent",
+				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: name, AllowedFields: list}}
+		}
+		if f := cls.Field(name); f != nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.Hidden(f.TargetClass) {
+			return nil, nil, e.unknownClass(schema, f.TargetClass)
+		}
+		if err := e.checkWriteValue(schema, cls, name, v, 0); err != nil {
+			return nil, nil, err
+		}
+		if cls.Field(name) == nil && !isDeleteValue(v) {
+			added = append(added, name)
+		}
+	}
+	if w.ACL != nil {
+		if allowSet != nil && !allowSet["ACL"] {
+			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
+				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: "ACL"}}
+		}
+		if err := e.checkACLValue(w.ACL); err != nil {
+			return nil, nil, err
+		}
+	}
+	if len(added) > 0 && !e.MasterPosture() {
+		if v := e.clp(cls, "addField"); !v.allowed || v.pointer != nil {
+			return nil, nil, toolerror.Denied("clp_denied", "the class-level permissions of %s do not allow addField for this identity (new fields: %s)", cls.Name, strings.Join(added, ", "))
+		}
+	}
+	fields := make(map[string]any, len(w.Fields)+1)
+	for k, v := range w.Fields {
+		fields[k] = v
+	}
+	acl := w.ACL
+	if w.Op == OpCreate {
+		if tenantField != "" {
+			fields[tenantField] = e.cfg.TenantID
+		}
+		if acl == nil {
+			acl = e.DefaultACL(cls.Name)
+		}
+		if !e.MasterPosture() {
+			if v := e.clp(cls, OpCreate); v.pointer != nil {
+				return nil, nil, toolerror.Denied("clp_denied", "the class-level permissions of %s allow create only through pointer permissions, which do not apply to new objects", cls.Name)
+			}
+		}
+	}
+	return fields, acl, nil
+}
+
+func isDeleteValue(v any) bool {
+	m, ok := v.(map[string]any)
+	return ok && m["__op"] == "Delete"
+}
+
+func sortedMapKeys(m map[string]any) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// checkWriteKey refuses a top-level key no write may set: the internal
+// floor and every other _ key or storage-form name (a security violation),
+// the implicit fields, and names Parse does not accept.
+func (e *Engine) checkWriteKey(cls *parsedb.Class, name string) error {
+	if strings.HasPrefix(name, "_") || parsedb.IsInternalField(name) || name == "password" && cls.Name == "_User" || strings.ContainsAny(name, ".$") {
+		return toolerror.Violationf("write of internal or storage-form field %q on %s", name, cls.Name)
+	}
+	switch name {
+	case "objectId", "createdAt", "updatedAt", "ACL":
+		return toolerror.New(toolerror.InvalidArgument, "%s cannot be set in fields (objectId, createdAt and updatedAt are set by the server; give the ACL as acl)", name)
+	}
+	if !parsedb.ValidFieldName(name) {
+		return toolerror.New(toolerror.InvalidArgument, "%q is not a valid Parse field name (a letter, then letters, digits and _)", truncateText(name, 60))
+	}
+	return nil
+}
+
+// maxWriteDepth bounds the nesting of a written value.
+const maxWriteDepth = 32
+
+// checkWriteValue walks a value at every depth: keys on the internal floor
+// are violations (keys with $ or . are Parse's own refusal, in the encoder); references to hidden classes
+// (Pointer objects, relation op objects, "Hidden$id" strings) are refused
+// exactly as an unknown class.
+func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, field string, v any, depth int) error {
+	if depth > maxWriteDepth {
+		return toolerror.New(toolerror.InvalidArgument, "the value of %s is nested too deeply (at most %d levels)", field, maxWriteDepth)
+	}
+	switch t := v.(type) {
+	case string:
+		if i := strings.IndexByte(t, '$'); i > 0 && e.Hidden(t[:i]) {
+			return e.unknownClass(schema, t[:i])
+		}
+	case []any:
+		for _, x := range t {
+			if err := e.checkWriteValue(schema, cls, field, x, depth+1); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		for _, k := range sortedMapKeys(t) {
+			if parsedb.IsInternalField(k) {
+				return toolerror.Violationf("write of internal key %q inside %s on %s", k, field, cls.Name)
+			}
+			if k == "className" {
+				if cn, ok := t[k].(string); ok && e.Hidden(cn) {
+					return e.unknownClass(schema, cn)
+				}
+			}
+			if err := e.checkWriteValue(schema, cls, field, t[k], depth+1); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkACLValue checks the entries of a Parse ACL: "*", a user id or
+// "role:Name" with {read, write} booleans; nothing else.
+func (e *Engine) checkACLValue(acl map[string]any) error {
+	for _, k := range sortedMapKeys(acl) {
+		if parsedb.IsInternalField(k) || strings.HasPrefix(k, "_") || strings.HasPrefix(k, "$") {
+			return toolerror.Violationf("internal key %q in an ACL", k)
+		}
+		m, ok := acl[k].(map[string]any)
+		if !ok {
+			return toolerror.New(toolerror.InvalidArgument, "acl[%q] must be {\"read\":true|false,\"write\":true|false}", truncateText(k, 40))
+		}
+		for pk, pv := range m {
+			if _, isBool := pv.(bool); (pk != "read" && pk != "write") || !isBool {
+				return toolerror.New(toolerror.InvalidArgument, "acl[%q] may only have read and write, each true or false", truncateText(k, 40))
+			}
+		}
+	}
+	return nil
+}
+
+// WriteScope is what an update or delete's filter carries besides the
+// caller's objectId, for a scoped identity: {_wperm: {$in: [null, "*",
+// userId, "role:…"]}} as Parse's addWriteACL, and the CLP pointer
+// permissions of the operation (writeUserFields / pointerFields). Empty in
+// master posture.
+func (e *Engine) WriteScope(ctx context.Context, cls *parsedb.Class, op string) (bson.D, error) {
+	if e.MasterPosture() {
+		return nil, nil
+	}
+	if err := e.checkSession(); err != nil {
+		return nil, err
+	}
+	v := e.clp(cls, op)
+	if !v.allowed {
+		return nil, toolerror.Denied("clp_denied", "the class-level permissions of %s do not allow %s for this identity%s", cls.Name, op, v.why)
+	}
+	in := bson.A{nil}
+	for _, en := range e.identity.Entries() {
+		in = append(in, en)
+	}
+	scope := bson.D{{Key: "_wperm", Value: bson.D{{Key: "$in", Value: in}}}}
+	if v.pointer != nil {
+		scope = append(scope, v.pointer...)
+	}
+	return scope, nil
+}
+
+// CheckClassWrite checks create_class and delete_class: never a system
+// class, never a hidden or filtered name (a hidden name answers as an
+// unknown class does), and only in master posture — Parse Server's schema
+// operations need the master key.
+func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, name string, create bool) error {
+	if !parsedb.ClassNameRe.MatchString(name) {
+		return toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name", truncateText(name, 40))
+	}
+	if IsSystemClass(name) {
+		if e.Hidden(name) && !create {
+			return e.unknownClass(schema, name)
+		}
+		return systemClassRefusal(name)
+	}
+	if e.Hidden(name) {
+		if create {
+			return toolerror.Denied("hidden_class", "class name %s is reserved by this deployment's policy", name)
+		}
+		err := e.unknownClass(schema, name)
+		err.Details = &toolerror.Details{Kind: "hidden_class"}
+		err.Code = toolerror.AccessDenied
+		return err
+	}
+	if e.ClassFiltered(name) {
+		return toolerror.Denied("class_filter", "class %s is not available to this agent (agent.classes)", name)
+	}
+	if !e.MasterPosture() {
+		return toolerror.Denied("master_required", "class operations need the master posture, as Parse Server's schema API needs the master key; this server runs with an identity scope")
+	}
+	if !create && schema.Class(name) == nil {
+		return e.unknownClass(schema, name)
+	}
+	return nil
+}
+
+// CheckNewClassFields checks create_class's field definitions: names and
+// pointer/relation targets (never a hidden class).
+func (e *Engine) CheckNewClassFields(schema *parsedb.Schema, fields map[string]any) error {
+	for _, name := range sortedMapKeys(fields) {
+		if strings.HasPrefix(name, "_") || parsedb.IsInternalField(name) {
+			return toolerror.Violationf("create_class field %q", name)
+		}
+		def, _ := fields[name].(map[string]any)
+		if tc, ok := def["targetClass"].(string); ok && (e.Hidden(tc) || (schema.Class(tc) == nil && !IsSystemClass(tc))) {
+			return e.unknownClass(schema, tc)
+		}
+	}
+	return nil
+}
+
+// WriteAudit is what a write adds to its tool_call audit event: class,
+// objectId, field names (never values), dry-run and confirmation flags.
+type WriteAudit struct {
+	Class     string
+	ObjectID  string
+	Fields    []string
+	DryRun    bool
+	Confirmed bool
+	Action    string
+	Backend   string
+}
+
+// NoteWrite records the write of the current call for its audit event.
+func NoteWrite(ctx context.Context, w WriteAudit) {
+	if ci := callFrom(ctx); ci != nil {
+		ci.write = &w
+	}
+}
+
+// SetCallOperation sets the CLP operation of the current call (a declared
+// action creates or updates, whichever it declares).
+func SetCallOperation(ctx context.Context, op string) {
+	if ci := callFrom(ctx); ci != nil {
+		ci.op = op
+	}
+}

@@ -1,0 +1,155 @@
+package tools
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// CloudFunctionCaller runs a Parse Cloud Code function (the Parse Server
+// bridge implements it).
+type CloudFunctionCaller interface {
+	CallFunction(ctx context.Context, name string, params map[string]any) (any, error)
+}
+
+// ActionTools is call_action.
+func ActionTools() []*Tool {
+	return []*Tool{{
+		ToolInfo: policy.ToolInfo{Name: "call_action", Category: policy.CategoryMutation, Tier: config.TierWrite, Operation: policy.OpUpdate,
+			Timeout: 60 * time.Second, UntrustedOutput: true},
+		Description:  "Run an action the operator declared (list_tools shows them with their params)." + noTriggers,
+		InputSchema:  `{"type":"object","properties":{"action":{"type":"string"},"object_id":{"type":"string","description":"for update actions"},"arguments":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["action"]}`,
+		OutputSchema: `{"type":"object"}`,
+		Handler:      callAction,
+	}}
+}
+
+// actionSummary is an action as list_tools shows it.
+type actionSummary struct {
+	Name          string         `json:"name"`
+	Description   string         `json:"description,omitempty"`
+	Class         string         `json:"class,omitempty"`
+	CloudFunction string         `json:"cloud_function,omitempty"`
+	Operation     string         `json:"operation,omitempty"`
+	NeedsObjectID bool           `json:"needs_object_id,omitempty"`
+	Params        map[string]any `json:"params"`
+	DryRun        bool           `json:"dry_run"`
+}
+
+// permittedActions are the declared actions this session may call.
+func (d *Deps) permittedActions() []actionSummary {
+	var out []actionSummary
+	for _, a := range d.Policy.Actions() {
+		if d.Policy.PermitAction(a) != nil {
+			continue
+		}
+		s := actionSummary{Name: a.Name, Description: a.Description, Class: a.Class, CloudFunction: a.CloudFunction, Params: a.Params, DryRun: a.SupportsDryRun}
+		if a.Class != "" {
+			s.Operation = a.Operation
+			s.NeedsObjectID = a.Operation == policy.OpUpdate
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+func actionNames(d *Deps) string {
+	var names []string
+	for _, a := range d.permittedActions() {
+		names = append(names, a.Name)
+	}
+	sort.Strings(names)
+	if len(names) == 0 {
+		return "none is declared for this session"
+	}
+	return strings.Join(names, ", ")
+}
+
+func callAction(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.String("action", true)
+	if err != nil {
+		return nil, err
+	}
+	a := d.Policy.Action(name)
+	if a == nil || d.Policy.PermitAction(a) != nil && !isTierRefusal(d, a) {
+		return nil, toolerror.New(toolerror.InvalidArgument, "unknown action %q; available: %s", truncate(name, 64), actionNames(d))
+	}
+	if err := d.Policy.PermitAction(a); err != nil {
+		return nil, err
+	}
+	arguments, err := args.Object("arguments")
+	if err != nil {
+		return nil, err
+	}
+	if arguments == nil {
+		arguments = map[string]any{}
+	}
+	dryRun, err := args.Bool("dry_run", false)
+	if err != nil {
+		return nil, err
+	}
+	if dryRun && !a.SupportsDryRun {
+		return nil, toolerror.New(toolerror.InvalidArgument, "action %s does not support dry_run", a.Name)
+	}
+	if err := a.Validate(arguments); err != nil {
+		return nil, err
+	}
+	if a.CloudFunction != "" {
+		return d.callCloudFunction(ctx, a, arguments)
+	}
+	op := parsedb.WriteUpdateObject
+	var id string
+	if a.Operation == policy.OpCreate {
+		op = parsedb.WriteCreateObject
+		if _, given := args["object_id"]; given {
+			return nil, invalid("action %s creates an object: it takes no object_id", a.Name)
+		}
+	} else if id, err = args.ObjectID("object_id"); err != nil {
+		return nil, err
+	}
+	fields := map[string]any{}
+	writable := make([]string, 0, len(a.Keys)+len(a.Fixed))
+	for _, k := range a.Keys {
+		writable = append(writable, k)
+		if v, ok := arguments[k]; ok {
+			fields[k] = v
+		}
+	}
+	for k, v := range a.Fixed {
+		writable = append(writable, k)
+		fields[k] = v
+	}
+	policy.SetCallOperation(ctx, a.Operation)
+	req, err := d.objectRequest(ctx, op, a.Class, id, policy.ObjectWrite{Op: a.Operation, Fields: fields, Writable: writable})
+	if err != nil {
+		return nil, err
+	}
+	return d.runWrite(ctx, &writeCall{tool: "call_action", dryRun: dryRun, req: req, action: a.Name, confirm: a.Confirm})
+}
+
+// isTierRefusal tells a tier refusal (shown as such) from a class the
+// session may not see (answered as an unknown action).
+func isTierRefusal(d *Deps, a *policy.ActionSpec) bool {
+	err := d.Policy.PermitAction(a)
+	return err != nil && err.Code == toolerror.PermissionDenied
+}
+
+func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, arguments map[string]any) (any, error) {
+	if d.CloudFunctions == nil {
+		return nil, toolerror.New(toolerror.InvalidArgument, "action %s runs the Cloud Code function %s, which needs the Parse Server bridge (PARSE_MCP_SERVER_URL); it is not configured", a.Name, a.CloudFunction)
+	}
+	policy.NoteWrite(ctx, policy.WriteAudit{Action: a.Name, Fields: slices.Sorted(maps.Keys(arguments)), Backend: "parse_server"})
+	out, err := d.CloudFunctions.CallFunction(ctx, a.CloudFunction, arguments)
+	if err != nil {
+		return nil, err
+	}
+	return map[string]any{"action": a.Name, "cloud_function": a.CloudFunction, "result": out}, nil
+}

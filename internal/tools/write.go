@@ -1,0 +1,404 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// The write tools: create_object, update_object, delete_object,
+// create_class, delete_class (call_action is in action.go). The tool layer
+// runs the policy checkpoint, dry_run, confirmation and the audit note; the
+// write itself goes through Deps.Writes, a WriteBackend (the direct MongoDB
+// writer, or the Parse Server bridge's REST writer).
+
+// WriteBackend performs validated writes. Plan encodes a request and
+// touches nothing (dry_run shows its Change and Result); Apply performs a
+// plan and returns the stored object afterwards (nil for deletes and class
+// operations).
+type WriteBackend interface {
+	Kind() string
+	Plan(ctx context.Context, req *parsedb.WriteRequest) (*parsedb.WritePlan, error)
+	Apply(ctx context.Context, plan *parsedb.WritePlan) (bson.Raw, error)
+}
+
+// writes returns the configured write backend (the direct writer unless
+// another was installed).
+func (d *Deps) writes() WriteBackend {
+	if d.Writes != nil {
+		return d.Writes
+	}
+	return &parsedb.DirectWriter{Store: d.Store}
+}
+
+// noTriggers is said by every write tool's description.
+const noTriggers = " Direct writes skip Parse Cloud Code triggers (set PARSE_MCP_SERVER_URL to write through Parse Server)."
+
+const writeOut = `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`
+
+// WriteTools are the raw CRUD and class tools.
+func WriteTools() []*Tool {
+	def := func(name, tier, op string, gates ...string) policy.ToolInfo {
+		return policy.ToolInfo{Name: name, Category: policy.CategoryMutation, Tier: tier, Operation: op, Gates: gates,
+			Timeout: 30 * time.Second, UntrustedOutput: true}
+	}
+	crud := []string{policy.GateWriteTools, policy.GateRawCRUD}
+	schemaGates := []string{policy.GateSchemaOps, policy.GateRawSchema}
+	createClass := def("create_class", config.TierAdmin, policy.OpNone, schemaGates...)
+	createClass.CreatesClass = true
+	return []*Tool{
+		{
+			ToolInfo:     def("create_object", config.TierWrite, policy.OpCreate, crud...),
+			Description:  "Create an object. fields: REST values (pointers as ids or Pointer objects, dates ISO or {__type:Date}); new fields are added to the schema." + noTriggers,
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object","description":"Parse ACL; default public or the class default"},"dry_run":{"type":"boolean"}},"required":["class_name","fields"]}`,
+			OutputSchema: writeOut,
+			Handler:      createObject,
+		},
+		{
+			ToolInfo:     def("update_object", config.TierWrite, policy.OpUpdate, crud...),
+			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation." + noTriggers,
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
+			OutputSchema: writeOut,
+			Handler:      updateObject,
+		},
+		{
+			ToolInfo:     def("delete_object", config.TierAdmin, policy.OpDelete, crud...),
+			Description:  "Delete an object (may ask the user to confirm)." + noTriggers,
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
+			OutputSchema: writeOut,
+			Destructive:  true,
+			Handler:      deleteObject,
+		},
+		{
+			ToolInfo:     createClass,
+			Description:  "Create a class. fields: {name:{type,targetClass?,required?,defaultValue?}}; permissions: CLP.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"permissions":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
+			OutputSchema: writeOut,
+			Handler:      createClassTool,
+		},
+		{
+			ToolInfo:     def("delete_class", config.TierAdmin, policy.OpNone, schemaGates...),
+			Description:  "Delete an empty class and its relation tables.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
+			OutputSchema: writeOut,
+			Destructive:  true,
+			Handler:      deleteClassTool,
+		},
+	}
+}
+
+// objectWriteArgs reads fields and acl; an "ACL" entry in fields is taken
+// as the acl, as Parse's REST API takes it.
+func objectWriteArgs(args Args, fieldsRequired bool) (fields, acl map[string]any, err error) {
+	fields, err = args.Object("fields")
+	if err != nil {
+		return nil, nil, err
+	}
+	if fields == nil && fieldsRequired {
+		return nil, nil, invalid("fields is required (an object of field names to REST values)")
+	}
+	acl, err = args.Object("acl")
+	if err != nil {
+		return nil, nil, err
+	}
+	if a, ok := fields["ACL"]; ok {
+		m, isMap := a.(map[string]any)
+		if !isMap || acl != nil {
+			return nil, nil, invalid("give the ACL once, as acl: {\"*\":{\"read\":true},\"<userId>\":{\"read\":true,\"write\":true}}")
+		}
+		acl = m
+		delete(fields, "ACL")
+	}
+	return fields, acl, nil
+}
+
+// writeCall is one write going through the checkpoint, dry run,
+// confirmation and backend.
+type writeCall struct {
+	tool   string
+	dryRun bool
+	req    *parsedb.WriteRequest
+	action string
+	// confirm: the declared action asks the person every time.
+	confirm bool
+}
+
+func createObject(ctx context.Context, d *Deps, args Args) (any, error) {
+	return objectWrite(ctx, d, args, parsedb.WriteCreateObject)
+}
+
+func updateObject(ctx context.Context, d *Deps, args Args) (any, error) {
+	return objectWrite(ctx, d, args, parsedb.WriteUpdateObject)
+}
+
+func deleteObject(ctx context.Context, d *Deps, args Args) (any, error) {
+	return objectWrite(ctx, d, args, parsedb.WriteDeleteObject)
+}
+
+var clpOp = map[parsedb.WriteOp]string{
+	parsedb.WriteCreateObject: policy.OpCreate,
+	parsedb.WriteUpdateObject: policy.OpUpdate,
+	parsedb.WriteDeleteObject: policy.OpDelete,
+}
+
+func objectWrite(ctx context.Context, d *Deps, args Args, op parsedb.WriteOp) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	var id string
+	if op != parsedb.WriteCreateObject {
+		if id, err = args.ObjectID("object_id"); err != nil {
+			return nil, err
+		}
+	}
+	var fields, acl map[string]any
+	if op != parsedb.WriteDeleteObject {
+		if fields, acl, err = objectWriteArgs(args, op == parsedb.WriteCreateObject); err != nil {
+			return nil, err
+		}
+		if op == parsedb.WriteUpdateObject && len(fields) == 0 && acl == nil {
+			return nil, invalid("fields (or acl) is required: what to change")
+		}
+	}
+	dryRun, err := args.Bool("dry_run", false)
+	if err != nil {
+		return nil, err
+	}
+	req, err := d.objectRequest(ctx, op, name, id, policy.ObjectWrite{Op: clpOp[op], Fields: fields, ACL: acl})
+	if err != nil {
+		return nil, err
+	}
+	return d.runWrite(ctx, &writeCall{tool: string(op), dryRun: dryRun, req: req})
+}
+
+// objectRequest runs the policy checkpoint of an object write and builds
+// the backend request (with the current object for update and delete,
+// read through the session's scope).
+func (d *Deps) objectRequest(ctx context.Context, op parsedb.WriteOp, name, id string, w policy.ObjectWrite) (*parsedb.WriteRequest, error) {
+	schema, cls, err := d.resolveClass(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	fields, acl, err := d.Policy.CheckObjectWrite(ctx, schema, cls, w)
+	if err != nil {
+		return nil, err
+	}
+	req := &parsedb.WriteRequest{Op: op, ClassName: cls.Name, Class: cls, ObjectID: id, Fields: fields, ACL: acl}
+	if op != parsedb.WriteCreateObject {
+		if req.Existing, req.Scope, err = d.currentObject(ctx, schema, cls, id, w.Op); err != nil {
+			return nil, err
+		}
+	}
+	return req, nil
+}
+
+// currentObject reads the object an update or delete applies to, with the
+// filter the write will carry: the per-agent filters and tenant (as
+// get_object: a filtered-out object is "not found"), and for a scoped
+// identity _wperm and the CLP pointer permissions of the operation.
+func (d *Deps) currentObject(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, id, op string) (bson.Raw, bson.D, error) {
+	shown, err := d.Policy.ComposeWhere(ctx, cls, map[string]any{"objectId": id}, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	filter, err := parsedb.WhereToFilter(ctx, cls, shown, parsedb.WhereOptions{Schema: schema, Sub: &subQueries{d: d, schema: schema}})
+	if err != nil {
+		return nil, nil, err
+	}
+	scope, err := d.Policy.WriteScope(ctx, cls, op)
+	if err != nil {
+		return nil, nil, err
+	}
+	filter = andFilters(filter, scope)
+	raw, err := d.Store.Collection(cls.Name).FindOne(ctx, filter).Raw()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil, parsedb.ParseErr(parsedb.ParseObjectNotFound, "Object not found: %s#%s", cls.Name, id)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return raw, filter, nil
+}
+
+func createClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	fields, err := args.Object("fields")
+	if err != nil {
+		return nil, err
+	}
+	clp, err := args.Object("permissions")
+	if err != nil {
+		return nil, err
+	}
+	dryRun, err := args.Bool("dry_run", false)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Policy.CheckClassWrite(ctx, schema, name, true); err != nil {
+		return nil, err
+	}
+	if err := d.Policy.CheckNewClassFields(schema, fields); err != nil {
+		return nil, err
+	}
+	req := &parsedb.WriteRequest{Op: parsedb.WriteCreateClass, ClassName: name, Class: schema.Class(name), Fields: fields, CLP: clp}
+	return d.runWrite(ctx, &writeCall{tool: "create_class", dryRun: dryRun, req: req})
+}
+
+func deleteClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	dryRun, err := args.Bool("dry_run", false)
+	if err != nil {
+		return nil, err
+	}
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if err := d.Policy.CheckClassWrite(ctx, schema, name, false); err != nil {
+		return nil, err
+	}
+	cls, err := d.Policy.ResolveClass(ctx, schema, name)
+	if err != nil {
+		return nil, err
+	}
+	req := &parsedb.WriteRequest{Op: parsedb.WriteDeleteClass, ClassName: cls.Name, Class: cls}
+	return d.runWrite(ctx, &writeCall{tool: "delete_class", dryRun: dryRun, req: req})
+}
+
+// runWrite plans the write, then returns the dry run, asks for
+// confirmation, or applies it; every outcome is noted for the audit event.
+func (d *Deps) runWrite(ctx context.Context, c *writeCall) (any, error) {
+	backend := d.writes()
+	audit := policy.WriteAudit{Class: c.req.ClassName, ObjectID: c.req.ObjectID, Fields: writeFieldNames(c.req), DryRun: c.dryRun,
+		Action: c.action, Backend: backend.Kind()}
+	policy.NoteWrite(ctx, audit)
+	plan, err := backend.Plan(ctx, c.req)
+	if err != nil {
+		return nil, err
+	}
+	audit.ObjectID = plan.ObjectID
+	policy.NoteWrite(ctx, audit)
+	if c.dryRun {
+		return d.writeResult(ctx, c, plan, plan.Result, true)
+	}
+	confirmed, res, err := d.confirm(ctx, c, plan)
+	if err != nil || res != nil {
+		return res, err
+	}
+	audit.Confirmed = confirmed
+	policy.NoteWrite(ctx, audit)
+	stored, err := backend.Apply(ctx, plan)
+	if err != nil {
+		return nil, err
+	}
+	return d.writeResult(ctx, c, plan, stored, false)
+}
+
+func writeFieldNames(req *parsedb.WriteRequest) []string {
+	names := make([]string, 0, len(req.Fields)+1)
+	for k := range req.Fields {
+		names = append(names, k)
+	}
+	if req.ACL != nil {
+		names = append(names, "ACL")
+	}
+	sort.Strings(names)
+	return names
+}
+
+// writeResult is a write's result: the object in the row shape (as this
+// session may see it), and for a dry run the exact change that would be
+// sent.
+func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, stored bson.Raw, dryRun bool) (any, error) {
+	o := newJSONObject()
+	if dryRun {
+		o.val("dry_run", true)
+	}
+	if c.action != "" {
+		o.str("action", c.action)
+	}
+	o.str("class_name", plan.ClassName)
+	if plan.ObjectID != "" {
+		o.str("object_id", plan.ObjectID)
+	}
+	switch plan.Op {
+	case parsedb.WriteDeleteObject:
+		o.val("deleted", !dryRun)
+	case parsedb.WriteCreateClass:
+		o.val("created", !dryRun)
+		o.val("fields", plan.Fields)
+	case parsedb.WriteDeleteClass:
+		o.val("deleted", !dryRun)
+	case parsedb.WriteCreateObject:
+		o.val("created", !dryRun)
+	case parsedb.WriteUpdateObject:
+		o.val("updated", !dryRun)
+	}
+	o.str("write_path", d.writes().Kind())
+	if dryRun {
+		o.val("change", plan.Change())
+		o.str("note", "dry run: nothing was written; every policy check ran")
+	}
+	if stored != nil {
+		row, err := d.storedRow(ctx, plan, stored)
+		if err != nil {
+			return nil, err
+		}
+		key := "object"
+		if plan.Op == parsedb.WriteDeleteObject {
+			key = "deleted_object"
+		}
+		o.raw(key, row)
+	}
+	return o.done(), nil
+}
+
+// storedRow encodes a stored object through the session's row encoder
+// (redaction, agent_fields, protectedFields), with the fields the write
+// added to _SCHEMA typed as they will be.
+func (d *Deps) storedRow(ctx context.Context, plan *parsedb.WritePlan, stored bson.Raw) ([]byte, error) {
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cls := schema.Class(plan.ClassName)
+	if cls == nil {
+		return nil, toolerror.New(toolerror.InvalidArgument, "Class %s does not exist or is not accessible.", plan.ClassName)
+	}
+	if len(plan.SchemaAdds) > 0 {
+		c := *cls
+		c.Fields = make(map[string]*parsedb.Field, len(cls.Fields)+len(plan.SchemaAdds))
+		for k, v := range cls.Fields {
+			c.Fields[k] = v
+		}
+		for _, e := range plan.SchemaAdds {
+			if _, ok := c.Fields[e.Key]; !ok {
+				f := parsedb.FieldFromSchemaType(e.Value.(string))
+				f.Name = e.Key
+				c.Fields[e.Key] = f
+			}
+		}
+		cls = &c
+	}
+	return d.Policy.RowEncoder(cls, nil).AppendRow(nil, stored)
+}
