@@ -354,33 +354,58 @@ type keyed struct {
 
 // readKeyed runs a group/distinct pipeline and renders _id (and value).
 func readKeyed(ctx context.Context, d *Deps, tool string, cls *parsedb.Class, p bson.A, withValue bool) ([]keyed, error) {
-	cur, err := d.Store.Aggregate(ctx, cls.Name, p)
+	items, err := readKeyedRaw(ctx, d, cls, p, withValue)
 	if err != nil {
 		return nil, pipelineRunError(d, tool, err)
+	}
+	return items, nil
+}
+
+// readKeyedRaw is readKeyed with the database's error as it came.
+func readKeyedRaw(ctx context.Context, d *Deps, cls *parsedb.Class, p bson.A, withValue bool) ([]keyed, error) {
+	cur, err := d.Store.Aggregate(ctx, cls.Name, p)
+	if err != nil {
+		return nil, err
 	}
 	defer cur.Close(ctx)
 	conv := newRowConverter(d, nil)
 	var out []keyed
 	for cur.Next(ctx) {
-		k, err := conv.value(cur.Current.Lookup("_id"))
+		g, err := conv.keyed(cur.Current, withValue)
 		if err != nil {
 			return nil, err
-		}
-		g := keyed{key: k}
-		if m, ok := k.(map[string]any); ok && m["__redacted"] == true {
-			g.key, g.hidden = nil, true
-		}
-		if withValue {
-			if g.value, err = conv.value(cur.Current.Lookup("value")); err != nil {
-				return nil, err
-			}
 		}
 		out = append(out, g)
 	}
 	if err := cur.Err(); err != nil {
-		return nil, pipelineRunError(d, tool, err)
+		return nil, err
 	}
 	return out, nil
+}
+
+// keyed renders one {_id, value} document.
+func (c *rowConverter) keyed(doc bson.Raw, withValue bool) (keyed, error) {
+	k, err := c.value(doc.Lookup("_id"))
+	if err != nil {
+		return keyed{}, err
+	}
+	g := keyed{key: k}
+	if m, ok := k.(map[string]any); ok && m["__redacted"] == true {
+		g.key, g.hidden = nil, true
+	}
+	if withValue {
+		if g.value, err = c.value(doc.Lookup("value")); err != nil {
+			return keyed{}, err
+		}
+	}
+	return g, nil
+}
+
+// GroupInGo runs a group_by (byDate false) or group_by_date call through
+// the capability fallback whatever the database supports, for the test
+// that proves it equal to the pipeline.
+func GroupInGo(ctx context.Context, d *Deps, args Args, byDate bool) (any, error) {
+	return runGroupWith(ctx, d, args, byDate, true)
 }
 
 // pointerKeys strips the "Class$" prefix of pointer keys when they all
@@ -416,6 +441,10 @@ func pointerKeys(items []keyed) string {
 }
 
 func runGroup(ctx context.Context, d *Deps, args Args, byDate bool) (any, error) {
+	return runGroupWith(ctx, d, args, byDate, false)
+}
+
+func runGroupWith(ctx context.Context, d *Deps, args Args, byDate, inGo bool) (any, error) {
 	tool := "group_by"
 	if byDate {
 		tool = "group_by_date"
@@ -431,9 +460,31 @@ func runGroup(ctx context.Context, d *Deps, args Args, byDate bool) (any, error)
 	if err := d.Policy.CheckCollscan(ctx, d.Store, t.Class, t.Filter); err != nil {
 		return nil, err
 	}
-	items, err := readKeyed(ctx, d, tool, t.Class, p, true)
-	if err != nil {
-		return nil, err
+	var items []keyed
+	computedInGo := inGo
+	if !inGo {
+		items, err = readKeyedRaw(ctx, d, t.Class, p, true)
+		if err != nil && parsedb.AsNotSupported(err) != nil {
+			d.Log.Debug().Str("tool", tool).Msg("group pipeline not implemented by the database; computing the groups from a find")
+			computedInGo = true
+		} else if err != nil {
+			return nil, pipelineRunError(d, tool, err)
+		}
+	}
+	if computedInGo {
+		docs, err := groupInGo(ctx, d, r, t.Class, t.Filter)
+		if err != nil {
+			return nil, pipelineRunError(d, tool, err)
+		}
+		conv := newRowConverter(d, nil)
+		items = make([]keyed, 0, len(docs))
+		for _, doc := range docs {
+			g, err := conv.keyed(doc, true)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, g)
+		}
 	}
 	ProgressFrom(ctx).Report(float64(len(items))+1, 0, fmt.Sprintf("%d groups built", len(items)))
 	truncated := len(items) > r.limit
