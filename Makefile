@@ -28,5 +28,6 @@ bench:
 # A short fuzzing session on each fuzz target.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzWhereToFilter -fuzztime 60s ./internal/parsedb/
+	$(GO) test -run '^$$' -fuzz FuzzSelectKeysRedaction -fuzztime 60s ./internal/parsedb/
 	$(GO) test -run '^$$' -fuzz FuzzValidatePipeline -fuzztime 60s ./internal/policy/
 	$(GO) test -run '^$$' -fuzz FuzzStdioFraming -fuzztime 60s ./internal/server/

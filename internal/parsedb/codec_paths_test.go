@@ -120,3 +120,40 @@ func TestSelectKeysPointerRootsStayWhole(t *testing.T) {
 		t.Errorf("got %s\nwant %s", out, want)
 	}
 }
+
+// FuzzSelectKeysRedaction: whatever keys are requested (any dotted path,
+// any number of them), the encoded row never shows an id or a stored
+// reference of the hidden class, and is valid JSON.
+func FuzzSelectKeysRedaction(f *testing.F) {
+	for _, seed := range []string{"meta.credential.objectId", "meta.list.objectId,meta.ref", "tags.x", "leak.objectId",
+		"meta.deep.inner.objectId", "meta", "meta.list", "meta.list.0.objectId", "title,meta.friend.objectId", "-meta.ref.x"} {
+		f.Add(seed)
+	}
+	song := songClass()
+	song.Fields["leak"] = &Field{Name: "leak", Type: TypeString}
+	row := mustRaw(f, pathsRow())
+	f.Fuzz(func(t *testing.T, keyList string) {
+		keys := strings.Split(keyList, ",")
+		enc := RowEncoder{Class: song, HiddenClass: hideSSN}
+		enc.SelectKeys(keys)
+		out, err := enc.AppendRow(nil, row)
+		if err != nil {
+			t.Fatalf("%q: %v", keyList, err)
+		}
+		if !json.Valid(out) {
+			t.Fatalf("%q: invalid JSON %s", keyList, out)
+		}
+		for _, secret := range []string{"abc123", "secretId", "StudentSSN$"} {
+			if strings.Contains(string(out), secret) {
+				t.Fatalf("keys %q leak %q: %s", keyList, secret, out)
+			}
+		}
+		// The same holds for the projection the find sends: it never
+		// reaches below a top-level field.
+		for _, e := range Projection(song, keys) {
+			if strings.Contains(e.Key, ".") {
+				t.Fatalf("keys %q project the sub-path %q server-side", keyList, e.Key)
+			}
+		}
+	})
+}

@@ -21,6 +21,11 @@ type WhereOptions struct {
 	// Sub resolves cross-class operators; nil → they fail with
 	// invalid_query "not available".
 	Sub SubQueries
+	// Hidden, if set, makes references to hidden classes inert: a
+	// constraint on a field that may hold one is AND-ed with
+	// NotHiddenRef, and a Pointer field whose target class is hidden (or,
+	// with Schema, does not exist) cannot be constrained (hiddenrefs.go).
+	Hidden *HiddenRefs
 }
 
 // Limits of the constraint language.
@@ -376,6 +381,32 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 	if f != nil && f.Type == TypeRelation {
 		return t.relationField(cls, key, f, v)
 	}
+	if f != nil && f.Type == TypePointer && t.targetInvisible(f.TargetClass) {
+		return nil, invalidQuery("%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
+	}
+	clauses, err := t.fieldClauses(cls, key, storage, f, v, root)
+	if err != nil {
+		return nil, err
+	}
+	if nh := t.opt.Hidden.NotHiddenRef(cls, key); nh != nil {
+		clauses = append(clauses, bson.E{Key: "$and", Value: nh})
+	}
+	return clauses, nil
+}
+
+// targetInvisible reports a pointer target that is hidden or, when the
+// schema is known, missing: both answer the same (hidden equals missing).
+func (t *whereTranslator) targetInvisible(target string) bool {
+	if t.opt.Hidden == nil {
+		return false
+	}
+	if t.opt.Hidden.IsHidden(target) {
+		return true
+	}
+	return t.opt.Schema != nil && target != "" && t.opt.Schema.Class(target) == nil
+}
+
+func (t *whereTranslator) fieldClauses(cls *Class, key, storage string, f *Field, v any, root bool) ([]bson.E, error) {
 	if m, ok := whereMap(v); ok {
 		nOps := 0
 		for k := range m {

@@ -226,3 +226,35 @@ func (e *Engine) CheckInclude(ctx context.Context, schema *parsedb.Schema, cls *
 	}
 	return cur, nil
 }
+
+// HiddenRefs describes this session's hidden classes to the data layer, so
+// that references to them stay inert as operator inputs (where constraints,
+// sort keys, group/distinct fields): see parsedb/hiddenrefs.go and
+// SECURITY.md, "Hidden references".
+func (e *Engine) HiddenRefs(schema *parsedb.Schema) *parsedb.HiddenRefs {
+	var names []string
+	for n := range e.hidden {
+		names = append(names, n)
+	}
+	names = append(names, DefaultHiddenClasses...)
+	names = append(names, "_Session")
+	for n := range e.exceptMaster {
+		if e.Hidden(n) {
+			names = append(names, n)
+		}
+	}
+	if schema != nil {
+		for _, n := range schema.Names() {
+			if e.Hidden(n) {
+				names = append(names, n)
+			}
+		}
+	}
+	var hidden []string
+	for _, n := range names {
+		if e.Hidden(n) {
+			hidden = append(hidden, n)
+		}
+	}
+	return parsedb.NewHiddenRefs(hidden, e.Hidden)
+}

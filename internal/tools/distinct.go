@@ -74,6 +74,7 @@ func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	t.Filter = andFilters(t.Filter, groupHiddenRefFilter(d, schema, cls, g, nil))
 	p := distinctPipeline(g, t.Filter, sort, limit)
 	if dry {
 		params := map[string]any{"field": g.name, "sort": sort, "limit": limit}

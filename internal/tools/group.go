@@ -214,7 +214,25 @@ func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*g
 	if err != nil {
 		return nil, nil, err
 	}
+	t.Filter = andFilters(t.Filter, groupHiddenRefFilter(d, schema, cls, r.field, r.value))
 	return r, t, nil
+}
+
+// groupHiddenRefFilter keeps rows whose grouped sub-path (or compared
+// value_field) is a reference to a hidden class out of a group/distinct:
+// a sub-path such as meta.credential.objectId would otherwise read the id
+// of a hidden object out of an embedded pointer, and $min/$max would
+// compare hidden ids. A whole top-level key is left to the codec, which
+// shows a hidden reference as null. nil when nothing needs it.
+func groupHiddenRefFilter(d *Deps, schema *parsedb.Schema, cls *parsedb.Class, key, value *groupField) bson.D {
+	var paths []string
+	if key != nil && strings.Contains(key.name, ".") {
+		paths = append(paths, key.name)
+	}
+	if value != nil {
+		paths = append(paths, value.name)
+	}
+	return d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, paths)
 }
 
 var offsetRe = regexp.MustCompile(`^[+-](0[0-9]|1[0-4]):[0-5][0-9]$`)

@@ -28,7 +28,7 @@ func TestGroupByPipelineGolden(t *testing.T) {
 		{"flatten_arrays", `{"field":"tags","flatten_arrays":true,"limit":1000}`,
 			`[` + activeSong + `,{"$unwind":"$tags"},{"$group":{"_id":"$tags","value":{"$sum":1}}},{"$sort":{"value":-1,"_id":1}},{"$limit":1001}]`},
 		{"dotted path into an Object field, createdAt", `{"field":"meta.source","operation":"max","value_field":"createdAt"}`,
-			`[` + activeSong + `,{"$group":{"_id":"$meta.source","value":{"$max":"$_created_at"}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
+			`[{"$match":{"$and":[{"archived":{"$ne":true}},{"$and":[{"meta":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}},{"meta.className":{"$nin":["VaultSecret","_Audience","_GlobalConfig","_GraphQLConfig","_Hooks","_Idempotency","_JobSchedule","_JobStatus","_Product","_PushStatus","_SCHEMA"]}},{"meta.source":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}},{"meta.source.className":{"$nin":["VaultSecret","_Audience","_GlobalConfig","_GraphQLConfig","_Hooks","_Idempotency","_JobSchedule","_JobStatus","_Product","_PushStatus","_SCHEMA"]}}]}]}},{"$group":{"_id":"$meta.source","value":{"$max":"$_created_at"}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

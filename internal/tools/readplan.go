@@ -54,15 +54,45 @@ func buildFilter(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *pars
 	if err != nil {
 		return nil, err
 	}
-	filter, err := parsedb.WhereToFilter(ctx, cls, shown, parsedb.WhereOptions{Schema: schema, Sub: &subQueries{d: d, schema: schema}})
+	// The caller's where and the policy's filters are translated apart:
+	// only the caller's constraints get the "not a hidden reference"
+	// conjuncts (the policy's are written by the operator), and the
+	// MongoDB filter keeps the composed shape {$and:[caller, policy…]}.
+	opt := parsedb.WhereOptions{Schema: schema, Sub: &subQueries{d: d, schema: schema}}
+	policyWhere, err := d.Policy.ComposeWhere(ctx, cls, nil, applyCanonical)
 	if err != nil {
 		return nil, err
+	}
+	filter, err := parsedb.WhereToFilter(ctx, cls, policyWhere, opt)
+	if err != nil {
+		return nil, err
+	}
+	if len(where) > 0 {
+		opt.Hidden = d.Policy.HiddenRefs(schema)
+		caller, err := parsedb.WhereToFilter(ctx, cls, where, opt)
+		if err != nil {
+			return nil, err
+		}
+		filter = andFlat(caller, filter)
 	}
 	scope, err := d.Policy.StorageScope(ctx, cls)
 	if err != nil {
 		return nil, err
 	}
 	return &readTarget{Class: cls, Shown: shown, Filter: andFilters(filter, scope)}, nil
+}
+
+// andFlat is andFilters with a policy filter that is itself an $and of
+// parts spliced in: {$and:[caller, part1, part2…]}.
+func andFlat(caller, policy bson.D) bson.D {
+	if len(caller) == 0 || len(policy) != 1 || policy[0].Key != "$and" {
+		return andFilters(caller, policy)
+	}
+	parts, ok := policy[0].Value.(bson.A)
+	if !ok {
+		return andFilters(caller, policy)
+	}
+	return bson.D{{Key: "$and", Value: append(bson.A{caller}, parts...)}}
 }
 
 // andFilters combines two filters without nesting when one is empty.
@@ -245,6 +275,15 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 	p.projection = parsedb.Projection(cls, p.keys)
 	if !in.noSort {
 		p.sort = parsedb.SortDoc(cls, in.order)
+		// Rows whose sort key is a reference to a hidden class are left
+		// out: their place in the order would bisect the hidden id.
+		var paths []string
+		for _, o := range in.order {
+			paths = append(paths, o.Field)
+		}
+		if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, paths); nh != nil {
+			p.target.Filter = andFilters(p.target.Filter, nh)
+		}
 	}
 	p.enc = *d.Policy.RowEncoder(cls, p.keys)
 	if in.compact {

@@ -50,8 +50,14 @@ func (s *subQueries) SelectValues(ctx context.Context, className string, where m
 	if err := s.d.Policy.CheckReadField(t.Class, key); err != nil {
 		return nil, err
 	}
+	hidden := s.d.Policy.HiddenRefs(s.schema)
+	if f := t.Class.Field(key); f != nil && f.Type == parsedb.TypePointer && (hidden.IsHidden(f.TargetClass) || s.schema.Class(f.TargetClass) == nil) {
+		return nil, toolerror.New(toolerror.InvalidQuery, "%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
+	}
+	// Values that are references to a hidden class are never selected.
+	filter := andFilters(t.Filter, hidden.NotHiddenRefFilter(t.Class, []string{key}))
 	storage := parsedb.StorageFieldName(t.Class, key)
-	cur, err := s.d.Store.Find(ctx, t.Class.Name, parsedb.FindSpec{Filter: t.Filter, Projection: bson.D{{Key: storage, Value: 1}}, Limit: MaxSubQueryResults + 1})
+	cur, err := s.d.Store.Find(ctx, t.Class.Name, parsedb.FindSpec{Filter: filter, Projection: bson.D{{Key: storage, Value: 1}}, Limit: MaxSubQueryResults + 1})
 	if err != nil {
 		return nil, err
 	}

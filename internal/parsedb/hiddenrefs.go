@@ -1,0 +1,148 @@
+package parsedb
+
+// Hidden references as operator inputs (SECURITY.md, "Hidden references").
+//
+// A value that refers to an object of a hidden class — a "Hidden$id"
+// string, or an embedded {className: Hidden, …} object — is redacted by the
+// row codec, but a constraint evaluated by MongoDB sees the stored value:
+// {$regex:"^VaultSecret\\$a"}, a $gt/$lt range, $in with guessed ids or
+// $exists on a sub-path would reveal the id by bisection or membership. So
+// every constraint whose field may hold such a value is AND-ed with a
+// "not a hidden reference" conjunct over every prefix of its path: rows
+// whose value there is a hidden reference never match, whatever the
+// operator, the operand or the enclosing $or/$nor. Pointer fields whose
+// target class is hidden cannot be constrained at all.
+
+import (
+	"regexp"
+	"sort"
+	"strings"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// HiddenRefs describes the hidden classes to the data layer.
+type HiddenRefs struct {
+	// Names are the hidden class names a stored reference can carry.
+	Names []string
+	// Hidden reports whether one class is hidden.
+	Hidden func(class string) bool
+}
+
+var refClassRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+
+// NewHiddenRefs builds HiddenRefs from a set of names (names that cannot
+// appear in a "Class$id" reference, such as _Join:…, are left out).
+func NewHiddenRefs(names []string, hidden func(string) bool) *HiddenRefs {
+	var out []string
+	seen := map[string]bool{}
+	for _, n := range names {
+		if refClassRe.MatchString(n) && !seen[n] {
+			seen[n] = true
+			out = append(out, n)
+		}
+	}
+	sort.Strings(out)
+	return &HiddenRefs{Names: out, Hidden: hidden}
+}
+
+// IsHidden reports whether class is hidden (false on a nil receiver).
+func (h *HiddenRefs) IsHidden(class string) bool {
+	return h != nil && h.Hidden != nil && h.Hidden(class)
+}
+
+// MayHoldHiddenRef reports whether a REST field path of cls can hold a
+// reference to a hidden class in stored form: dotted paths, fields missing
+// from the schema, and String, File, Object and Array fields. Typed fields
+// (numbers, dates, booleans, geo, bytes, pointers — whose target the schema
+// fixes) and objectId cannot.
+func MayHoldHiddenRef(cls *Class, path string) bool {
+	if strings.Contains(path, ".") {
+		return true
+	}
+	if path == "objectId" {
+		return false
+	}
+	var f *Field
+	if cls != nil {
+		f = cls.Field(path)
+	}
+	if f == nil {
+		if d, ok := defaultFields[path]; ok {
+			f = d
+		}
+	}
+	if f == nil {
+		return true
+	}
+	switch f.Type {
+	case TypeString, TypeFile, TypeObject, TypeArray, "":
+		return true
+	}
+	return false
+}
+
+// NotHiddenRef is the conjunct that keeps rows whose value at path (a REST
+// path of cls) is, or passes through, a reference to a hidden class from
+// matching: for every prefix q of the storage path, q is not a
+// "Hidden$…" string and q.className is not a hidden class name. On arrays
+// both hold for every element (MongoDB's array semantics), so an array
+// holding any hidden reference never matches either. nil when the path
+// cannot hold a hidden reference or nothing is hidden.
+func (h *HiddenRefs) NotHiddenRef(cls *Class, path string) bson.A {
+	if h == nil || len(h.Names) == 0 || !MayHoldHiddenRef(cls, path) {
+		return nil
+	}
+	storage := StorageFieldName(cls, path)
+	segs := strings.Split(storage, ".")
+	names := make(bson.A, len(h.Names))
+	for i, n := range h.Names {
+		names[i] = n
+	}
+	re := bson.Regex{Pattern: "^(?:" + strings.Join(h.Names, "|") + `)\$`}
+	var out bson.A
+	for i := range segs {
+		q := strings.Join(segs[:i+1], ".")
+		out = append(out, bson.D{{Key: q, Value: bson.D{{Key: "$not", Value: re}}}})
+		if i == 0 && !strings.Contains(path, ".") && !MayHoldObject(cls, path) {
+			continue // a String/File column has no className below it
+		}
+		out = append(out, bson.D{{Key: q + ".className", Value: bson.D{{Key: "$nin", Value: names}}}})
+	}
+	return out
+}
+
+// MayHoldObject reports whether a top-level field can hold an embedded
+// object (Object, Array, or a field missing from the schema).
+func MayHoldObject(cls *Class, field string) bool {
+	var f *Field
+	if cls != nil {
+		f = cls.Field(field)
+	}
+	if f == nil {
+		return true
+	}
+	switch f.Type {
+	case TypeObject, TypeArray, "":
+		return true
+	}
+	return false
+}
+
+// NotHiddenRefFilter ANDs NotHiddenRef over several REST paths; nil when
+// none needs it.
+func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {
+	var and bson.A
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		and = append(and, h.NotHiddenRef(cls, p)...)
+	}
+	if len(and) == 0 {
+		return nil
+	}
+	return bson.D{{Key: "$and", Value: and}}
+}
