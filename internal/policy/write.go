@@ -131,12 +131,12 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		}
 	}
 	if w.ACL != nil {
+		if err := e.checkACLValue(w.ACL); err != nil {
+			return nil, nil, err
+		}
 		if allowSet != nil && !allowSet["ACL"] {
 			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
 				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: "ACL"}}
-		}
-		if err := e.checkACLValue(w.ACL); err != nil {
-			return nil, nil, err
 		}
 	}
 	if len(added) > 0 && !e.MasterPosture() {
