@@ -51,6 +51,7 @@ func exportData(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.compact = false // text cells have their own rules (format.go)
 	cols, err := columnsArg(ctx, args, in.keys)
 	if err != nil {
 		return nil, err

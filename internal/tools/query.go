@@ -156,6 +156,9 @@ func queryClass(ctx context.Context, d *Deps, args Args) (any, error) {
 	if in.applyCanonical, err = args.Bool("apply_canonical_filter", true); err != nil {
 		return nil, err
 	}
+	if format != "json" {
+		in.compact = false // text cells have their own rules (format.go)
+	}
 	p, err := newReadPlan(ctx, d, name, in)
 	if err != nil {
 		return nil, err
