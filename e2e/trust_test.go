@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -79,6 +80,20 @@ func seedTrustExtras(ctx context.Context, db *mongo.Database) error {
 		bson.D{{Key: "_id", Value: "Device"}, {Key: "objectId", Value: "string"}, {Key: "createdAt", Value: "date"}, {Key: "updatedAt", Value: "date"},
 			{Key: "name", Value: "string"}, {Key: "installation", Value: "*_Installation"}},
 	}); err != nil {
+		return err
+	}
+	// Blob: 20 distinct values of 256 KiB (5 MiB together, over the 4 MiB
+	// response cap) for the streaming byte accounting of distinct/group_by.
+	var blobs []any
+	for i := 0; i < 20; i++ {
+		blobs = append(blobs, bson.D{{Key: "_id", Value: fmt.Sprintf("blob%06d", i)}, {Key: "big", Value: strings.Repeat(string(rune('a'+i)), 256<<10)},
+			{Key: "kind", Value: "k"}, {Key: "_created_at", Value: now}, {Key: "_updated_at", Value: now}})
+	}
+	if _, err := db.Collection("Blob").InsertMany(ctx, blobs); err != nil {
+		return err
+	}
+	if _, err := db.Collection("_SCHEMA").InsertOne(ctx, bson.D{{Key: "_id", Value: "Blob"}, {Key: "objectId", Value: "string"},
+		{Key: "createdAt", Value: "date"}, {Key: "updatedAt", Value: "date"}, {Key: "big", Value: "string"}, {Key: "kind", Value: "string"}}); err != nil {
 		return err
 	}
 	// bob's row readable by everyone: his email is then one query away.
@@ -269,4 +284,58 @@ func TestTrustCrossClassFieldRules(t *testing.T) {
 	// Allowed fields of the other class still work.
 	okResult(t, r, "inQuery-allowed", "count_objects", `{"class_name":"Album","where":{"artist":{"$inQuery":{"className":"Artist","where":{"name":{"$exists":true}}}}}}`)
 	okResult(t, r, "select-allowed", "count_objects", `{"class_name":"Song","where":{"title":{"$select":{"query":{"className":"Artist","where":{}},"key":"name"}}}}`)
+}
+
+// TestTrustResourceBounds (leak class 7): regex safety in every where and
+// pipeline position of every tool, caps on logical branches, list lengths
+// and constraint nodes, and the streaming byte accounting of distinct and
+// group_by (refused while reading, before the values are all held).
+func TestTrustResourceBounds(t *testing.T) {
+	r := trustServer(t)
+	regexes := map[string]string{
+		"nested":      `{"title":{"$regex":"^(a+)+$"}}`,
+		"polynomial":  `{"title":{"$regex":".*a.*b.*c"}}`,
+		"alternation": `{"title":{"$regex":"(a|aa)*$"}}`,
+		"in-or":       `{"$or":[{"title":"x"},{"title":{"$regex":"(\\w+)*!"}}]}`,
+		"options":     `{"title":{"$regex":"a","$options":"s"}}`,
+	}
+	for name, w := range regexes {
+		for _, p := range []struct{ tool, args string }{
+			{"query_class", `{"class_name":"Song","where":` + w + `}`},
+			{"count_objects", `{"class_name":"Song","where":` + w + `}`},
+			{"distinct", `{"class_name":"Song","field":"genre","where":` + w + `}`},
+			{"group_by", `{"class_name":"Song","field":"genre","where":` + w + `}`},
+			{"export_data", `{"class_name":"Song","format":"csv","where":` + w + `}`},
+			{"explain_query", `{"class_name":"Song","where":` + w + `}`},
+			{"aggregate", `{"class_name":"Song","pipeline":[{"$match":` + w + `}]}`},
+			{"aggregate", `{"class_name":"Song","pipeline":[{"$facet":{"a":[{"$match":` + w + `}]}}]}`},
+			{"count_objects", `{"class_name":"Album","where":{"artist":{"$inQuery":{"className":"Artist","where":` + strings.ReplaceAll(w, "title", "name") + `}}}}`},
+		} {
+			violation(t, r, name+"/"+p.tool, p.tool, p.args)
+		}
+	}
+	for _, op := range []string{"$regexMatch", "$regexFind", "$regexFindAll"} {
+		violation(t, r, op, "aggregate", `{"class_name":"Song","pipeline":[{"$addFields":{"m":{"`+op+`":{"input":"$title","regex":".+.+.+"}}}}]}`)
+	}
+	many := func(n int, el string) string { return "[" + strings.TrimSuffix(strings.Repeat(el+",", n), ",") + "]" }
+	for id, args := range map[string]string{
+		"or-branches":   `{"class_name":"Song","where":{"$or":` + many(101, `{"genre":"rock"}`) + `}}`,
+		"nor-branches":  `{"class_name":"Song","where":{"$nor":` + many(101, `{"genre":"rock"}`) + `}}`,
+		"in-values":     `{"class_name":"Song","where":{"genre":{"$in":` + many(1001, `"rock"`) + `}}}`,
+		"all-values":    `{"class_name":"Song","where":{"tags":{"$all":` + many(1001, `"x"`) + `}}}`,
+		"nodes":         `{"class_name":"Song","where":{"$or":` + many(6, `{"genre":{"$nin":`+many(990, `"x"`)+`}}`) + `}}`,
+		"sub-in-values": `{"class_name":"Album","where":{"artist":{"$inQuery":{"className":"Artist","where":{"name":{"$in":` + many(1001, `"x"`) + `}}}}}}`,
+	} {
+		toolError(t, r, id, "count_objects", args, "invalid_query", "")
+	}
+	toolError(t, r, "agg-in-values", "aggregate", `{"class_name":"Song","pipeline":[{"$match":{"genre":{"$in":`+many(1001, `"rock"`)+`}}}]}`, "invalid_query", "")
+	for _, tool := range []string{"distinct", "group_by"} {
+		msg := toolError(t, r, tool+"-bytes", tool, `{"class_name":"Blob","field":"big"}`, "invalid_query", "")
+		if msg != "" && !strings.Contains(msg, "exceed the 4194304-byte response cap after") {
+			t.Errorf("%s over the cap: %s", tool, msg)
+		}
+	}
+	// Under the cap they answer.
+	okResult(t, r, "distinct-small", "distinct", `{"class_name":"Blob","field":"kind"}`)
+	okResult(t, r, "in-at-limit", "count_objects", `{"class_name":"Song","where":{"genre":{"$in":`+many(1000, `"rock"`)+`}}}`)
 }

@@ -68,6 +68,9 @@ func WhereToFilter(ctx context.Context, cls *Class, where map[string]any, opt Wh
 	if err := checkWhereSafety(where, 0, 0); err != nil {
 		return nil, err
 	}
+	if err := CheckSizeLimits(where); err != nil {
+		return nil, err
+	}
 	t := &whereTranslator{ctx: ctx, opt: opt}
 	return t.where(cls, where, true)
 }

@@ -337,7 +337,7 @@ func walkFilterKeys(v bson.RawValue, depth int) string {
 				}
 			}
 			if k == "$regex" {
-				if p, ok := e.Value().StringValueOK(); !ok || len([]rune(p)) > MaxRegexLength || hasNestedQuantifier(p) {
+				if p, ok := e.Value().StringValueOK(); !ok || len([]rune(p)) > MaxRegexLength || UnsafeRegex(p) {
 					return "bad $regex"
 				}
 			}

@@ -23,8 +23,8 @@ func regexOperands(key string, pat, opts any) (string, string, error) {
 	if strings.ContainsRune(p, 0) {
 		return "", "", invalidQuery("%s: $regex must not contain NUL", key)
 	}
-	if hasNestedQuantifier(p) {
-		return "", "", toolerror.Violationf("$regex with a nested quantifier")
+	if UnsafeRegex(p) {
+		return "", "", toolerror.Violationf("$regex with a nested or polynomial quantifier")
 	}
 	if opts == nil {
 		return p, "", nil
@@ -210,4 +210,82 @@ func quantifierAt(p string, i int) (n int, repeats bool) {
 		n++
 	}
 	return n, repeats
+}
+
+// UnsafeRegex reports whether a pattern risks catastrophic or polynomial
+// backtracking: a repeated group that itself contains a quantifier
+// (hasNestedQuantifier) or three or more unbounded quantifiers over broad
+// atoms (hasPolynomialQuantifiers). Every regex position uses it: $regex in
+// where and in pipeline $match, and $regexMatch/$regexFind/$regexFindAll.
+func UnsafeRegex(p string) bool { return hasNestedQuantifier(p) || hasPolynomialQuantifiers(p) }
+
+// MaxBroadUnbounded is how many unbounded quantifiers over broad atoms a
+// pattern may have: with k of them a failing match tries on the order of
+// n^k ways (.*a.*b.*c on a long string), so k = 3 is already slow on a
+// large document.
+const MaxBroadUnbounded = 2
+
+// hasPolynomialQuantifiers counts unbounded quantifiers (*, +, {n,}) applied
+// to a broad atom — ., \w \W \d \D \s \S, a character class — anywhere in the
+// pattern, group nesting ignored, and reports more than MaxBroadUnbounded.
+func hasPolynomialQuantifiers(p string) bool {
+	count := 0
+	for i := 0; i < len(p); i++ {
+		broad := false
+		switch c := p[i]; c {
+		case '\\':
+			if i+1 < len(p) {
+				i++
+				switch p[i] {
+				case 'w', 'W', 'd', 'D', 's', 'S', 'p', 'P', 'X', 'R', 'N', 'H', 'V', 'h', 'v':
+					broad = true
+				}
+			}
+		case '.':
+			broad = true
+		case '[':
+			j := i + 1
+			if j < len(p) && p[j] == '^' {
+				j++
+			}
+			if j < len(p) && p[j] == ']' {
+				j++
+			}
+			for j < len(p) && p[j] != ']' {
+				if p[j] == '\\' {
+					j++
+				}
+				j++
+			}
+			i = j
+			broad = true
+		default:
+			continue
+		}
+		if !broad {
+			continue
+		}
+		if _, repeats := quantifierAt(p, i+1); repeats && i+1 < len(p) && p[i+1] != '?' && !boundedBrace(p, i+1) {
+			count++
+			if count > MaxBroadUnbounded {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// boundedBrace reports whether p[i:] starts a {n} or {n,m} quantifier (an
+// upper bound: not unbounded).
+func boundedBrace(p string, i int) bool {
+	if i >= len(p) || p[i] != '{' {
+		return false
+	}
+	j := strings.IndexByte(p[i:], '}')
+	if j < 0 {
+		return false
+	}
+	body := p[i+1 : i+j]
+	comma := strings.IndexByte(body, ',')
+	return comma < 0 || comma < len(body)-1
 }

@@ -132,6 +132,9 @@ func (e *Engine) ValidatePipeline(ctx context.Context, schema *parsedb.Schema, c
 			return ValidatedPipeline{}, err
 		}
 	}
+	if err := parsedb.CheckSizeLimits(pipeline); err != nil {
+		return ValidatedPipeline{}, err
+	}
 	if _, err := pv.pipeline(pv.classState(cls), pipeline, "pipeline"); err != nil {
 		return ValidatedPipeline{}, err
 	}
@@ -210,12 +213,24 @@ func (pv *pipelineValidator) scan(v any, depth int, parentOp string) error {
 				// them as keys: a way around the internal-field floor.
 				return toolerror.Violationf("$jsonSchema in a pipeline")
 			case "$regex":
-				if s, ok := e.Value.(string); ok && len(s) > MaxPipelineRegex {
-					return toolerror.Violationf("$regex longer than %d bytes", MaxPipelineRegex)
+				if err := checkPipelineRegex("$regex", e.Value); err != nil {
+					return err
 				}
 			case "regex":
-				if s, ok := e.Value.(string); ok && regexOperators[parentOp] && len(s) > MaxPipelineRegex {
-					return toolerror.Violationf("%s regex longer than %d bytes", parentOp, MaxPipelineRegex)
+				if regexOperators[parentOp] {
+					if err := checkPipelineRegex(parentOp, e.Value); err != nil {
+						return err
+					}
+				}
+			case "$options":
+				if err := checkPipelineRegexOptions("$options", e.Value); err != nil {
+					return err
+				}
+			case "options":
+				if regexOperators[parentOp] {
+					if err := checkPipelineRegexOptions(parentOp, e.Value); err != nil {
+						return err
+					}
 				}
 			case "$getField", "$setField", "$unsetField":
 				if err := scanFieldOperator(e.Key, e.Value); err != nil {

@@ -28,6 +28,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // Group limits.
@@ -388,7 +389,14 @@ func readKeyedRaw(ctx context.Context, d *Deps, cls *parsedb.Class, p bson.A, wi
 	defer cur.Close(ctx)
 	conv := newRowConverter(d, nil)
 	var out []keyed
+	// Byte accounting while streaming, as query_class does: a few huge
+	// values must not be held in memory before the response cap refuses
+	// them.
+	budget, used := d.Policy.MaxResponseBytes()-envelopeReserve, 0
 	for cur.Next(ctx) {
+		if used += len(cur.Current); used > budget {
+			return nil, toolerror.New(toolerror.InvalidQuery, "the values exceed the %d-byte response cap after %d of them; lower limit, narrow the where, or group on a smaller field", d.Policy.MaxResponseBytes(), len(out))
+		}
 		g, err := conv.keyed(cur.Current, withValue)
 		if err != nil {
 			return nil, err

@@ -1,0 +1,81 @@
+package parsedb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+)
+
+// TestWhereSizeLimits: every logical operator, every list operator and the
+// total node count are capped at every depth (top level, inside $or/$and,
+// inside a sub-query's where), with an invalid_query naming the limit; at
+// the limit itself the where is accepted.
+func TestWhereSizeLimits(t *testing.T) {
+	list := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf("%q", fmt.Sprint("v", i))
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	branches := func(n int) string {
+		parts := make([]string, n)
+		for i := range parts {
+			parts[i] = fmt.Sprintf(`{"title":"t%d"}`, i)
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	wrap := map[string]func(string) string{
+		"top":     func(w string) string { return w },
+		"in-or":   func(w string) string { return `{"$or":[` + w + `,{"title":"x"}]}` },
+		"in-and":  func(w string) string { return `{"$and":[{"$nor":[` + w + `]}]}` },
+		"inQuery": func(w string) string { return `{"artist":{"$inQuery":{"className":"Artist","where":` + w + `}}}` },
+	}
+	cases := []struct {
+		name, where, msg string
+	}{
+		{"$or over", `{"$or":` + branches(MaxLogicalBranches+1) + `}`, "$or has 101 branches"},
+		{"$and over", `{"$and":` + branches(MaxLogicalBranches+1) + `}`, "$and has 101 branches"},
+		{"$nor over", `{"$nor":` + branches(MaxLogicalBranches+1) + `}`, "$nor has 101 branches"},
+		{"$in over", `{"title":{"$in":` + list(MaxListValues+1) + `}}`, "$in has 1001 values"},
+		{"$nin over", `{"title":{"$nin":` + list(MaxListValues+1) + `}}`, "$nin has 1001 values"},
+		{"$all over", `{"tags":{"$all":` + list(MaxListValues+1) + `}}`, "$all has 1001 values"},
+		{"nodes over", `{"$or":[` + strings.TrimSuffix(strings.Repeat(`{"tags":{"$in":`+list(990)+`}},`, 6), ",") + `]}`, "more than 5000 constraint nodes"},
+		{"$or at limit", `{"$or":` + branches(MaxLogicalBranches) + `}`, ""},
+		{"$in at limit", `{"title":{"$in":` + list(MaxListValues) + `}}`, ""},
+	}
+	for wname, w := range wrap {
+		for _, c := range cases {
+			sub := newWhereFakeSub()
+			_, err := WhereToFilter(context.Background(), whereSong(), decodeWhere(t, w(c.where)), WhereOptions{Schema: whereSchema(), Sub: sub})
+			if c.msg == "" {
+				if err != nil && !strings.Contains(err.Error(), "nesting") {
+					t.Errorf("%s/%s: %v", wname, c.name, err)
+				}
+				continue
+			}
+			te, ok := toolerror.As(err)
+			if !ok || te.Code != toolerror.InvalidQuery || !strings.Contains(te.Message, c.msg) {
+				t.Errorf("%s/%s: got %v, want invalid_query %q", wname, c.name, err, c.msg)
+			}
+		}
+	}
+}
+
+func TestUnsafeRegex(t *testing.T) {
+	bad := []string{`(a+)+`, `.*a.*b.*c`, `\w+\s+\d+`, `[a-z]*x[0-9]+y.+`, `.+.+.+`, `(.*)(.*)(.*)`, `\d{2,}\d{2,}\d{2,}`, `.*?a.*?b.*?c`}
+	for _, p := range bad {
+		if !UnsafeRegex(p) {
+			t.Errorf("UnsafeRegex(%q) = false", p)
+		}
+	}
+	good := []string{``, `^abc`, `.*foo.*`, `^\w+@\w+`, `a+b+c+d+`, `\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`, `[abc]`, `\.+\.+\.+`}
+	for _, p := range good {
+		if UnsafeRegex(p) {
+			t.Errorf("UnsafeRegex(%q) = true", p)
+		}
+	}
+}
