@@ -29,6 +29,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/server"
 	"github.com/parse-mcp/parse-mcp/internal/tools"
@@ -250,6 +251,11 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 			return nil, exitBadUsage
 		}
 		a.deps.LiveQuery = lq
+	}
+	if bridge != nil {
+		// Writes and Cloud functions go through Parse Server; reads stay direct.
+		a.deps.Writes = &parseserver.Writer{Client: bridge, Store: a.store}
+		a.deps.CloudFunctions = bridge
 	}
 	// The policy is validated against the live _SCHEMA and the identity
 	// resolved before anything is served (`audit` reports policy problems

@@ -105,6 +105,18 @@ type WritePlan struct {
 	Fields []string
 	// JoinCollections are the _Join collections delete_class drops.
 	JoinCollections []string
+	// REST is the Parse Server request of a write through the bridge
+	// (internal/parseserver); nil for a direct write.
+	REST *RESTWrite
+}
+
+// RESTWrite is one Parse Server REST request: Method, Path and Body are
+// sent; Preview is the whole request as shown to the model, secrets masked.
+type RESTWrite struct {
+	Method  string
+	Path    string
+	Body    map[string]any
+	Preview map[string]any
 }
 
 // Change is the plan as shown to the model and the person confirming it:
@@ -135,6 +147,9 @@ func (p *WritePlan) Change() map[string]any {
 	}
 	if len(p.JoinCollections) > 0 {
 		out["drop_collections"] = p.JoinCollections
+	}
+	if p.REST != nil {
+		out["rest_request"] = p.REST.Preview
 	}
 	return out
 }

@@ -178,14 +178,14 @@ func TestWritesThroughParse(t *testing.T) {
 	// Validation error: a clear invalid_argument with Parse's message.
 	_, err = c.Do(ctx, parseserver.CreateObject("Note", map[string]any{"title": "x", "priority": 9}), asAlice)
 	te, ok := toolerror.As(parseserver.ToolError("create_object", err))
-	if !ok || te.Code != toolerror.InvalidArgument || !strings.Contains(te.Message, "priority must be a number from 1 to 5") || !strings.Contains(te.Message, "142") {
+	if !ok || te.Code != toolerror.ParseError || !strings.Contains(te.Message, "priority must be a number from 1 to 5") || !strings.Contains(te.Message, "142") {
 		t.Errorf("validation error mapped to %#v (%v)", te, err)
 	}
 
 	// Bob cannot update alice's public-read note: Parse says 101.
 	_, err = c.Do(ctx, parseserver.UpdateObject("Note", id, map[string]any{"title": "hijack"}), asBob)
 	te, ok = toolerror.As(parseserver.ToolError("update_object", err))
-	if !ok || te.Code != toolerror.InvalidArgument || !strings.Contains(te.Message, "not writable") {
+	if !ok || te.Code != toolerror.ParseError || !strings.Contains(te.Message, "not writable") {
 		t.Errorf("ACL refusal mapped to %#v (%v)", te, err)
 	}
 	// Schema operations need the master key.
@@ -199,7 +199,7 @@ func TestWritesThroughParse(t *testing.T) {
 	}
 	// A non-empty class cannot be deleted (Parse 255).
 	_, err = c.Do(ctx, parseserver.DeleteClass("Note"), master)
-	if te, ok := toolerror.As(parseserver.ToolError("delete_class", err)); !ok || te.Code != toolerror.InvalidArgument {
+	if te, ok := toolerror.As(parseserver.ToolError("delete_class", err)); !ok || te.Code != toolerror.ParseError || !strings.Contains(te.Message, "255") {
 		t.Errorf("deleting a non-empty class mapped to %#v (%v)", te, err)
 	}
 	if _, err := c.Do(ctx, parseserver.DeleteObject("Note", id), asAlice); err != nil {

@@ -143,17 +143,13 @@ func ToolError(what string, err error) error {
 		// With a session token Parse answers 101 both for a missing object
 		// and for one the user may not write: the message must not tell them
 		// apart either.
-		return &toolerror.Error{Code: toolerror.InvalidArgument, Message: fmt.Sprintf("Parse Server refused %s: object not found, or not writable by this identity (Parse error 101)", what)}
+		return &toolerror.Error{Code: toolerror.ParseError, Message: fmt.Sprintf("Parse Server refused %s: object not found, or not writable by this identity (Parse error 101)", what)}
 	case CodeOperationForbidden, CodeInvalidSessionToken:
 		return &toolerror.Error{Code: toolerror.PermissionDenied, Message: text}
 	case CodeTimeout:
 		return &toolerror.Error{Code: toolerror.Timeout, Message: text}
 	case CodeRequestLimit:
 		return &toolerror.Error{Code: toolerror.RateLimited, Message: text}
-	case CodeScriptFailed, CodeValidationError, CodeInvalidQuery, CodeInvalidClassName,
-		CodeMissingObjectID, CodeInvalidKeyName, CodeInvalidPointer, CodeInvalidJSON,
-		CodeIncorrectType, CodeInvalidACL, CodeDuplicateValue, CodeClassNotEmpty:
-		return &toolerror.Error{Code: toolerror.InvalidArgument, Message: text}
 	}
 	if pe.Code == 0 && pe.Status == http.StatusForbidden {
 		// Express-level refusal without a Parse code: "Permission denied"
@@ -161,8 +157,11 @@ func ToolError(what string, err error) error {
 		return &toolerror.Error{Code: toolerror.PermissionDenied, Message: fmt.Sprintf("Parse Server refused %s: %s (this needs the master key; the configured identity is a user session)", what, msg)}
 	}
 	if pe.Code > 0 && pe.Code != CodeInternalServerError && pe.Code != CodeConnectionFailed && pe.Status/100 == 4 {
-		// Other 4xx Parse codes are refusals of this request.
-		return &toolerror.Error{Code: toolerror.InvalidArgument, Message: text}
+		// Parse's refusals of this request (validation 142, a Cloud Code
+		// error 141, type mismatch 111, duplicate 137, class not empty
+		// 255 …): the same parse_error kind as the direct path's
+		// Parse-worded errors, with Parse's own message.
+		return &toolerror.Error{Code: toolerror.ParseError, Message: text}
 	}
 	return fmt.Errorf("%s through Parse Server: %w", what, err)
 }

@@ -56,3 +56,16 @@ Parse.Cloud.define('countNotes', async request => {
   const q = new Parse.Query('Note');
   return q.count({ sessionToken: request.user ? request.user.getSessionToken() : undefined, useMasterKey: !!request.master });
 });
+
+// addNote creates a Note as the caller (ACL/CLP and the Note triggers
+// apply); with dryRun: true it changes nothing and says what it would create.
+Parse.Cloud.define('addNote', async request => {
+  const title = request.params.title;
+  if (request.params.dryRun) {
+    return { dryRun: true, wouldCreate: { className: 'Note', title } };
+  }
+  const note = new Parse.Object('Note');
+  note.set('title', title);
+  await note.save(null, request.master ? { useMasterKey: true } : { sessionToken: request.user.getSessionToken() });
+  return { objectId: note.id };
+});

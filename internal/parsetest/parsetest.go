@@ -29,8 +29,9 @@
 // empty title or a priority outside 1..5 with Parse error 142
 // (VALIDATION_ERROR); an afterSave and afterDelete that write a NoteAudit row
 // {noteId, action: create|update|delete, user}; and the Cloud functions greet
-// ({name, times} → {greeting, times, user, master}; no name → error 142) and
-// countNotes (the Notes the caller may see).
+// ({name, times} → {greeting, times, user, master}; no name → error 142),
+// countNotes (the Notes the caller may see) and addNote ({title} → creates a
+// Note as the caller, {objectId}; with dryRun: true it creates nothing).
 package parsetest
 
 import (

@@ -236,9 +236,9 @@ func decodeAction(p, name string, v any) (*ActionSpec, error) {
 	if !dryRunSet {
 		a.SupportsDryRun = a.Class != ""
 	}
-	if a.CloudFunction != "" && a.SupportsDryRun {
-		return nil, perr(join(p, "supports_dry_run"), "a Cloud Code function cannot be dry-run")
-	}
+	// supports_dry_run on a cloud_function action declares that the
+	// function takes dryRun: true and then changes nothing (call_action's
+	// dry_run sends it so).
 	if a.Params == nil {
 		a.Params = map[string]any{"type": "object", "properties": map[string]any{}}
 	}

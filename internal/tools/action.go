@@ -2,6 +2,8 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"sort"
@@ -103,7 +105,7 @@ func callAction(ctx context.Context, d *Deps, args Args) (any, error) {
 		return nil, err
 	}
 	if a.CloudFunction != "" {
-		return d.callCloudFunction(ctx, a, arguments)
+		return d.callCloudFunction(ctx, a, arguments, dryRun)
 	}
 	op := parsedb.WriteUpdateObject
 	var id string
@@ -142,14 +144,50 @@ func isTierRefusal(d *Deps, a *policy.ActionSpec) bool {
 	return err != nil && err.Code == toolerror.PermissionDenied
 }
 
-func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, arguments map[string]any) (any, error) {
+// callCloudFunction runs a declared Cloud Code function through the Parse
+// Server bridge. dry_run (allowed only for a function declared with
+// supports_dry_run) calls it with dryRun: true added to its params: the
+// declaration promises that the function then changes nothing and reports
+// what it would do. A function declared confirm: true, or every function
+// under confirm_writes: always, asks the person first.
+func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, arguments map[string]any, dryRun bool) (any, error) {
 	if d.CloudFunctions == nil {
 		return nil, toolerror.New(toolerror.InvalidArgument, "action %s runs the Cloud Code function %s, which needs the Parse Server bridge (PARSE_MCP_SERVER_URL); it is not configured", a.Name, a.CloudFunction)
 	}
-	policy.NoteWrite(ctx, policy.WriteAudit{Action: a.Name, Fields: slices.Sorted(maps.Keys(arguments)), Backend: "parse_server"})
-	out, err := d.CloudFunctions.CallFunction(ctx, a.CloudFunction, arguments)
+	params := make(map[string]any, len(arguments)+1)
+	for k, v := range arguments {
+		params[k] = v
+	}
+	if dryRun {
+		params["dryRun"] = true
+	}
+	audit := policy.WriteAudit{Action: a.Name, Fields: slices.Sorted(maps.Keys(arguments)), Backend: "parse_server", DryRun: dryRun}
+	policy.NoteWrite(ctx, audit)
+	if !dryRun && d.Policy.ConfirmWrites() != policy.ConfirmNever && (a.Confirm || d.Policy.ConfirmWrites() == policy.ConfirmAlways) {
+		shown, _ := json.MarshalIndent(params, "", "  ")
+		answer, err := Confirm(ctx, fmt.Sprintf("The assistant asks to run the action %s: the Cloud Code function %s on Parse Server, with these params:\n%s\nRun it?", a.Name, a.CloudFunction, truncate(string(shown), 6000)))
+		if err != nil {
+			return nil, err
+		}
+		switch answer {
+		case ConfirmAccepted:
+			audit.Confirmed = true
+			policy.NoteWrite(ctx, audit)
+		case ConfirmUnsupported:
+			return nil, toolerror.Denied("confirmation_unavailable", "action %s needs the person's confirmation, but this client cannot ask (it declared no elicitation support); nothing was run", a.Name)
+		default:
+			return map[string]any{"action": a.Name, "cloud_function": a.CloudFunction, "run": false, "confirmation": answer.String(),
+				"note": "the person did not confirm (" + answer.String() + "); the function was not run"}, nil
+		}
+	}
+	out, err := d.CloudFunctions.CallFunction(ctx, a.CloudFunction, params)
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"action": a.Name, "cloud_function": a.CloudFunction, "result": out}, nil
+	res := map[string]any{"action": a.Name, "cloud_function": a.CloudFunction, "result": out}
+	if dryRun {
+		res["dry_run"] = true
+		res["note"] = "dry run: the function was called with dryRun: true; it is declared to change nothing then"
+	}
+	return res, nil
 }
