@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 
@@ -94,6 +95,11 @@ func (e *Engine) Validate(ctx context.Context, schema *parsedb.Schema) []*PathEr
 		for i, f := range cp.AgentFields {
 			fieldOK(fmt.Sprintf("%s.agent_fields[%d]", p, i), f)
 		}
+		for i, f := range cp.WritableFields {
+			if f != "ACL" {
+				fieldOK(fmt.Sprintf("%s.writable_fields[%d]", p, i), f)
+			}
+		}
 		for i, f := range cp.LargeFields {
 			fieldOK(fmt.Sprintf("%s.large_fields[%d]", p, i), f)
 		}
@@ -118,6 +124,33 @@ func (e *Engine) Validate(ctx context.Context, schema *parsedb.Schema) []*PathEr
 					add(tp, "%s is a %s field; a tenant field must be a String or a Pointer", ts.Field, f.Type)
 				}
 			}
+		}
+	}
+
+	// actions: a class action's class exists and is visible; the fields it
+	// writes are never internal (they may be new: writes add them to
+	// _SCHEMA, as Parse does).
+	for _, a := range e.file.Actions {
+		if a.Class == "" {
+			continue
+		}
+		p := "actions." + a.Name
+		if e.Hidden(a.Class) {
+			add(p+".class", "class %s is hidden: no action may write it", a.Class)
+			continue
+		}
+		if schema.Class(a.Class) == nil {
+			add(p+".class", "no class %s in _SCHEMA%s", a.Class, suggestClass(a.Class))
+			continue
+		}
+		written := append(append([]string{}, a.Keys...), slices.Sorted(maps.Keys(a.Fixed))...)
+		for _, f := range written {
+			if parsedb.IsInternalField(f) || f == "ACL" || f == "objectId" || f == "createdAt" || f == "updatedAt" {
+				add(p, "%s cannot be written by an action", f)
+			}
+		}
+		if tf := e.TenantField(a.Class); tf != "" && slices.Contains(written, tf) {
+			add(p, "%s is the tenant field of %s: writes set it to the bound tenant", tf, a.Class)
 		}
 	}
 
@@ -207,5 +240,6 @@ func (e *Engine) Validate(ctx context.Context, schema *parsedb.Schema) []*PathEr
 // onlyHidden reports whether a class entry carries nothing but hidden.
 func onlyHidden(cp *ClassPolicy) bool {
 	return cp.Description == "" && len(cp.Fields) == 0 && len(cp.AgentFields) == 0 && len(cp.LargeFields) == 0 &&
-		len(cp.JoinFields) == 0 && len(cp.CanonicalFilter) == 0 && cp.TenantScope == nil && !cp.AllowCollscan
+		len(cp.JoinFields) == 0 && len(cp.CanonicalFilter) == 0 && cp.TenantScope == nil && !cp.AllowCollscan &&
+		len(cp.WritableFields) == 0 && cp.DefaultACL == nil
 }
