@@ -102,16 +102,16 @@ func TestWriteDeclaredActions(t *testing.T) {
 func TestWriteActionPolicyValidation(t *testing.T) {
 	_, uri := writeDB(t, attackSchemas()...)
 	for _, bad := range []string{
-		"actions:\n  x:\n    class: Memo\n",                                        // sets nothing
-		"actions:\n  x:\n    class: _User\n    fixed: {a: 1}\n",                   // system class
-		"actions:\n  x:\n    class: Memo\n    keys: [a]\n",                        // key not in params
+		"actions:\n  x:\n    class: Memo\n",                                           // sets nothing
+		"actions:\n  x:\n    class: _User\n    fixed: {a: 1}\n",                       // system class
+		"actions:\n  x:\n    class: Memo\n    keys: [a]\n",                            // key not in params
 		"actions:\n  x:\n    class: Memo\n    cloud_function: f\n    fixed: {a: 1}\n", // both
 		"actions:\n  Bad-Name:\n    class: Memo\n    fixed: {a: 1}\n",
 		"actions:\n  x:\n    class: Memo\n    fixed: {a: 1}\n    tier: readonly\n",
 		"actions:\n  x:\n    class: Memo\n    fixed: {a: 1}\n    params: {type: object, properties: {a: {type: nosuch}}}\n",
-		"actions:\n  x:\n    class: Nope\n    fixed: {a: 1}\n",                   // no such class
-		"actions:\n  x:\n    class: Memo\n    fixed: {_rperm: [\"*\"]}\n",         // internal field
-		"classes:\n  Memo:\n    writable_fields: [nosuch]\n",                     // not a field
+		"actions:\n  x:\n    class: Nope\n    fixed: {a: 1}\n",                                     // no such class
+		"actions:\n  x:\n    class: Memo\n    fixed: {_rperm: [\"*\"]}\n",                          // internal field
+		"classes:\n  Memo:\n    writable_fields: [nosuch]\n",                                       // not a field
 		"classes:\n  Vault: {hidden: true}\nactions:\n  x:\n    class: Vault\n    fixed: {a: 1}\n", // hidden class
 	} {
 		_, stderr, code := runCLI(t, []string{uri, policyEnv(t, bad)})
