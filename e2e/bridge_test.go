@@ -247,6 +247,11 @@ func TestBridgeWrites(t *testing.T) {
 	callErr(t, c, "call_action", map[string]any{"action": "greet_someone", "arguments": map[string]any{"times": 2}}, "invalid_argument")
 	callErr(t, c, "call_action", map[string]any{"action": "greet_someone", "arguments": map[string]any{"name": "Ada", "times": 9}}, "invalid_argument")
 	callErr(t, c, "call_action", map[string]any{"action": "greet_someone", "arguments": map[string]any{"name": "Ada", "evil": true}}, "invalid_argument")
+	callErr(t, c, "call_action", map[string]any{"action": "greet_someone", "arguments": map[string]any{"name": "Ada"}, "dry_run": true}, "invalid_argument") // not declared dry-runnable
+	listed := text(call(t, c, "list_tools", map[string]any{}))
+	if !strings.Contains(listed, "greet_someone") || !strings.Contains(listed, `"cloud_function":"greet"`) {
+		t.Errorf("list_tools does not list the Cloud function action:\n%s", listed)
+	}
 	before = noteCount(t, ps)
 	dryFn := callOK(t, c, "call_action", map[string]any{"action": "add_note", "arguments": map[string]any{"title": "dry"}, "dry_run": true})
 	if r, _ := dryFn["result"].(map[string]any); r["dryRun"] != true || noteCount(t, ps) != before {

@@ -2,9 +2,14 @@ package parseserver_test
 
 import (
 	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/coder/websocket"
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
@@ -75,5 +80,65 @@ func TestLiveQueryNeedsAnIdentity(t *testing.T) {
 	}
 	if _, err := lq.Subscribe(context.Background(), "Note"); err != parseserver.ErrLiveQueryNoIdentity {
 		t.Fatalf("got %v", err)
+	}
+}
+
+// TestLiveQueryReconnects: when the LiveQuery connection drops, the
+// subscription reconnects (with backoff), says so with a "reconnected"
+// event, and forwards later events. The server here is a minimal speaker of
+// the LiveQuery protocol that drops the first connection: a real Parse
+// Server cannot be restarted on the same port mid-test.
+func TestLiveQueryReconnects(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c, err := websocket.Accept(w, r, nil)
+		if err != nil {
+			return
+		}
+		defer c.CloseNow()
+		ctx := r.Context()
+		n := conns.Add(1)
+		for _, reply := range []string{`{"op":"connected","clientId":"c"}`, `{"op":"subscribed","clientId":"c","requestId":1}`} {
+			if _, _, err := c.Read(ctx); err != nil {
+				return
+			}
+			if err := c.Write(ctx, websocket.MessageText, []byte(reply)); err != nil {
+				return
+			}
+		}
+		if n == 1 {
+			return // drop the first connection
+		}
+		_ = c.Write(ctx, websocket.MessageText, []byte(`{"op":"create","clientId":"c","requestId":1,"object":{"className":"Note","objectId":"after"}}`))
+		_, _, _ = c.Read(ctx) // hold the connection until the client leaves
+	}))
+	defer srv.Close()
+
+	cl, _ := parseserver.New(parseserver.Config{URL: srv.URL + "/parse", ApplicationID: "app", MasterKey: parseserver.NewSecret("k"), Identity: &parseserver.Identity{Master: true}})
+	lq, err := cl.NewLiveQuery(strings.Replace(srv.URL, "http://", "ws://", 1)+"/", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lq.MinBackoff, lq.MaxBackoff = 10*time.Millisecond, 50*time.Millisecond
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	events, err := lq.Subscribe(ctx, "Note")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for len(got) < 2 {
+		select {
+		case e := <-events:
+			got = append(got, e.Op+":"+e.ObjectID)
+		case <-time.After(60 * time.Second):
+			t.Fatalf("events after a dropped connection: %v", got)
+		}
+	}
+	if got[0] != "reconnected:" || got[1] != "create:after" {
+		t.Fatalf("events %v, want reconnected then create:after", got)
+	}
+	cancel()
+	for range events { // closed when the context ends
 	}
 }
