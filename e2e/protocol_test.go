@@ -19,7 +19,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
@@ -178,9 +177,10 @@ func params(m map[string]any) map[string]any {
 	return p
 }
 
-// TestProgressHeartbeats: a slow call with a progress token gets "started"
-// at 0, then elapsed-time heartbeats every PARSE_MCP_PROGRESS_INTERVAL with
-// increasing values below 1 and a message, all before its response.
+// TestProgressHeartbeats: a slow call with a progress token sends nothing
+// during the first PARSE_MCP_PROGRESS_INTERVAL, then elapsed-time heartbeats
+// (progress = seconds elapsed, message stating that number, no total), all
+// before its response.
 func TestProgressHeartbeats(t *testing.T) {
 	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=300ms")...)
 	r.initialize()
@@ -194,9 +194,9 @@ func TestProgressHeartbeats(t *testing.T) {
 	if resp == nil || resp["result"] == nil {
 		t.Fatalf("ping after cancel: %v", resp)
 	}
-	last := -1.0
+	last := 0.0
 	beats := 0
-	for i, n := range notes {
+	for _, n := range notes {
 		if n["method"] != "notifications/progress" {
 			continue
 		}
@@ -205,59 +205,52 @@ func TestProgressHeartbeats(t *testing.T) {
 			t.Fatalf("progress with token %v", p["progressToken"])
 		}
 		v := p["progress"].(float64)
-		msg, _ := p["message"].(string)
 		if v <= last {
 			t.Fatalf("progress %v after %v: must increase", v, last)
 		}
-		last = v
-		switch {
-		case i == 0 && v == 0:
-			if !strings.Contains(msg, "count_objects started") {
-				t.Fatalf("first notification message %q", msg)
-			}
-		case v > 0 && v < 1:
-			beats++
-			if !strings.Contains(msg, "running for") {
-				t.Fatalf("heartbeat message %q", msg)
-			}
-			if _, ok := p["total"]; ok {
-				t.Fatalf("heartbeat with a total: %v", p)
-			}
-		default:
-			t.Fatalf("unexpected progress %v (%q)", v, msg)
+		if v < 0.3 {
+			t.Fatalf("progress %v: nothing may be sent within the first interval", v)
 		}
+		last = v
+		if want := fmt.Sprintf("count_objects running for %.1f s", v); p["message"] != want {
+			t.Fatalf("heartbeat message %q, want %q", p["message"], want)
+		}
+		if _, ok := p["total"]; ok {
+			t.Fatalf("heartbeat with a total: %v", p)
+		}
+		beats++
 	}
 	t.Logf("%d heartbeats in ~2s at 300ms", beats)
-	if beats < 4 || beats > 8 {
-		t.Fatalf("%d heartbeats in 2s at a 300ms interval, want about 6", beats)
+	if beats < 3 || beats > 7 {
+		t.Fatalf("%d heartbeats in 2s at a 300ms interval, want about 5", beats)
 	}
 }
 
-// TestProgressOwnUnits: get_objects reports its own units (ids fetched, of
-// the total); after the first of them no heartbeat follows, values keep
-// increasing, and everything precedes the response.
+// TestProgressOwnUnits: a call faster than the interval sends nothing; a
+// longer query_class reports its own units (rows read, of the limit) on the
+// ticks after the first interval: values keep increasing, each message states
+// its number, no heartbeat follows own units, and everything precedes the
+// response.
 func TestProgressOwnUnits(t *testing.T) {
-	ctx := context.Background()
-	cur, err := testDB.Collection(demo.ClassSong).Find(ctx, bson.D{}, options.Find().SetLimit(50).SetProjection(bson.D{{Key: "_id", Value: 1}}))
-	if err != nil {
-		t.Fatal(err)
+	// The default interval (2 s) is far longer than this call: silence.
+	quiet := startRaw(t)
+	quiet.initialize()
+	quiet.send(`{"jsonrpc":"2.0","id":"quick","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"},"_meta":{"progressToken":"quick"}}}`)
+	if notes, resp := quiet.collect("quick", 30*time.Second); resp == nil || len(notes) != 0 {
+		t.Fatalf("a call within the first interval: notes %v, resp %v", notes, resp)
 	}
-	var ids []string
-	for cur.Next(ctx) {
-		ids = append(ids, fmt.Sprint(cur.Current.Lookup("_id").StringValue()))
-	}
-	r := startRaw(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")
+
+	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")...)
 	r.initialize()
-	idsJSON, _ := json.Marshal(ids)
-	for round := 0; round < 5; round++ {
-		id := fmt.Sprintf("objs-%d", round)
-		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"get_objects","arguments":{"class_name":"Song","ids":%s},"_meta":{"progressToken":%q}}}`, id, idsJSON, id))
-		notes, resp := r.collect(id, 30*time.Second)
+	ownSeen := 0
+	for round := 0; round < 3; round++ {
+		id := fmt.Sprintf("rows-%d", round)
+		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"query_class","arguments":{"class_name":%q,"limit":1000,"keys":["body"],"format":"csv"},"_meta":{"progressToken":%q}}}`, id, slowClass, id))
+		notes, resp := r.collect(id, 60*time.Second)
 		if resp == nil || resp["result"] == nil {
-			t.Fatalf("get_objects: %v", resp)
+			t.Fatalf("query_class: %v", resp)
 		}
-		last, own := -1.0, false
-		var units []float64
+		last, own := 0.0, false
 		for _, n := range notes {
 			p := params(n)
 			if n["method"] != "notifications/progress" || p["progressToken"] != id {
@@ -268,19 +261,24 @@ func TestProgressOwnUnits(t *testing.T) {
 				t.Fatalf("progress %v after %v", v, last)
 			}
 			last = v
-			if v >= 1 {
+			msg, _ := p["message"].(string)
+			switch {
+			case strings.HasSuffix(msg, "rows read"):
 				own = true
-				units = append(units, v)
-				if p["total"] != float64(len(ids)) || !strings.Contains(p["message"].(string), "fetched") {
+				ownSeen++
+				if p["total"] != 1000.0 || msg != fmt.Sprintf("%v rows read", v) {
 					t.Fatalf("own-unit notification %v", p)
 				}
-			} else if own {
-				t.Fatalf("heartbeat %v after the tool reported its own units", v)
+			case own:
+				t.Fatalf("heartbeat %v after the tool reported its own units", p)
+			case msg != fmt.Sprintf("query_class running for %.1f s", v):
+				t.Fatalf("heartbeat %v", p)
 			}
 		}
-		if len(units) == 0 || units[len(units)-1] != float64(len(ids)) {
-			t.Fatalf("own units %v, want up to %d", units, len(ids))
-		}
+		t.Logf("round %d: %d notifications", round, len(notes))
+	}
+	if ownSeen == 0 {
+		t.Fatalf("no own-unit notification in 3 slow queries at a 100ms interval")
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -16,6 +17,10 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
+
+// ResponseHoldBack is the least time between a request's last notification
+// and its response (see Dispatcher.request).
+const ResponseHoldBack = 100 * time.Millisecond
 
 // JSON-RPC error codes used by the transports.
 const (
@@ -223,19 +228,23 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 	// drain what is left so every notification precedes the response.
 	stop := make(chan struct{})
 	drained := make(chan struct{})
+	var lastEmit time.Time // written by the forwarder, read after drained
 	go func() {
 		defer close(drained)
 		for {
 			select {
 			case n := <-rs.ch:
 				d.emitNotification(n, emit)
+				lastEmit = time.Now()
 			case m := <-rs.requests:
 				emit(m)
+				lastEmit = time.Now()
 			case <-stop:
 				for {
 					select {
 					case n := <-rs.ch:
 						d.emitNotification(n, emit)
+						lastEmit = time.Now()
 					default:
 						return
 					}
@@ -246,6 +255,16 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 	resp := d.mcp.HandleMessage(hctx, raw)
 	close(stop)
 	<-drained
+	// A response right behind a notification can reach the client in the
+	// same read, and some clients handle the notification only after the
+	// response (retiring its progress token first, or tearing the
+	// connection down over an unknown token): hold the response back
+	// briefly so the two arrive apart.
+	if !lastEmit.IsZero() {
+		if wait := ResponseHoldBack - time.Since(lastEmit); wait > 0 {
+			time.Sleep(wait)
+		}
+	}
 
 	if call.cancelled.Load() {
 		// MCP: the receiver of a cancellation should not answer the request.

@@ -856,7 +856,7 @@ func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if truncated {
 		rows = rows[:PipelineRowsCap]
 	}
-	ProgressFrom(ctx).Report(float64(len(rows))+1, 0, fmt.Sprintf("%d rows", len(rows)))
+	ProgressFrom(ctx).Report(float64(len(rows)), 0, fmt.Sprintf("%d rows", len(rows)))
 	var ptrClasses map[string]string
 	if compact {
 		ptrClasses = compactPointers(rows)

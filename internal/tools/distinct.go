@@ -90,7 +90,7 @@ func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	ProgressFrom(ctx).Report(float64(len(items))+1, 0, fmt.Sprintf("%d values", len(items)))
+	ProgressFrom(ctx).Report(float64(len(items)), 0, fmt.Sprintf("%d values", len(items)))
 	truncated := len(items) > limit
 	if truncated {
 		items = items[:limit]

@@ -512,7 +512,7 @@ func runGroupWith(ctx context.Context, d *Deps, args Args, byDate, inGo bool) (a
 			items = append(items, g)
 		}
 	}
-	ProgressFrom(ctx).Report(float64(len(items))+1, 0, fmt.Sprintf("%d groups built", len(items)))
+	ProgressFrom(ctx).Report(float64(len(items)), 0, fmt.Sprintf("%d groups built", len(items)))
 	truncated := len(items) > r.limit
 	if truncated {
 		items = items[:r.limit]

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -19,12 +20,19 @@ const DefaultHeartbeatInterval = 2 * time.Second
 // for it with _meta.progressToken. A nil *Progress ignores every call, so
 // handlers report unconditionally.
 //
-// Values: the call starts at 0 ("<tool> started"); elapsed-time heartbeats
-// then climb towards 1 without reaching it (1/2, 2/3, 3/4, … with no total,
-// message "<tool> running for 4s"), so that the tool's own work units (rows,
-// groups, ids: whole numbers ≥ 1, with a total when known) always continue
-// the strictly increasing sequence MCP requires. The first Report stops the
-// heartbeats for good.
+// Rules every client can take (README "Progress"):
+//   - Nothing is sent during the first interval: a call that finishes
+//     within it sends no notification at all.
+//   - Then at most one notification per interval, only when the number
+//     advanced: the tool's own units (rows read, ids fetched, with a total
+//     when known) once it has reported any, elapsed whole seconds before
+//     that ("count_objects running for 4.0 s", progress 4). The message always
+//     states the number it is sent with.
+//   - Report only records; there is no "started" or "done" notification,
+//     and finish stops the ticker before the response is written. The
+//     transport holds a response back briefly when a notification went out
+//     just before it (see server.Dispatcher), so the two never arrive in one
+//     read.
 type Progress struct {
 	ctx      context.Context
 	interval time.Duration
@@ -33,10 +41,12 @@ type Progress struct {
 	start    time.Time
 
 	mu       sync.Mutex
-	last     float64
+	last     float64 // last progress value sent
 	sent     bool
-	beats    int
-	ownUnits bool // once the tool reports work, heartbeats stop
+	ownUnits bool    // the tool has reported its own units
+	units    float64 // latest reported units
+	total    float64
+	message  string
 	stop     chan struct{}
 	done     chan struct{}
 }
@@ -49,19 +59,18 @@ func ProgressFrom(ctx context.Context) *Progress {
 	return p
 }
 
-// startProgress begins heartbeats for a call if it carries a progress token.
+// startProgress begins the ticker for a call if it carries a progress token.
 func startProgress(ctx context.Context, tool string, req mcp.CallToolRequest, interval time.Duration) (context.Context, *Progress) {
 	if req.Params.Meta == nil || req.Params.Meta.ProgressToken == nil {
 		return ctx, nil
 	}
 	p := &Progress{ctx: ctx, interval: interval, token: req.Params.Meta.ProgressToken, tool: tool, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	ctx = context.WithValue(ctx, progressKey{}, p)
-	p.send(0, 0, tool+" started", true)
-	go p.heartbeat()
+	go p.tick()
 	return ctx, p
 }
 
-func (p *Progress) heartbeat() {
+func (p *Progress) tick() {
 	defer close(p.done)
 	t := time.NewTicker(p.interval)
 	defer t.Stop()
@@ -73,30 +82,50 @@ func (p *Progress) heartbeat() {
 			return
 		case <-t.C:
 			p.mu.Lock()
-			if p.ownUnits {
-				p.mu.Unlock()
-				return
+			progress, total, message := p.units, p.total, p.message
+			if !p.ownUnits {
+				// Tenths of a second, so that short intervals advance too.
+				secs := math.Floor(time.Since(p.start).Seconds()*10) / 10
+				progress, total, message = secs, 0, fmt.Sprintf("%s running for %.1f s", p.tool, secs)
 			}
-			p.beats++
-			next := float64(p.beats) / float64(p.beats+1)
+			// Progress must increase with every notification.
+			if progress <= 0 || (p.sent && progress <= p.last) {
+				p.mu.Unlock()
+				continue
+			}
+			p.sent, p.last = true, progress
 			p.mu.Unlock()
-			p.send(next, 0, fmt.Sprintf("%s running for %.0fs", p.tool, time.Since(p.start).Seconds()), true)
+			params := map[string]any{"progressToken": p.token, "progress": progress, "message": message}
+			if total > 0 {
+				params["total"] = total
+			}
+			select {
+			case <-p.stop:
+				return // the call has finished: nothing may follow
+			default:
+			}
+			if srv := mcpserver.ServerFromContext(p.ctx); srv != nil {
+				_ = srv.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), params)
+			}
 		}
 	}
 }
 
-// Report sends the tool's own progress (work units done, of total if known;
-// total 0 = unknown). From the first Report on, heartbeats stop. A report
-// that does not advance past the previous notification is skipped (MCP
-// requires progress to increase), so reporting 0 units is a no-op.
+// Report records the tool's own progress: done work units, of total if
+// known (0 = unknown), and a message stating done (e.g. "250 rows read").
+// It sends nothing itself: the next tick sends the latest report if it
+// advanced past the previous notification.
 func (p *Progress) Report(done, total float64, message string) {
 	if p == nil {
 		return
 	}
-	p.send(done, total, message, false)
+	p.mu.Lock()
+	p.ownUnits = true
+	p.units, p.total, p.message = done, total, message
+	p.mu.Unlock()
 }
 
-// finish stops the heartbeat; it returns only when no more notifications can
+// finish stops the ticker; it returns only when no more notifications can
 // be sent, so that none can follow the response.
 func (p *Progress) finish() {
 	if p == nil {
@@ -104,30 +133,4 @@ func (p *Progress) finish() {
 	}
 	close(p.stop)
 	<-p.done
-}
-
-// send emits one notification. A heartbeat (beat) is dropped once the tool
-// reports its own units; a report marks the switch.
-func (p *Progress) send(progress, total float64, message string, beat bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if beat && p.ownUnits {
-		return
-	}
-	if !beat {
-		p.ownUnits = true
-	}
-	// Progress must increase with every notification.
-	if p.sent && progress <= p.last {
-		return
-	}
-	p.sent = true
-	p.last = progress
-	params := map[string]any{"progressToken": p.token, "progress": progress, "message": message}
-	if total > 0 {
-		params["total"] = total
-	}
-	if srv := mcpserver.ServerFromContext(p.ctx); srv != nil {
-		_ = srv.SendNotificationToClient(p.ctx, string(mcp.MethodNotificationProgress), params)
-	}
 }

@@ -2,7 +2,7 @@ package tools
 
 import (
 	"context"
-	"strings"
+	"fmt"
 	"testing"
 	"time"
 
@@ -44,40 +44,65 @@ func TestProgressHeartbeatsThenOwnUnits(t *testing.T) {
 	srv.HandleMessage(ctx, []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"export_data","_meta":{"progressToken":"tok"}}}`))
 }
 
+// waitProgress waits (generously) until n notifications have arrived.
+func waitProgress(t *testing.T, ch chan mcp.JSONRPCNotification, n int) []map[string]any {
+	t.Helper()
+	var out []map[string]any
+	deadline := time.After(30 * time.Second)
+	for len(out) < n {
+		select {
+		case m := <-ch:
+			out = append(out, m.Params.AdditionalFields)
+		case <-deadline:
+			t.Fatalf("%d of %d notifications within 30s: %v", len(out), n, out)
+		}
+	}
+	return out
+}
+
 func runProgressScenario(t *testing.T, ctx context.Context, req mcp.CallToolRequest, sess *progressSession) {
+	// A call that finishes within the first interval sends nothing, not
+	// even for the units it reported.
+	_, quick := startProgress(ctx, "export_data", req, time.Hour)
+	quick.Report(5, 10, "5 rows")
+	quick.finish()
+	if got := drainProgress(sess.ch); len(got) != 0 {
+		t.Fatalf("a quick call sent %v", got)
+	}
+
 	ctx, p := startProgress(ctx, "export_data", req, 20*time.Millisecond)
 	if ProgressFrom(ctx) != p || p == nil {
 		t.Fatal("ProgressFrom does not return the call's reporter")
 	}
-	time.Sleep(130 * time.Millisecond)
-	beats := drainProgress(sess.ch)
-	if len(beats) < 4 {
-		t.Fatalf("%d notifications in 130ms at 20ms", len(beats))
-	}
-	if beats[0]["progress"] != 0.0 || beats[0]["message"] != "export_data started" || beats[0]["progressToken"] != "tok" {
-		t.Fatalf("first: %v", beats[0])
-	}
+	// Elapsed-time heartbeats: increasing, no total, the message states the
+	// number.
 	last := 0.0
-	for _, b := range beats[1:] {
+	for _, b := range waitProgress(t, sess.ch, 3) {
 		v := b["progress"].(float64)
-		if v <= last || v >= 1 || !strings.HasPrefix(b["message"].(string), "export_data running for") || b["total"] != nil {
-			t.Fatalf("heartbeat %v after %v", b, last)
+		want := fmt.Sprintf("export_data running for %.1f s", v)
+		if v <= last || b["message"] != want || b["total"] != nil || b["progressToken"] != "tok" {
+			t.Fatalf("heartbeat %v after %v (want message %q)", b, last, want)
 		}
 		last = v
 	}
-
+	// Own units from the first Report on: sent on the next tick.
 	p.Report(5, 10, "5 rows")
-	p.Report(3, 10, "3 rows") // not increasing: skipped
-	time.Sleep(80 * time.Millisecond)
+	got := waitProgress(t, sess.ch, 1)
+	for got[0]["progress"] != 5.0 { // a heartbeat may have been on its way
+		got = waitProgress(t, sess.ch, 1)
+	}
+	if got[0]["total"] != 10.0 || got[0]["message"] != "5 rows" {
+		t.Fatalf("own units: %v", got)
+	}
+	p.Report(3, 10, "3 rows") // not increasing: never sent
 	p.Report(7, 10, "7 rows")
-	got := drainProgress(sess.ch)
-	if len(got) != 2 || got[0]["progress"] != 5.0 || got[0]["total"] != 10.0 || got[1]["progress"] != 7.0 || got[1]["message"] != "7 rows" {
-		t.Fatalf("after the tool reported its own units: %v", got)
+	if got := waitProgress(t, sess.ch, 1); got[0]["progress"] != 7.0 || got[0]["message"] != "7 rows" {
+		t.Fatalf("after 7 units: %v", got)
 	}
 	p.finish()
-	time.Sleep(50 * time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
 	if got := drainProgress(sess.ch); len(got) != 0 {
-		t.Fatalf("heartbeats after finish: %v", got)
+		t.Fatalf("notifications after finish: %v", got)
 	}
 }
 
