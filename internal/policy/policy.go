@@ -67,6 +67,9 @@ type Engine struct {
 	identity *parsedb.Identity
 	store    *parsedb.Store
 	limiter  *rateLimiter
+	// processLimiter bounds the whole process over HTTP (per-session limit
+	// × ProcessRateLimitFactor).
+	processLimiter *rateLimiter
 	now      func() time.Time
 }
 
@@ -105,6 +108,7 @@ func New(cfg *config.Config, file *File, log zerolog.Logger) *Engine {
 		}
 	}
 	e.limiter = newRateLimiter(limit, window, func() time.Time { return e.now() })
+	e.processLimiter = newRateLimiter(limit*ProcessRateLimitFactor, window, func() time.Time { return e.now() })
 	return e
 }
 
@@ -456,9 +460,8 @@ func (e *Engine) Middleware(schema func(context.Context) (*parsedb.Schema, error
 }
 
 func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, schema func(context.Context) (*parsedb.Schema, error), req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
-	if wait, ok := e.limiter.allow(e.rateKey(ctx)); !ok {
-		return nil, &toolerror.Error{Code: toolerror.RateLimited, RetryAfter: wait,
-			Message: fmt.Sprintf("rate limit reached (%d calls per %s); retry in %d s", e.limiter.limit, e.limiter.window, retrySeconds(wait))}
+	if err := e.checkRate(ctx); err != nil {
+		return nil, err
 	}
 	if err := e.Permit(ci.tool); err != nil {
 		return nil, err

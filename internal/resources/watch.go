@@ -17,6 +17,11 @@ import (
 // ResolveSubscription implements server.SubscriptionSource: count and
 // samples URIs of visible classes can be watched; schema URIs cannot.
 func (p *Provider) ResolveSubscription(ctx context.Context, uri string) (class, aspect string, err error) {
+	// A subscription costs polling or a change stream: it is counted by
+	// the rate limiter like a tool call (SECURITY.md).
+	if err := p.d.Policy.AllowRequest(ctx); err != nil {
+		return "", "", server.InvalidParams("%s", err.Error())
+	}
 	class, k, err := p.Parse(ctx, uri)
 	if err != nil {
 		return "", "", err
