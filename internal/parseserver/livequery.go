@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"net/url"
 	"time"
 
@@ -152,7 +153,12 @@ func send(ctx context.Context, ch chan<- Event, e Event) {
 func (l *LiveQuery) open(ctx context.Context, class string) (*websocket.Conn, error) {
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	conn, _, err := websocket.Dial(dctx, l.url, nil)
+	// The master key or session token is sent after the handshake: a
+	// redirected handshake would hand it to another server, so none is
+	// followed.
+	conn, _, err := websocket.Dial(dctx, l.url, &websocket.DialOptions{HTTPClient: &http.Client{
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}})
 	if err != nil {
 		return nil, fmt.Errorf("connecting to LiveQuery: %w", scrubURLError(err))
 	}

@@ -142,3 +142,32 @@ func TestLiveQueryReconnects(t *testing.T) {
 	for range events { // closed when the context ends
 	}
 }
+
+// TestLiveQueryNoRedirect: a LiveQuery URL that redirects is not followed,
+// so the credential sent after the handshake cannot reach another server.
+func TestLiveQueryNoRedirect(t *testing.T) {
+	var reached atomic.Bool
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		reached.Store(true)
+		c, err := websocket.Accept(w, r, nil)
+		if err == nil {
+			c.CloseNow()
+		}
+	}))
+	defer elsewhere.Close()
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/", http.StatusTemporaryRedirect)
+	}))
+	defer redirector.Close()
+	cl, _ := parseserver.New(parseserver.Config{URL: redirector.URL + "/parse", ApplicationID: "app", MasterKey: parseserver.NewSecret("k"), Identity: &parseserver.Identity{Master: true}})
+	lq, err := cl.NewLiveQuery(strings.Replace(redirector.URL, "http://", "ws://", 1)+"/", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lq.Subscribe(context.Background(), "Note"); err == nil {
+		t.Fatal("a redirected LiveQuery handshake was accepted")
+	}
+	if reached.Load() {
+		t.Fatal("the redirect was followed")
+	}
+}
