@@ -405,13 +405,13 @@ func TestAggregateRefusalsThroughTheBinary(t *testing.T) {
 			t.Errorf("%s: want %s/%s, got %v", id, code, kind, resp)
 		}
 	}
-	tool("hidden", "aggregate", `{"class_name":"AuditLog","pipeline":[{"$lookup":{"from":"VaultSecret","localField":"secret","foreignField":"objectId","as":"s"}}]}`, "access_denied", "hidden_class")
-	tool("hidden-nested", "aggregate", `{"class_name":"Song","pipeline":[{"$facet":{"a":[{"$unionWith":"VaultSecret"}]}}]}`, "access_denied", "hidden_class")
+	tool("hidden", "aggregate", `{"class_name":"AuditLog","pipeline":[{"$lookup":{"from":"VaultSecret","localField":"secret","foreignField":"objectId","as":"s"}}]}`, "invalid_argument", "")
+	tool("hidden-nested", "aggregate", `{"class_name":"Song","pipeline":[{"$facet":{"a":[{"$unionWith":"VaultSecret"}]}}]}`, "invalid_argument", "")
 	tool("storage", "aggregate", `{"class_name":"Song","pipeline":[{"$group":{"_id":"$_p_artist","n":{"$sum":1}}}]}`, "access_denied", "storage_form_field_ref")
 	tool("storage-group", "group_by", `{"class_name":"Song","field":"_p_album"}`, "access_denied", "storage_form_field_ref")
 	tool("unknown-stage", "aggregate", `{"class_name":"Song","pipeline":[{"$currentOp":{}}]}`, "invalid_query", "")
 	tool("too-many", "aggregate", `{"class_name":"Song","pipeline":[`+strings.TrimSuffix(strings.Repeat(`{"$skip":0},`, 21), ",")+`]}`, "invalid_query", "")
-	tool("hidden-class", "group_by", `{"class_name":"VaultSecret","field":"apiKey"}`, "access_denied", "hidden_class")
+	tool("hidden-class", "group_by", `{"class_name":"VaultSecret","field":"apiKey"}`, "invalid_argument", "")
 }
 
 func TestGroupByDate(t *testing.T) {

@@ -100,8 +100,8 @@ func TestAttackClassNames(t *testing.T) {
 		}
 	}
 	for _, name := range []string{"VaultSecret", "_SCHEMA", "_Hooks", "_GlobalConfig", "_Idempotency", "_JobStatus", "_Product"} {
-		toolError(t, r, "hidden-"+name, "query_class", fmt.Sprintf(`{"class_name":%q}`, name), "access_denied", "hidden_class")
-		toolError(t, r, "schema-"+name, "get_schema", fmt.Sprintf(`{"class_name":%q}`, name), "access_denied", "hidden_class")
+		toolError(t, r, "hidden-"+name, "query_class", fmt.Sprintf(`{"class_name":%q}`, name), "invalid_argument", "")
+		toolError(t, r, "schema-"+name, "get_schema", fmt.Sprintf(`{"class_name":%q}`, name), "invalid_argument", "")
 	}
 	// "Did you mean" never suggests a hidden class.
 	msg := toolError(t, r, "suggest", "count_objects", `{"class_name":"VaultSecre"}`, "invalid_argument", "")
@@ -141,9 +141,9 @@ func TestAttackHiddenClassEverywhere(t *testing.T) {
 		t.Errorf("get_schema names the hidden target: %s", s)
 	}
 	// include into the hidden class.
-	toolError(t, r, "include", "query_class", `{"class_name":"AuditLog","include":["secret"]}`, "access_denied", "hidden_class")
+	toolError(t, r, "include", "query_class", `{"class_name":"AuditLog","include":["secret"]}`, "invalid_query", "")
 	// $inQuery into the hidden class.
-	toolError(t, r, "inquery", "count_objects", `{"class_name":"AuditLog","where":{"secret":{"$inQuery":{"className":"VaultSecret","where":{}}}}}`, "access_denied", "hidden_class")
+	toolError(t, r, "inquery", "count_objects", `{"class_name":"AuditLog","where":{"secret":{"$inQuery":{"className":"VaultSecret","where":{}}}}}`, "invalid_query", "")
 	// A row whose leak column holds "VaultSecret$id", and an embedded pointer.
 	for _, id := range append(append([]string{}, demo.SongLeakIDs...), demo.SongEmbeddedSecretID) {
 		got := aggToolResult(t, aggRPC(r, "leak-"+id, "get_object", fmt.Sprintf(`{"class_name":"Song","object_id":%q}`, id)))

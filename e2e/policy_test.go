@@ -289,7 +289,7 @@ func TestPolicyAuditEventAndUntrustedData(t *testing.T) {
 		}
 		byTool[key] = ev
 	}
-	if ev := byTool["count_objects:access_denied"]; ev == nil || ev["denial_kind"] != "hidden_class" || ev["success"] != false {
+	if ev := byTool["count_objects:invalid_argument"]; ev == nil || ev["denial_kind"] != "hidden_class" || ev["success"] != false {
 		t.Errorf("refusal event: %v", byTool)
 	}
 	if ev := byTool["count_objects:security_violation"]; ev == nil {

@@ -75,11 +75,11 @@ func TestAttackWhere(t *testing.T) {
 		{"tenant-less agent", "Song", `{}`, nil, "access_denied/tenant_required"},
 		{"tenant-less agent with value", "Song", `{"orgId":"t1"}`, nil, "access_denied/tenant_required"},
 		// Classes.
-		{"hidden class", "VaultSecret", `{}`, nil, "access_denied/hidden_class"},
-		{"internal _SCHEMA", "_SCHEMA", `{}`, nil, "access_denied/hidden_class"},
-		{"internal _Hooks", "_Hooks", `{}`, nil, "access_denied/hidden_class"},
-		{"default hidden _JobStatus", "_JobStatus", `{}`, nil, "access_denied/hidden_class"},
-		{"_Session scoped", "_Session", `{}`, []secOpt{withACLUser(secUserID)}, "access_denied/hidden_class"},
+		{"hidden class", "VaultSecret", `{}`, nil, "invalid_argument"},
+		{"internal _SCHEMA", "_SCHEMA", `{}`, nil, "invalid_argument"},
+		{"internal _Hooks", "_Hooks", `{}`, nil, "invalid_argument"},
+		{"default hidden _JobStatus", "_JobStatus", `{}`, nil, "invalid_argument"},
+		{"_Session scoped", "_Session", `{}`, []secOpt{withACLUser(secUserID)}, "invalid_argument"},
 		{"_Session master", "_Session", `{}`, nil, "ok"},
 		{"_Join", "_Join:users:_Role", `{}`, nil, "invalid_argument"},
 		{"sql injection name", "_User'; DROP", `{}`, nil, "invalid_argument"},
@@ -157,7 +157,7 @@ func TestAttackInclude(t *testing.T) {
 	cases := []struct {
 		class, path, want string
 	}{
-		{"Song", "secretRef", "access_denied/hidden_class"},            // into a hidden class
+		{"Song", "secretRef", "invalid_query"},                         // into a hidden class: as into a missing one
 		{"Song", "album.artist", "access_denied/tenant_join_denied"},   // from a tenant-scoped class
 		{"Patient", "doctor", "ok"},                                    // allowlisted pointer
 		{"Album", "title", "invalid_argument"},                         // not a pointer
@@ -178,7 +178,7 @@ func TestAttackInclude(t *testing.T) {
 classes:
   Artist: {hidden: true}
 `)
-	if _, err := e2.CheckInclude(ctx, schema, schema.Class("Album"), "artist"); outcome(err) != "access_denied/hidden_class" {
+	if _, err := e2.CheckInclude(ctx, schema, schema.Class("Album"), "artist"); outcome(err) != "invalid_query" {
 		t.Fatalf("include into hidden Artist: %v", err)
 	}
 }
@@ -277,7 +277,7 @@ func TestAttackHiddenEverywhere(t *testing.T) {
 	if len(problems) != 1 || !strings.Contains(problems[0].Error(), "agent.classes.only[0]: VaultSecret is hidden") {
 		t.Fatalf("problems: %v", problems)
 	}
-	if _, err := e2.ResolveClass(context.Background(), schema, "VaultSecret"); outcome(err) != "access_denied/hidden_class" {
+	if _, err := e2.ResolveClass(context.Background(), schema, "VaultSecret"); outcome(err) != "invalid_argument" {
 		t.Fatalf("re-enabled: %v", err)
 	}
 	if _, err := e2.ResolveClass(context.Background(), schema, "Album"); outcome(err) != "access_denied/class_filter" {

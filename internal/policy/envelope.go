@@ -211,6 +211,8 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	}
 	if _, ok := toolerror.AsViolation(err); ok {
 		ev = ev.Str("error_code", "security_violation").Str("denial_kind", "security_violation")
+	} else if ci := callFrom(ctx); ci != nil && ci.hiddenRefused && !success {
+		ev = ev.Str("denial_kind", "hidden_class")
 	}
 	if s := mcpserver.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))

@@ -212,8 +212,8 @@ func (e *Engine) CheckInclude(ctx context.Context, schema *parsedb.Schema, cls *
 		if f == nil || f.Type != parsedb.TypePointer {
 			return nil, toolerror.New(toolerror.InvalidArgument, "include %q: %s is not a Pointer field of %s", truncateText(path, 80), seg, cur.Name)
 		}
-		if e.Hidden(f.TargetClass) {
-			return nil, toolerror.Denied("hidden_class", "include %q: %s points to a class that is not accessible", truncateText(path, 80), seg)
+		if e.Hidden(f.TargetClass) || schema.Class(f.TargetClass) == nil {
+			return nil, e.TargetUnavailable(ctx, "include %q: %s", truncateText(path, 80), seg)
 		}
 		target, err := e.ResolveClass(ctx, schema, f.TargetClass)
 		if err != nil {

@@ -69,7 +69,7 @@ func TestMiddlewareDispatchOrder(t *testing.T) {
 	}{
 		{"count_objects", map[string]any{"class_name": "VaultSecret"}, "tool_filtered", ""}, // tool filter before class gate
 		{"create_object", map[string]any{"class_name": "VaultSecret"}, "permission_denied", ""},
-		{"query_class", map[string]any{"class_name": "VaultSecret"}, "access_denied", "hidden_class"},
+		{"query_class", map[string]any{"class_name": "VaultSecret"}, "invalid_argument", ""}, // hidden equals missing
 		{"query_class", map[string]any{"class_name": "Sogn"}, "invalid_argument", ""},
 	}
 	for _, c := range cases {

@@ -323,7 +323,8 @@ func (e *Engine) WouldPermit(ctx context.Context, schema *parsedb.Schema, tool, 
 		return v
 	}
 	if class != "" && schema != nil {
-		ctx = context.WithValue(ctx, callKey{}, &callInfo{tool: info, op: Operation(info), class: class})
+		ci := &callInfo{tool: info, op: Operation(info), class: class}
+		ctx = context.WithValue(ctx, callKey{}, ci)
 		if _, err := e.ResolveClass(ctx, schema, class); err != nil {
 			v.Gate, v.Reason = "class_gate", err.Error()
 			if te, ok := toolerror.As(err); ok {
@@ -331,6 +332,11 @@ func (e *Engine) WouldPermit(ctx context.Context, schema *parsedb.Schema, tool, 
 				if te.Details != nil {
 					v.Kind = te.Details.Kind
 				}
+			}
+			if ci.hiddenRefused {
+				// The operator is told why; the model gets a missing
+				// class's answer.
+				v.Kind = "hidden_class"
 			}
 			return v
 		}

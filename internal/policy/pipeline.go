@@ -24,9 +24,8 @@ package policy
 //   - Join targets: internal collections (_SCHEMA, _Join:*, _Hooks, …), names
 //     that are not class names, and `_` classes other than _User, _Role,
 //     _Installation (and _Session in master posture) are security
-//     violations; hidden classes are access_denied kind hidden_class with
-//     the same message as a missing class; unknown classes get the class
-//     gate's "did you mean".
+//     violations; hidden classes get exactly a missing class's answer
+//     (the class gate's, with its "did you mean" of visible classes).
 //   - $unset of an internal field is accepted (removing a field reveals
 //     nothing); every other mention of one is a violation, including
 //     {$project: {_rperm: 0}} and literal strings such as "$_rperm".
@@ -1017,10 +1016,7 @@ func (pv *pipelineValidator) joinTarget(v any, where string) (*parsedb.Class, er
 		return nil, toolerror.Violationf("join into internal collection %q", truncateText(name, 60))
 	}
 	if pv.e.Hidden(name) {
-		err := pv.e.unknownClass(pv.schema, name)
-		err.Code = toolerror.AccessDenied
-		err.Details = &toolerror.Details{Kind: "hidden_class"}
-		return nil, err
+		return nil, pv.e.hiddenClass(pv.ctx, pv.schema, name)
 	}
 	if strings.HasPrefix(name, "_") && !(slices.Contains(JoinableSystemClasses, name) || name == "_Session" && pv.e.MasterPosture()) {
 		return nil, toolerror.Violationf("join into system class %s", name)

@@ -210,13 +210,13 @@ func TestValidatePipelineAttacks(t *testing.T) {
 		{"$regexMatch > 512 bytes", "", `[{"$match":{"$expr":{"$regexMatch":{"input":"$title","regex":"` + long + `"}}}}]`, "violation"},
 
 		// Joins.
-		{"$lookup into hidden class", "", `[{"$lookup":{"from":"VaultSecret","localField":"title","foreignField":"apiKey","as":"s"}}]`, "access_denied:hidden_class"},
-		{"$graphLookup into hidden class", "", `[{"$graphLookup":{"from":"VaultSecret","startWith":"$title","connectFromField":"apiKey","connectToField":"apiKey","as":"s"}}]`, "access_denied:hidden_class"},
-		{"$unionWith hidden class (string)", "", `[{"$unionWith":"VaultSecret"}]`, "access_denied:hidden_class"},
-		{"$unionWith hidden class ({coll})", "", `[{"$unionWith":{"coll":"VaultSecret","pipeline":[]}}]`, "access_denied:hidden_class"},
-		{"hidden class inside $facet", "", `[{"$facet":{"a":[{"$lookup":{"from":"VaultSecret","pipeline":[],"as":"s"}}]}}]`, "access_denied:hidden_class"},
-		{"hidden class inside $lookup.pipeline", "", `[{"$lookup":{"from":"Artist","pipeline":[{"$lookup":{"from":"VaultSecret","pipeline":[],"as":"s"}}],"as":"a"}}]`, "access_denied:hidden_class"},
-		{"hidden class inside $unionWith.pipeline", "", `[{"$unionWith":{"coll":"Artist","pipeline":[{"$unionWith":"VaultSecret"}]}}]`, "access_denied:hidden_class"},
+		{"$lookup into hidden class", "", `[{"$lookup":{"from":"VaultSecret","localField":"title","foreignField":"apiKey","as":"s"}}]`, "invalid_argument"},
+		{"$graphLookup into hidden class", "", `[{"$graphLookup":{"from":"VaultSecret","startWith":"$title","connectFromField":"apiKey","connectToField":"apiKey","as":"s"}}]`, "invalid_argument"},
+		{"$unionWith hidden class (string)", "", `[{"$unionWith":"VaultSecret"}]`, "invalid_argument"},
+		{"$unionWith hidden class ({coll})", "", `[{"$unionWith":{"coll":"VaultSecret","pipeline":[]}}]`, "invalid_argument"},
+		{"hidden class inside $facet", "", `[{"$facet":{"a":[{"$lookup":{"from":"VaultSecret","pipeline":[],"as":"s"}}]}}]`, "invalid_argument"},
+		{"hidden class inside $lookup.pipeline", "", `[{"$lookup":{"from":"Artist","pipeline":[{"$lookup":{"from":"VaultSecret","pipeline":[],"as":"s"}}],"as":"a"}}]`, "invalid_argument"},
+		{"hidden class inside $unionWith.pipeline", "", `[{"$unionWith":{"coll":"Artist","pipeline":[{"$unionWith":"VaultSecret"}]}}]`, "invalid_argument"},
 		{"$lookup into _SCHEMA", "", `[{"$lookup":{"from":"_SCHEMA","pipeline":[],"as":"s"}}]`, "violation"},
 		{"$lookup into _Hooks", "", `[{"$lookup":{"from":"_Hooks","pipeline":[],"as":"s"}}]`, "violation"},
 		{"$lookup into _Join:users:_Role", "", `[{"$lookup":{"from":"_Join:users:_Role","pipeline":[],"as":"s"}}]`, "violation"},
@@ -299,7 +299,7 @@ func TestValidatePipelineAccepts(t *testing.T) {
 func TestValidatePipelineSessionPosture(t *testing.T) {
 	scoped := pipeEngine(t, func(c *config.Config) { c.ACLRole = "Admin" })
 	_, err := validatePipe(t, scoped, "Song", `[{"$lookup":{"from":"_Session","pipeline":[],"as":"s"}}]`)
-	if got := pipeOutcome(err); got != "access_denied:hidden_class" {
+	if got := pipeOutcome(err); got != "invalid_argument" {
 		t.Fatalf("_Session join for a scoped identity: %s (%v)", got, err)
 	}
 }

@@ -275,6 +275,10 @@ type callInfo struct {
 	getShaped bool
 	// write is what a write tool noted for the audit event.
 	write *WriteAudit
+	// hiddenRefused: the call was refused because it named a hidden
+	// class. The client's answer is the missing-class answer; only the
+	// audit event says why (denial_kind hidden_class).
+	hiddenRefused bool
 }
 
 func callFrom(ctx context.Context) *callInfo {
@@ -297,8 +301,9 @@ func operationFor(ctx context.Context, class string) string {
 }
 
 // ResolveClass is the class gate: it checks that name is a class the session
-// may use and returns it. Hidden classes are refused (access_denied kind
-// hidden_class) with the same message as a missing class; unknown names get
+// may use and returns it. Hidden classes get exactly the answer of a missing
+// class (code, message, no details: hidden equals missing; only the audit
+// event records denial_kind hidden_class); unknown names get
 // "did you mean" suggestions drawn from visible classes only; agent.classes
 // refuses with kind class_filter; for scoped identities the class-level
 // permission of the call's operation is checked (clp_denied); a
@@ -308,10 +313,7 @@ func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name 
 		return nil, toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name (letters, digits and _, starting with a letter or _, at most 128 characters)", truncateText(name, 40))
 	}
 	if e.Hidden(name) {
-		err := e.unknownClass(schema, name)
-		err.Details = &toolerror.Details{Kind: "hidden_class"}
-		err.Code = toolerror.AccessDenied
-		return nil, err
+		return nil, e.hiddenClass(ctx, schema, name)
 	}
 	cls := schema.Class(name)
 	if cls == nil {
@@ -337,6 +339,26 @@ func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name 
 		return nil, toolerror.Denied("clp_denied", "the class-level permissions of %s do not allow %s for this identity%s", cls.Name, op, v.why)
 	}
 	return cls, nil
+}
+
+// hiddenClass is the refusal of a hidden class: byte for byte the answer a
+// missing class of that name gets. The audit event still records
+// denial_kind hidden_class.
+func (e *Engine) hiddenClass(ctx context.Context, schema *parsedb.Schema, name string) *toolerror.Error {
+	if ci := callFrom(ctx); ci != nil {
+		ci.hiddenRefused = true
+	}
+	return e.unknownClass(schema, name)
+}
+
+// TargetUnavailable is the refusal of a path through a Pointer or Relation
+// whose target class is hidden or missing: the same answer for both, which
+// names neither the class nor the reason.
+func (e *Engine) TargetUnavailable(ctx context.Context, format string, args ...any) *toolerror.Error {
+	if ci := callFrom(ctx); ci != nil {
+		ci.hiddenRefused = true
+	}
+	return toolerror.New(toolerror.InvalidQuery, format+" points to a class that does not exist or is not accessible", args...)
 }
 
 func (e *Engine) unknownClass(schema *parsedb.Schema, name string) *toolerror.Error {

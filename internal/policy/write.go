@@ -301,10 +301,7 @@ func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, na
 		if create {
 			return toolerror.Denied("hidden_class", "class name %s is reserved by this deployment's policy", name)
 		}
-		err := e.unknownClass(schema, name)
-		err.Details = &toolerror.Details{Kind: "hidden_class"}
-		err.Code = toolerror.AccessDenied
-		return err
+		return e.hiddenClass(ctx, schema, name)
 	}
 	if e.ClassFiltered(name) {
 		return toolerror.Denied("class_filter", "class %s is not available to this agent (agent.classes)", name)

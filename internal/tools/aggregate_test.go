@@ -208,8 +208,8 @@ func TestAggregateGates(t *testing.T) {
 	cases := []struct{ args, want string }{
 		{`{"class_name":"Song","pipeline":[{"$out":"x"}],"dry_run":true}`, "violation"},
 		{`{"class_name":"_User","pipeline":[{"$project":{"h":"$_hashed_password"}}],"dry_run":true}`, "violation"},
-		{`{"class_name":"Song","pipeline":[{"$lookup":{"from":"VaultSecret","pipeline":[],"as":"s"}}],"dry_run":true}`, "access_denied:hidden_class"},
-		{`{"class_name":"VaultSecret","pipeline":[{"$match":{}}],"dry_run":true}`, "access_denied:hidden_class"},
+		{`{"class_name":"Song","pipeline":[{"$lookup":{"from":"VaultSecret","pipeline":[],"as":"s"}}],"dry_run":true}`, "invalid_argument"},
+		{`{"class_name":"VaultSecret","pipeline":[{"$match":{}}],"dry_run":true}`, "invalid_argument"},
 		{`{"class_name":"Patient","pipeline":[{"$project":{"ssn":1}}],"dry_run":true}`, "access_denied:field_not_allowed"},
 		{`{"class_name":"Song","pipeline":[{"$group":{"_id":"$_p_artist"}}]}`, "access_denied:storage_form_field_ref"},
 		{`{"class_name":"Song","pipeline":{"$match":{}}}`, "invalid_argument"},

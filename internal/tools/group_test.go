@@ -107,7 +107,7 @@ func TestGroupGates(t *testing.T) {
 		{groupByTool, `{"class_name":"Patient","field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
 		{distinctTool, `{"class_name":"Patient","field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
 		{groupByTool, `{"class_name":"Patient","field":"name","operation":"sum","value_field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
-		{groupByTool, `{"class_name":"VaultSecret","field":"apiKey","dry_run":true}`, "access_denied:hidden_class"},
+		{groupByTool, `{"class_name":"VaultSecret","field":"apiKey","dry_run":true}`, "invalid_argument"},
 		{groupByTool, `{"class_name":"Patient","field":"name","where":{"ssn":"1"},"dry_run":true}`, "access_denied:field_not_allowed"},
 		// Argument errors.
 		{groupByTool, `{"class_name":"Song","field":"genre","operation":"sum","dry_run":true}`, "invalid_argument"},

@@ -182,8 +182,8 @@ func TestPlanIncludes(t *testing.T) {
 
 	// Hidden target.
 	_, err = planFor(ctx, d, schema, "Song", planInput{include: []string{"leak"}})
-	if te, ok := toolerror.As(err); !ok || te.Code != toolerror.AccessDenied || te.Details == nil || te.Details.Kind != "hidden_class" {
-		t.Errorf("include of a hidden class: %v", err)
+	if te, ok := toolerror.As(err); !ok || te.Code != toolerror.InvalidQuery || te.Details != nil || !strings.Contains(te.Message, "does not exist or is not accessible") {
+		t.Errorf("include of a hidden class (answered like a missing one): %v", err)
 	}
 	// Not a pointer.
 	if _, err = planFor(ctx, d, schema, "Song", planInput{include: []string{"title"}}); err == nil {
@@ -216,8 +216,8 @@ func TestPlanFieldPolicy(t *testing.T) {
 	}
 	// Hidden class.
 	_, err = planFor(ctx, d, schema, "VaultSecret", planInput{})
-	if te, ok := toolerror.As(err); !ok || te.Code != toolerror.AccessDenied {
-		t.Errorf("hidden class: %v", err)
+	if te, ok := toolerror.As(err); !ok || te.Code != toolerror.InvalidArgument || te.Details != nil {
+		t.Errorf("hidden class (answered like a missing one): %v", err)
 	}
 }
 

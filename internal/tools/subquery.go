@@ -92,8 +92,8 @@ func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key st
 	if f == nil || f.Type != parsedb.TypeRelation {
 		return nil, toolerror.New(toolerror.InvalidQuery, "$relatedTo: %s.%s is not a relation field", ownerClass, key)
 	}
-	if s.d.Policy.Hidden(f.TargetClass) {
-		return nil, toolerror.Denied("hidden_class", "$relatedTo: the relation %s.%s points to a class that is not accessible", ownerClass, key)
+	if s.d.Policy.Hidden(f.TargetClass) || s.schema.Class(f.TargetClass) == nil {
+		return nil, s.d.Policy.TargetUnavailable(ctx, "$relatedTo: the relation %s.%s", ownerClass, key)
 	}
 	// The owner must itself be readable by this session.
 	ot, err := buildFilter(ctx, s.d, s.schema, owner, map[string]any{"objectId": ownerID}, false)
@@ -132,8 +132,8 @@ func (s *subQueries) OwningIDs(ctx context.Context, ownerClass, key string, rela
 	if f == nil || f.Type != parsedb.TypeRelation {
 		return nil, toolerror.New(toolerror.InvalidQuery, "%s.%s is not a relation field", ownerClass, key)
 	}
-	if s.d.Policy.Hidden(f.TargetClass) {
-		return nil, toolerror.Denied("hidden_class", "the relation %s.%s points to a class that is not accessible", ownerClass, key)
+	if s.d.Policy.Hidden(f.TargetClass) || s.schema.Class(f.TargetClass) == nil {
+		return nil, s.d.Policy.TargetUnavailable(ctx, "the relation %s.%s", ownerClass, key)
 	}
 	ids := make(bson.A, len(relatedIDs))
 	for i, id := range relatedIDs {
