@@ -24,9 +24,12 @@ var (
 	aclS     *Store
 	aclErr   error
 	aclClose func()
+	// aclURI is the test server's URI (for tests that need a client of
+	// their own).
+	aclURI string
 )
 
-func aclStore(t *testing.T) *Store {
+func aclStore(t testing.TB) *Store {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("needs a database")
@@ -47,6 +50,7 @@ func aclStore(t *testing.T) *Store {
 			uri = srv.URI
 			aclClose = func() { srv.Stop(); os.RemoveAll(dir) }
 		}
+		aclURI = uri
 		cl, err := mongo.Connect(options.Client().ApplyURI(uri))
 		if err != nil {
 			aclErr = err

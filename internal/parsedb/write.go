@@ -528,7 +528,9 @@ func topLevel(cls *Class, name string, v any, newType *valueType) (key string, o
 		if err != nil {
 			return "", nil, err
 		}
-		return name, bson.A{lng, lat}, nil
+		lngV, _ := storageNumber(lng)
+		latV, _ := storageNumber(lat)
+		return name, bson.A{lngV, latV}, nil
 	case TypeFile:
 		if v == nil {
 			return name, nil, nil
@@ -633,7 +635,9 @@ func polygon(v any) (bson.D, error) {
 		if !ok1 || !ok2 {
 			return nil, ParseErr(ParseInvalidJSON, "Polygon coordinates must be numbers [latitude, longitude]")
 		}
-		ring = append(ring, bson.A{lo, la})
+		lngV, _ := storageNumber(lo)
+		latV, _ := storageNumber(la)
+		ring = append(ring, bson.A{lngV, latV})
 	}
 	first, last := ring[0].(bson.A), ring[len(ring)-1].(bson.A)
 	if first[0] != last[0] || first[1] != last[1] {
