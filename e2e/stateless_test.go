@@ -295,3 +295,57 @@ func TestStatelessListenHTTP(t *testing.T) {
 		t.Fatalf("update %v", upd)
 	}
 }
+
+// TestViolationLogged: a security violation (here a $where) is answered
+// -32602 with the generic message and, when the request's log level admits
+// warnings, preceded by notifications/message (level warning) that names no
+// reason and echoes nothing of the request — in both eras.
+func TestViolationLogged(t *testing.T) {
+	r := startRaw(t, scratchEnv(t)...)
+	r.initialize()
+	attack := `{"name":"count_objects","arguments":{"class_name":"Song","where":{"$where":"sleep(10000)"}}}`
+	check := func(id string, wantNote bool) {
+		t.Helper()
+		notes, resp := r.collect(id, 10*time.Second)
+		if e, _ := resp["error"].(map[string]any); e == nil || e["code"] != float64(-32602) {
+			t.Fatalf("%s: want -32602, got %v", id, resp)
+		}
+		if !wantNote {
+			if len(notes) != 0 {
+				t.Fatalf("%s: notifications %v", id, notes)
+			}
+			return
+		}
+		if len(notes) != 1 || notes[0]["method"] != "notifications/message" {
+			t.Fatalf("%s: want one notifications/message, got %v", id, notes)
+		}
+		p := params(notes[0])
+		b, _ := json.Marshal(p)
+		if p["level"] != "warning" || !strings.Contains(string(b), `"security_violation"`) || strings.Contains(string(b), "sleep") || strings.Contains(string(b), "$where") {
+			t.Fatalf("%s: log message %s", id, b)
+		}
+	}
+	r.send(`{"jsonrpc":"2.0","id":"v0","method":"tools/call","params":` + attack + `}`)
+	check("v0", false) // no level chosen yet
+	r.send(`{"jsonrpc":"2.0","id":"lvl","method":"logging/setLevel","params":{"level":"warning"}}`)
+	r.collect("lvl", 5*time.Second)
+	r.send(`{"jsonrpc":"2.0","id":"v1","method":"tools/call","params":` + attack + `}`)
+	check("v1", true)
+	r.send(`{"jsonrpc":"2.0","id":"lvl2","method":"logging/setLevel","params":{"level":"error"}}`)
+	r.collect("lvl2", 5*time.Second)
+	r.send(`{"jsonrpc":"2.0","id":"v2","method":"tools/call","params":` + attack + `}`)
+	check("v2", false)
+
+	// 2026-07-28: the per-request level decides.
+	r.send(statelessBody("m1", "tools/call", attack, "warning"))
+	check("m1", true)
+	r.send(statelessBody("m2", "tools/call", attack, ""))
+	check("m2", false)
+
+	// Over HTTP, on the request's own stream.
+	h := startHTTP(t, scratchEnv(t)...)
+	_, msgs, _ := h.statelessPost("h1", "tools/call", base64Name("count_objects"), attack, "info")
+	if len(msgs) != 2 || msgs[0]["method"] != "notifications/message" || msgs[1]["error"] == nil {
+		t.Fatalf("HTTP 2026-07-28 violation: %v", msgs)
+	}
+}

@@ -277,6 +277,7 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		switch {
 		case outcome.Violation() != nil:
 			d.log.Warn().Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
+			d.logViolation(sess, env, emit)
 			return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage)
 		case outcome.Err() != nil:
 			return ErrorResponse(env.ID, codeInvalidParams, outcome.Err().Message)
@@ -349,4 +350,45 @@ func categoryFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 		}
 	}
 	return out
+}
+
+// logViolation tells the client's log about a refused security violation,
+// like every other denial (notifications/message, level warning, on the
+// request's own channel before its -32602), if the request's log level
+// admits it: the 2026-07-28 request's _meta logLevel, else the session's
+// logging/setLevel. Like the response, it names no reason: that stays in
+// the operator's log.
+func (d *Dispatcher) logViolation(sess *Session, env envelope, emit func([]byte)) {
+	level := sess.GetLogLevel()
+	var p struct {
+		Name string    `json:"name"`
+		Meta *mcp.Meta `json:"_meta"`
+	}
+	_ = json.Unmarshal(env.Params, &p)
+	if mcp.IsModernProtocol(p.Meta.ProtocolVersion()) {
+		level = p.Meta.LogLevel()
+	}
+	if !mcp.LoggingLevelWarning.ShouldSendTo(level) {
+		return
+	}
+	data := map[string]any{"event": "security_violation", "method": env.Method, "error_code": "security_violation"}
+	if env.Method == string(mcp.MethodToolsCall) && FindToolName(d.mcp, p.Name) {
+		data["tool"] = p.Name
+	}
+	n := mcp.NewLoggingMessageNotification(mcp.LoggingLevelWarning, loggerName, data)
+	b, err := json.Marshal(mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{
+		Method: n.Method,
+		Params: mcp.NotificationParams{AdditionalFields: map[string]any{"level": n.Params.Level, "logger": n.Params.Logger, "data": n.Params.Data}},
+	}})
+	if err != nil {
+		return
+	}
+	emit(b)
+	time.Sleep(ResponseHoldBack)
+}
+
+// FindToolName reports whether the server has a tool of that name (so that
+// only real tool names, never arbitrary client text, reach a log message).
+func FindToolName(s *mcpserver.MCPServer, name string) bool {
+	return name != "" && s.GetTool(name) != nil
 }
