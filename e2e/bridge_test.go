@@ -319,3 +319,46 @@ func TestBridgeSessionIdentity(t *testing.T) {
 	}
 	callErr(t, c2, "call_action", map[string]any{"action": "greet_someone", "arguments": map[string]any{"name": "Ada"}}, "permission_denied")
 }
+
+// TestBridgeConfirmation: under the default confirm_writes (destructive) a
+// bridge delete asks the person first, showing the REST request with the key
+// masked; declined, Parse is never called; a Cloud function action declared
+// confirm: true asks too.
+func TestBridgeConfirmation(t *testing.T) {
+	ps := startParse(t)
+	pol := policyEnv(t, `actions:
+  add_note:
+    cloud_function: addNote
+    confirm: true
+    params: {type: object, properties: {title: {type: string}}, required: [title]}
+`)
+	r := startRaw(t, append(bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, pol), writeEnv...)...)
+	initializeWith(r, `{"elicitation":{}}`)
+	keep := ps.MustDo(t, "POST", "/classes/Note", map[string]any{"title": "keep"}, parsetest.AsMaster)["objectId"].(string)
+	gone := ps.MustDo(t, "POST", "/classes/Note", map[string]any{"title": "gone"}, parsetest.AsMaster)["objectId"].(string)
+
+	r.send(`{"jsonrpc":"2.0","id":"d1","method":"tools/call","params":{"name":"delete_object","arguments":{"class_name":"Note","object_id":"` + keep + `"}}}`)
+	m := answerElicitation(t, r, "d1", `{"action":"decline"}`, "rest_request", `"DELETE"`, "/classes/Note/"+keep, "********")
+	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["written"] != false {
+		t.Fatalf("declined delete: %v", m)
+	}
+	if status, _, _ := ps.Do("GET", "/classes/Note/"+keep, nil, parsetest.AsMaster); status != 200 {
+		t.Fatalf("a declined delete reached Parse: HTTP %d", status)
+	}
+	r.send(`{"jsonrpc":"2.0","id":"d2","method":"tools/call","params":{"name":"delete_object","arguments":{"class_name":"Note","object_id":"` + gone + `"}}}`)
+	m = answerElicitation(t, r, "d2", `{"action":"accept","content":{"confirm":true}}`)
+	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["deleted"] != true {
+		t.Fatalf("accepted delete: %v", m)
+	}
+	waitAudit(t, ps, gone, "delete")
+	if strings.Contains(r.stderr.String(), ps.MasterKey) {
+		t.Fatal("the master key is in the log")
+	}
+
+	before := noteCount(t, ps)
+	r.send(`{"jsonrpc":"2.0","id":"f1","method":"tools/call","params":{"name":"call_action","arguments":{"action":"add_note","arguments":{"title":"asked"}}}}`)
+	m = answerElicitation(t, r, "f1", `{"action":"decline"}`, "addNote", `"asked"`)
+	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["run"] != false || noteCount(t, ps) != before {
+		t.Fatalf("declined function: %v", m)
+	}
+}
