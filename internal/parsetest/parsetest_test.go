@@ -2,6 +2,7 @@ package parsetest_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -91,5 +92,21 @@ func TestCloudCodeRuns(t *testing.T) {
 	pid, _ := priv["objectId"].(string)
 	if status, body, _ := ps.Do("PUT", "/classes/Note/"+pid, map[string]any{"title": "x"}, parsetest.AsSession(bob)); status != 404 || body["code"] != float64(101) {
 		t.Errorf("bob updating a private note: HTTP %d %v, want 404 code 101", status, body)
+	}
+}
+
+// TestInstallWithoutNode: with neither node nor npm in PATH and nothing
+// installed, the harness reports a skip naming what is missing.
+func TestInstallWithoutNode(t *testing.T) {
+	t.Setenv("PATH", t.TempDir())
+	t.Setenv(parsetest.EnvDir, t.TempDir())
+	_, err := parsetest.InstallUncached(t.Context())
+	if err == nil || !parsetest.IsUnavailable(err) {
+		t.Fatalf("got %v, want an unavailable error", err)
+	}
+	for _, want := range []string{"Node.js", "npm", "node is not in PATH"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("message %q does not name %q", err, want)
+		}
 	}
 }
