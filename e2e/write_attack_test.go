@@ -120,7 +120,7 @@ func TestWriteAttacks(t *testing.T) {
 
 	// A hidden class answers exactly as a missing one, in every position.
 	missing := toolError(t, r, "missing-class", "create_object", `{"class_name":"Vaulx","fields":{"key":"k"}}`, "invalid_argument", "")
-	hidden := toolError(t, r, "hidden-class", "create_object", `{"class_name":"Vault","fields":{"key":"k"}}`, "access_denied", "hidden_class")
+	hidden := toolError(t, r, "hidden-class", "create_object", `{"class_name":"Vault","fields":{"key":"k"}}`, "invalid_argument", "")
 	if strings.Replace(missing, "Vaulx", "Vault", 1) != hidden {
 		t.Errorf("a hidden class answers unlike a missing one: %q vs %q", hidden, missing)
 	}
@@ -136,7 +136,7 @@ func TestWriteAttacks(t *testing.T) {
 			t.Errorf("%s: %s", id, msg)
 		}
 	}
-	toolError(t, r, "hidden-delete-class", "delete_class", `{"class_name":"Vault"}`, "access_denied", "hidden_class")
+	toolError(t, r, "hidden-delete-class", "delete_class", `{"class_name":"Vault"}`, "invalid_argument", "")
 	toolError(t, r, "hidden-create-class", "create_class", `{"class_name":"Vault"}`, "access_denied", "hidden_class")
 	toolError(t, r, "hidden-target", "create_class", `{"class_name":"Leak","fields":{"s":{"type":"Pointer","targetClass":"Vault"}}}`, "invalid_argument", "")
 
