@@ -3,17 +3,23 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // The issue-2 targets, measured against an already-running database:
@@ -198,4 +204,84 @@ func percentile(d []time.Duration, p int) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := (len(s) - 1) * p / 100
 	return s[i]
+}
+
+// BenchmarkConcurrentCalls8: throughput of 8 query_class calls in flight at
+// once over stdio (20 rows, four fields) against 8 goroutines doing the same
+// find with the driver and encoding/json, in one run (calls/s and their
+// ratio).
+func BenchmarkConcurrentCalls8(b *testing.B) {
+	// The rate limiter (60 calls/min by default) would refuse most calls.
+	y := strings.Replace(string(demo.PolicyYAML), "settings: {", "settings: {rate_limit: {requests: 0}, ", 1)
+	path := filepath.Join(b.TempDir(), "policy.yaml")
+	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	p := spawnPipe(b, "PARSE_MCP_POLICY_FILE="+path)
+	defer p.close()
+	p.roundTrip(b, initLine)
+	const inFlight = 8
+	args := `{"class_name":"Song","where":{"genre":"rock"},"keys":["title","artist","plays","releasedAt"],"order":"objectId","limit":20}`
+	coll := testDB.Collection("Song")
+	ctx := context.Background()
+	filter := bson.D{{Key: "genre", Value: "rock"}, {Key: "archived", Value: bson.D{{Key: "$ne", Value: true}}}}
+	findOpts := options.Find().SetProjection(bson.D{{Key: "title", Value: 1}, {Key: "_p_artist", Value: 1}, {Key: "plays", Value: 1}, {Key: "releasedAt", Value: 1}}).
+		SetSort(bson.D{{Key: "_id", Value: 1}}).SetLimit(21)
+	raw := func() {
+		cur, err := coll.Find(ctx, filter, findOpts)
+		if err != nil {
+			b.Error(err)
+			return
+		}
+		var docs []bson.M
+		if err := cur.All(ctx, &docs); err != nil {
+			b.Error(err)
+			return
+		}
+		if _, err := json.Marshal(docs); err != nil {
+			b.Error(err)
+		}
+	}
+	batch := func(i int) {
+		for j := 0; j < inFlight; j++ {
+			fmt.Fprintf(p.in, `{"jsonrpc":"2.0","id":"c-%d-%d","method":"tools/call","params":{"name":"query_class","arguments":%s}}`+"\n", i, j, args)
+		}
+		for got := 0; got < inFlight; {
+			line, err := p.out.ReadString('\n')
+			if err != nil {
+				b.Fatal(err)
+			}
+			if strings.Contains(line, `"id":"c-`) {
+				if !strings.Contains(line, `results`) {
+					b.Fatalf("unexpected response %s", line)
+				}
+				got++
+			}
+		}
+	}
+	rawBatch := func() {
+		var wg sync.WaitGroup
+		for j := 0; j < inFlight; j++ {
+			wg.Add(1)
+			go func() { defer wg.Done(); raw() }()
+		}
+		wg.Wait()
+	}
+	batch(-1)
+	rawBatch()
+	var viaServer, direct time.Duration
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		t0 := time.Now()
+		batch(i)
+		viaServer += time.Since(t0)
+		t1 := time.Now()
+		rawBatch()
+		direct += time.Since(t1)
+	}
+	b.StopTimer()
+	calls := float64(b.N * inFlight)
+	b.ReportMetric(calls/viaServer.Seconds(), "server-calls/s")
+	b.ReportMetric(calls/direct.Seconds(), "driver-calls/s")
+	b.ReportMetric(float64(viaServer)/float64(direct), "time-ratio")
 }
