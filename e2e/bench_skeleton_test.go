@@ -184,16 +184,30 @@ func BenchmarkPingUnderLoad(b *testing.B) {
 }
 
 // BenchmarkToolsListSize reports the bytes of tools/list for the read-only
-// catalog (target well under 20 KB).
+// catalog and for the admin tier with the write tools listed (target
+// ≤ 10 KB with the write tools).
 func BenchmarkToolsListSize(b *testing.B) {
-	p := spawnPipe(b)
-	defer p.close()
-	p.roundTrip(b, initLine)
-	var n int
-	for i := 0; i < b.N; i++ {
-		n = len(p.roundTrip(b, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`))
+	for _, tc := range []struct {
+		name string
+		env  []string
+	}{
+		{"readonly", nil},
+		{"admin_with_writes", []string{"PARSE_MCP_PERMISSIONS=admin", "PARSE_AGENT_ALLOW_WRITE_TOOLS=1", "PARSE_AGENT_ALLOW_RAW_CRUD=1", "PARSE_AGENT_ALLOW_SCHEMA_OPS=1", "PARSE_AGENT_ALLOW_RAW_SCHEMA=1"}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			p := spawnPipe(b, tc.env...)
+			defer p.close()
+			p.roundTrip(b, initLine)
+			var n, tools int
+			for i := 0; i < b.N; i++ {
+				resp := p.roundTrip(b, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
+				n = len(resp)
+				tools = strings.Count(resp, `"inputSchema"`)
+			}
+			b.ReportMetric(float64(n), "bytes")
+			b.ReportMetric(float64(tools), "tools")
+		})
 	}
-	b.ReportMetric(float64(n), "bytes")
 }
 
 func percentile(d []time.Duration, p int) time.Duration {

@@ -9,8 +9,10 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
-// shapeProperty is the input-schema property of the shape argument.
-const shapeProperty = `"shape":{"type":"string","enum":["compact","rest"],"description":"rows: compact (default) or rest (Parse REST JSON)"}`
+// shapeProperty is the input-schema property of the shape argument
+// (query_class's description says what the shapes are; tools/list stays
+// small).
+const shapeProperty = `"shape":{"type":"string","enum":["compact","rest"]}`
 
 // withShape adds the shape property as the last property of a tool's input
 // schema (an object schema ending with its "required" list).
