@@ -116,6 +116,12 @@ type ValidatedPipeline struct {
 	// at any depth, each once, in order of first appearance. The caller
 	// must scope each of them (policy filters, ACL, field projection).
 	Joins []*parsedb.Class
+	// RefPaths are the paths of the pipeline's class that the stages read
+	// while documents are still the class's own, each once. The caller
+	// keeps rows whose value there is a reference to a hidden class out of
+	// the pipeline (parsedb.HiddenRefs.NotHiddenRefFilter), so no
+	// expression or filter can take such a reference apart.
+	RefPaths []string
 }
 
 // ValidatePipeline checks an aggregation pipeline for class cls. Elements
@@ -134,10 +140,12 @@ func (e *Engine) ValidatePipeline(ctx context.Context, schema *parsedb.Schema, c
 	if err := parsedb.CheckSizeLimits(pipeline); err != nil {
 		return ValidatedPipeline{}, err
 	}
-	if _, err := pv.pipeline(pv.classState(cls), pipeline, "pipeline"); err != nil {
+	rootState := pv.classState(cls)
+	rootState.rootDocs = true
+	if _, err := pv.pipeline(rootState, pipeline, "pipeline"); err != nil {
 		return ValidatedPipeline{}, err
 	}
-	return ValidatedPipeline{Stages: pipeline, Joins: pv.joins}, nil
+	return ValidatedPipeline{Stages: pipeline, Joins: pv.joins, RefPaths: pv.refPaths}, nil
 }
 
 type pipelineValidator struct {
@@ -147,6 +155,23 @@ type pipelineValidator struct {
 	root   *parsedb.Class
 	joins  []*parsedb.Class
 	seen   map[string]bool
+	// refPaths: see ValidatedPipeline.RefPaths.
+	refPaths []string
+	refSeen  map[string]bool
+}
+
+// noteRootRef records a path of the pipeline's own class read by a stage.
+func (pv *pipelineValidator) noteRootRef(s *fieldState, path string) {
+	if !s.rootDocs || s.cls == nil || path == "_id" {
+		return
+	}
+	if pv.refSeen == nil {
+		pv.refSeen = map[string]bool{}
+	}
+	if !pv.refSeen[path] {
+		pv.refSeen[path] = true
+		pv.refPaths = append(pv.refPaths, path)
+	}
 }
 
 // ---------------------------------------------------------------------------
@@ -304,6 +329,9 @@ type fieldState struct {
 	pristine bool
 	// intro are roots introduced by earlier stages.
 	intro map[string]bool
+	// rootDocs: the documents are the pipeline's own class's stored rows
+	// (not a joined class's, not reshaped).
+	rootDocs bool
 }
 
 func (pv *pipelineValidator) classState(cls *parsedb.Class) *fieldState {
@@ -339,6 +367,7 @@ func (s *fieldState) introduce(root string) {
 // reset replaces the set: only roots are usable afterwards.
 func (s *fieldState) reset(roots ...string) {
 	s.cls = nil
+	s.rootDocs = false
 	s.pristine = false
 	s.anyRoot = false
 	s.usable = map[string]bool{"_id": true}
@@ -400,6 +429,12 @@ func (pv *pipelineValidator) checkRef(s *fieldState, path, dollar string) error 
 	}
 	if s.cls != nil {
 		if f := s.cls.Field(root); f != nil {
+			if f.Type == parsedb.TypePointer && (pv.e.Hidden(f.TargetClass) || pv.schema.Class(f.TargetClass) == nil) {
+				// Any use of a pointer into a hidden class could take its
+				// id apart ($substr, $split, comparisons): refused, and a
+				// pointer into a missing class answers alike.
+				return pv.e.TargetUnavailable(pv.ctx, "%s%s: %s", dollar, truncateText(path, 60), root)
+			}
 			switch {
 			case f.Type == parsedb.TypeRelation:
 				return invalidPipeline("%s is a Relation of %s: relations are not stored in the object, so a pipeline cannot read them (query %s with $relatedTo instead)", root, s.cls.Name, f.TargetClass)
@@ -412,7 +447,11 @@ func (pv *pipelineValidator) checkRef(s *fieldState, path, dollar string) error 
 		if strings.HasPrefix(root, "_") {
 			return pv.notAllowed(s, root)
 		}
-		return pv.e.CheckReadField(s.cls, root)
+		if err := pv.e.CheckReadField(s.cls, root); err != nil {
+			return err
+		}
+		pv.noteRootRef(s, path)
+		return nil
 	}
 	if s.restricted && !s.anyRoot && !s.usable[root] {
 		return pv.notAllowed(s, root)
@@ -420,6 +459,7 @@ func (pv *pipelineValidator) checkRef(s *fieldState, path, dollar string) error 
 	if s.cls != nil && strings.HasPrefix(root, "_") {
 		return pv.notAllowed(s, root)
 	}
+	pv.noteRootRef(s, path)
 	return nil
 }
 
@@ -928,6 +968,15 @@ func (pv *pipelineValidator) expr(s *fieldState, v any) error {
 			name, path, hasPath := strings.Cut(x[2:], ".")
 			if hasPath && (name == "ROOT" || name == "CURRENT") {
 				return pv.checkRef(s, path, "$")
+			}
+			if name == "ROOT" || name == "CURRENT" {
+				// The whole document: every visible field is read.
+				if s.rootDocs && s.cls != nil {
+					for _, f := range pv.e.VisibleFields(s.cls) {
+						pv.noteRootRef(s, f.Name)
+					}
+				}
+				return nil
 			}
 			if hasInternalSegment(x) {
 				return toolerror.Violationf("internal field referenced in a pipeline")

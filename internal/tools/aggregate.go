@@ -180,8 +180,14 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 		at++
 	}
 	proj := bson.D{{Key: "$project", Value: parsedb.FieldsProjection(parsedb.VisibleProjectionFields(cls, d.Policy.VisibleFields(cls)))}}
-	full := make(bson.A, 0, len(scope)+len(user)+2)
+	full := make(bson.A, 0, len(scope)+len(user)+3)
 	full = append(full, scope...)
+	// Rows whose value at a path the stages read is a reference to a hidden
+	// class never enter the caller's stages (SECURITY.md, "Hidden
+	// references"): no expression or filter can take it apart.
+	if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, vp.RefPaths); nh != nil {
+		full = append(full, bson.D{{Key: "$match", Value: nh}})
+	}
 	full = append(full, user[:at]...)
 	full = append(full, proj)
 	full = append(full, user[at:]...)
