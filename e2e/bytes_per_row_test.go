@@ -14,13 +14,12 @@ import (
 // the same stored documents, canonical (MongoDB's lossless rendering, what
 // mongoexport --jsonFormat=canonical writes) and relaxed.
 //
-// Issue 3 asked for ≤ 0.6×. Measured: ~0.98× canonical, ~1.06× relaxed. The
-// REST shapes rows are shown in (README "Tools") cost more than the storage forms they replace (a
-// {"__type":"Pointer",…} object is ~40 bytes longer than "Class$id", a
-// {"__type":"Date","iso"} longer than {"$date"}), which eats what dropping
-// _rperm/_wperm/_acl and the _p_ prefixes saves; and these rows are mostly
-// user data (lyrics), the same size in any rendering. The guard below keeps
-// the rows from ever costing more than canonical Extended JSON.
+// Issue 3 asked for ≤ 0.6×. With the REST shapes it was ~0.98× canonical;
+// with compact rows (the default, README "Row shapes") it is ~0.78×
+// canonical and ~0.85× relaxed: these rows are mostly user data (lyrics),
+// the same size in any rendering. The guard keeps the rows below 0.9×
+// canonical Extended JSON; the token benchmark (bench_tokens_test.go)
+// measures the four-field scenario of issue 11.
 func TestBytesPerRowVersusExtendedJSON(t *testing.T) {
 	c := stdioClient(t)
 	res := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "limit": 50, "order": "objectId", "apply_canonical_filter": false})
@@ -50,7 +49,7 @@ func TestBytesPerRowVersusExtendedJSON(t *testing.T) {
 	rr := float64(restBytes) / float64(relaxed)
 	t.Logf("bytes per row: returned %d, canonical ExtJSON %d (ratio %.2f), relaxed ExtJSON %d (ratio %.2f)",
 		restBytes/50, canonical/50, rc, relaxed/50, rr)
-	if rc > 1.0 {
-		t.Errorf("returned rows are %.2f× canonical Extended JSON, want ≤ 1.0", rc)
+	if rc > 0.9 {
+		t.Errorf("returned rows are %.2f× canonical Extended JSON, want ≤ 0.9", rc)
 	}
 }
