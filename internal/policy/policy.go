@@ -70,7 +70,7 @@ type Engine struct {
 	// processLimiter bounds the whole process over HTTP (per-session limit
 	// × ProcessRateLimitFactor).
 	processLimiter *rateLimiter
-	now      func() time.Time
+	now            func() time.Time
 }
 
 // DefaultHiddenClasses are hidden whatever the policy file says (internal

@@ -148,9 +148,14 @@ func (e *Engine) checkRate(ctx context.Context) *toolerror.Error {
 	var wait time.Duration
 	var ok bool
 	limit := e.limiter.limit
-	if key == "process" {
+	if e.cfg.HTTPAddr == "" {
 		wait, ok = e.limiter.allow(key)
 	} else {
+		if key == "process" {
+			// Over HTTP without a session (stateless requests): one shared
+			// bucket of the per-session size, inside the process's.
+			key = "sessionless"
+		}
 		wait, ok = allowBoth(e.limiter, key, e.processLimiter, "process")
 		if !ok && e.processLimiter != nil {
 			if _, sessionOK := e.limiter.peek(key); sessionOK {

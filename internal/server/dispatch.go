@@ -43,6 +43,8 @@ type Dispatcher struct {
 	log zerolog.Logger
 	// workers bounds concurrent tools/call executions.
 	workers chan struct{}
+	// fair gives each HTTP session at most a share of the workers.
+	fair fairSlots
 
 	mu       sync.Mutex
 	inflight map[string]*inflightCall // sessionID + "\x00" + request id
@@ -58,7 +60,7 @@ func NewDispatcher(s *mcpserver.MCPServer, workers int, log zerolog.Logger) *Dis
 	if workers < 1 {
 		workers = 1
 	}
-	return &Dispatcher{mcp: s, log: log, workers: make(chan struct{}, workers), inflight: map[string]*inflightCall{}}
+	return &Dispatcher{mcp: s, log: log, workers: make(chan struct{}, workers), fair: fairSlots{share: sessionShare(workers)}, inflight: map[string]*inflightCall{}}
 }
 
 // MCPServer returns the wrapped server.
@@ -198,6 +200,13 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 	if env.Method == string(mcp.MethodToolsCall) {
 		// Only tool calls take a worker: ping, initialize and lists are cheap
 		// and must never wait behind slow aggregates.
+		if id := sess.SessionID(); id != StdioSessionID {
+			release, ok := d.fair.acquire(ctx, id)
+			if !ok {
+				return nil // cancelled while waiting for the session's share
+			}
+			defer release()
+		}
 		select {
 		case d.workers <- struct{}{}:
 			defer func() { <-d.workers }()

@@ -65,6 +65,7 @@ type HTTPHandler struct {
 
 type httpSession struct {
 	*Session
+	client    string // remote IP, for the per-client session cap
 	lastUsed  time.Time
 	streaming bool
 	ctx       context.Context
@@ -98,6 +99,7 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 	}
 	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
+	applyServerTimeouts(srv)
 	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
@@ -241,6 +243,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 		writeJSONRPCError(w, http.StatusBadRequest, codeInvalidRequest, "Cannot read request body")
 		return
 	}
+	bodyRead(w)
 	if depth, ok := jsonDepth(body); !ok {
 		writeJSONRPCError(w, http.StatusBadRequest, codeParseError, "Parse error")
 		return
@@ -262,7 +265,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 
 	var sess *httpSession
 	if env.Method == "initialize" {
-		sess, err = h.newSession()
+		sess, err = h.newSession(clientOf(r))
 		if err != nil {
 			writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "Too many sessions")
 			return
@@ -382,6 +385,7 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 	}
 	sess.streaming = true
 	h.mu.Unlock()
+	streamForever(w)
 	defer func() {
 		h.mu.Lock()
 		sess.streaming = false
@@ -427,21 +431,27 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *HTTPHandler) newSession() (*httpSession, error) {
+func (h *HTTPHandler) newSession(client string) (*httpSession, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), lastUsed: time.Now(), ctx: ctx, cancel: cancel}
+	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), client: client, lastUsed: time.Now(), ctx: ctx, cancel: cancel}
 	h.mu.Lock()
-	if len(h.sessions) >= maxHTTPSessions {
-		h.mu.Unlock()
-		cancel()
-		return nil, errors.New("too many sessions")
+	victims, ok := h.evictionsFor(client)
+	if ok {
+		h.sessions[s.SessionID()] = s
 	}
-	h.sessions[s.SessionID()] = s
 	h.mu.Unlock()
+	for _, v := range victims {
+		h.log.Info().Str("client", client).Msg("HTTP session cap: ending the least recently used idle session")
+		h.endSession(v)
+	}
+	if !ok {
+		cancel()
+		return nil, errTooManySessions
+	}
 	if err := h.d.mcp.RegisterSession(ctx, s.Session); err != nil {
 		h.endSession(s)
 		return nil, err

@@ -1,0 +1,113 @@
+package server
+
+import (
+	"errors"
+	"net"
+	"net/http"
+	"time"
+)
+
+// HTTP under abuse (SECURITY.md "HTTP"): session caps that cannot lock other
+// clients out, connection timeouts, and a per-session share of the tool
+// workers.
+//
+//   - A client (the remote IP) holds at most maxSessionsPerClient sessions;
+//     its next initialize ends its own least recently used idle session
+//     instead of failing. When the process holds maxHTTPSessions, the least
+//     recently used idle session of any client is ended — so sessions
+//     abandoned without DELETE never refuse a newcomer for the idle TTL. Only
+//     when every session has its listening stream open is initialize refused.
+//   - The whole request (headers and body) must arrive within
+//     httpReadTimeout; a response must be written within httpWriteTimeout
+//     (the listening stream, which lives as long as the session, clears both
+//     deadlines); idle keep-alive connections close after httpIdleTimeout.
+//   - Fairness: the dispatcher gives one session at most a share of the tool
+//     workers (Dispatcher.sessionShare).
+
+const (
+	maxSessionsPerClient = 16
+	httpReadTimeout      = 30 * time.Second
+	httpWriteTimeout     = 10 * time.Minute
+	httpIdleTimeout      = 2 * time.Minute
+)
+
+// errTooManySessions: every session is streaming; nothing can be evicted.
+var errTooManySessions = errors.New("too many sessions")
+
+// applyServerTimeouts sets the connection timeouts of the HTTP server.
+func applyServerTimeouts(srv *http.Server) {
+	srv.ReadTimeout = httpReadTimeout
+	srv.WriteTimeout = httpWriteTimeout
+	srv.IdleTimeout = httpIdleTimeout
+}
+
+// bodyRead lifts the read deadline once a POST's body is in: a tool call
+// may run longer than httpReadTimeout, and an expired read deadline would
+// cancel its context.
+func bodyRead(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
+}
+
+// streamForever clears both deadlines of a long-lived listening stream
+// (it sends keep-alives, so a dead peer is still noticed).
+func streamForever(w http.ResponseWriter) {
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Time{})
+	_ = rc.SetWriteDeadline(time.Time{})
+}
+
+// clientOf is the client a request counts against: its remote IP.
+func clientOf(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// evictionsFor chooses the sessions to end so that client may open one
+// more: its own least recently used idle session when it is at its cap,
+// and the least recently used idle session overall when the process is at
+// its cap. Called with h.mu held; ok is false when the caps are reached
+// and nothing can be evicted.
+func (h *HTTPHandler) evictionsFor(client string) (victims []*httpSession, ok bool) {
+	var own []*httpSession
+	for _, s := range h.sessions {
+		if s.client == client {
+			own = append(own, s)
+		}
+	}
+	pick := func(list []*httpSession, skip map[*httpSession]bool) *httpSession {
+		var lru *httpSession
+		for _, s := range list {
+			if s.streaming || skip[s] {
+				continue
+			}
+			if lru == nil || s.lastUsed.Before(lru.lastUsed) {
+				lru = s
+			}
+		}
+		return lru
+	}
+	chosen := map[*httpSession]bool{}
+	if len(own) >= maxSessionsPerClient {
+		v := pick(own, chosen)
+		if v == nil {
+			return nil, false
+		}
+		chosen[v] = true
+		victims = append(victims, v)
+	}
+	if len(h.sessions)-len(victims) >= maxHTTPSessions {
+		all := make([]*httpSession, 0, len(h.sessions))
+		for _, s := range h.sessions {
+			all = append(all, s)
+		}
+		v := pick(all, chosen)
+		if v == nil {
+			return nil, false
+		}
+		victims = append(victims, v)
+	}
+	return victims, true
+}
