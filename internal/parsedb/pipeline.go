@@ -658,7 +658,7 @@ func (t *pipelineTranslator) projection(cls *Class, arg any, root bool) (bson.D,
 		switch {
 		case isNumberOrBool(e.Value):
 			c = NormalizeNumber(e.Value)
-		case isSubProjection(e.Value):
+		case IsSubProjection(e.Value):
 			c, err = t.projection(nil, e.Value, false)
 		default:
 			c, err = t.expr(cls, e.Value)
@@ -679,7 +679,9 @@ func isNumberOrBool(v any) bool {
 	return false
 }
 
-func isSubProjection(v any) bool {
+// IsSubProjection reports whether a $project value is a nested projection
+// ({"a": 1, "b": 0}) rather than an expression (an object of $ operators).
+func IsSubProjection(v any) bool {
 	entries, ok := Entries(v)
 	if !ok || len(entries) == 0 {
 		return false

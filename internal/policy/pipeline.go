@@ -823,7 +823,7 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 			if err := pv.checkRef(s, e.Key, ""); err != nil {
 				return err
 			}
-		case isNestedProjection(e.Value):
+		case parsedb.IsSubProjection(e.Value):
 			// {"meta": {"source": 1}}: a projection inside a field.
 			if err := pv.checkRef(s, e.Key, ""); err != nil {
 				return err
@@ -855,7 +855,7 @@ func (pv *pipelineValidator) nestedProjection(s *fieldState, v any) error {
 		if isInclusionValue(e.Value) || isExclusionValue(e.Value) {
 			continue
 		}
-		if isNestedProjection(e.Value) {
+		if parsedb.IsSubProjection(e.Value) {
 			if err := pv.nestedProjection(s, e.Value); err != nil {
 				return err
 			}
@@ -882,19 +882,6 @@ func isInclusionValue(v any) bool {
 	}
 	n, ok := pNumber(v)
 	return ok && n != 0
-}
-
-func isNestedProjection(v any) bool {
-	entries, ok := parsedb.Entries(v)
-	if !ok || len(entries) == 0 {
-		return false
-	}
-	for _, e := range entries {
-		if strings.HasPrefix(e.Key, "$") {
-			return false
-		}
-	}
-	return true
 }
 
 // filter validates a $match filter (top) or a sub-filter.
