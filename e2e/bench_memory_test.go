@@ -35,7 +35,7 @@ func BenchmarkPeakRSSOn200MB(b *testing.B) {
 		}
 		body := strings.Repeat("lorem ipsum dolor sit amet ", rowBytes/27)
 		now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
-		for i := 0; i < rows; i++ {
+		for i := range rows {
 			id := fmt.Sprintf("big%07d", i)
 			if _, err := coll.InsertOne(ctx, bson.D{
 				{Key: "_id", Value: id}, {Key: "_created_at", Value: now}, {Key: "_updated_at", Value: now},
@@ -73,7 +73,7 @@ func peakRSSKB(tb testing.TB, pid int) int {
 	if err != nil {
 		tb.Skipf("no /proc: %v", err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if strings.HasPrefix(line, "VmHWM:") {
 			n, _ := strconv.Atoi(strings.Fields(line)[1])
 			return n

@@ -9,7 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,7 +105,7 @@ func rssKB(tb testing.TB, pid int) int {
 	if err != nil {
 		tb.Skipf("no /proc: %v", err)
 	}
-	for _, line := range strings.Split(string(data), "\n") {
+	for line := range strings.SplitSeq(string(data), "\n") {
 		if strings.HasPrefix(line, "VmRSS:") {
 			n, _ := strconv.Atoi(strings.Fields(line)[1])
 			return n
@@ -160,7 +160,7 @@ func BenchmarkPingUnderLoad(b *testing.B) {
 	p.roundTrip(b, initLine)
 	var samples []time.Duration
 	for i := 0; i < b.N; i++ {
-		for j := 0; j < 8; j++ {
+		for j := range 8 {
 			fmt.Fprintf(p.in, `{"jsonrpc":"2.0","id":"slow-%d-%d","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"title":{"$regex":"a.*e.*i.*o"}}}}}`+"\n", i, j)
 		}
 		t0 := time.Now()
@@ -215,7 +215,7 @@ func percentile(d []time.Duration, p int) time.Duration {
 		return 0
 	}
 	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	slices.Sort(s)
 	i := (len(s) - 1) * p / 100
 	return s[i]
 }
@@ -257,7 +257,7 @@ func BenchmarkConcurrentCalls8(b *testing.B) {
 		}
 	}
 	batch := func(i int) {
-		for j := 0; j < inFlight; j++ {
+		for j := range inFlight {
 			fmt.Fprintf(p.in, `{"jsonrpc":"2.0","id":"c-%d-%d","method":"tools/call","params":{"name":"query_class","arguments":%s}}`+"\n", i, j, args)
 		}
 		for got := 0; got < inFlight; {
@@ -275,9 +275,8 @@ func BenchmarkConcurrentCalls8(b *testing.B) {
 	}
 	rawBatch := func() {
 		var wg sync.WaitGroup
-		for j := 0; j < inFlight; j++ {
-			wg.Add(1)
-			go func() { defer wg.Done(); raw() }()
+		for range inFlight {
+			wg.Go(func() { ; raw() })
 		}
 		wg.Wait()
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -129,12 +130,8 @@ func measureTokens(tb testing.TB, c *client.Client) ([]tokenFigures, map[string]
 	base := map[string]any{"class_name": "Song", "where": where, "keys": keys, "order": "objectId", "limit": 20, "apply_canonical_filter": false}
 	with := func(extra map[string]any) map[string]any {
 		m := map[string]any{}
-		for k, v := range base {
-			m[k] = v
-		}
-		for k, v := range extra {
-			m[k] = v
-		}
+		maps.Copy(m, base)
+		maps.Copy(m, extra)
 		return m
 	}
 	var figs []tokenFigures

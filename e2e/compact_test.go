@@ -97,7 +97,7 @@ func TestCreatedInRangePromptRunsOnDemo(t *testing.T) {
 	}
 	text := res.Messages[0].Content.(mcp.TextContent).Text
 	calls := 0
-	for _, line := range strings.Split(text, "\n") {
+	for line := range strings.SplitSeq(text, "\n") {
 		_, rest, ok := strings.Cut(line, ". ")
 		if !ok {
 			continue

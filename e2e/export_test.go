@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/csv"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 	"time"
@@ -70,9 +71,7 @@ func TestExportFormatsAndCaps(t *testing.T) {
 	base := map[string]any{"class_name": "Song", "keys": []any{"title", "genre"}, "limit": 4}
 	for format, lines := range map[string]int{"markdown": 6, "table": 6, "csv": 5} {
 		args := map[string]any{"format": format}
-		for k, v := range base {
-			args[k] = v
-		}
+		maps.Copy(args, base)
 		out := callOK(t, c, "export_data", args)
 		got := strings.Split(strings.TrimSuffix(out["output"].(string), "\n"), "\n")
 		if len(got) != lines || num(out["row_count"]) != 4 {

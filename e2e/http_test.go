@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -124,9 +125,7 @@ func (h *httpServer) session(headers map[string]string) *mcpSession {
 	if s.id == "" {
 		h.t.Fatal("initialize: no Mcp-Session-Id")
 	}
-	for k, v := range headers {
-		s.headers[k] = v
-	}
+	maps.Copy(s.headers, headers)
 	s.headers["Mcp-Session-Id"] = s.id
 	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, s.headers); resp.StatusCode != 202 {
 		h.t.Fatalf("initialized: %d %s", resp.StatusCode, b)
@@ -340,17 +339,16 @@ func TestHTTPLoopbackOnlyWithoutKey(t *testing.T) {
 func TestHTTPProgressRouting(t *testing.T) {
 	h := startHTTP(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")...)
 	const clients, calls = 10, 3
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	misrouted, notified, answered := 0, 0, 0
 	var problems []string
 	var listens []<-chan map[string]any
-	for c := 0; c < clients; c++ {
+	for c := range clients {
 		s := h.session(nil)
 		listens = append(listens, s.listen(ctx))
-		for k := 0; k < calls; k++ {
+		for k := range calls {
 			wg.Add(1)
 			go func(c, k int) {
 				defer wg.Done()

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/url"
 	"sort"
 	"strings"
@@ -40,9 +41,7 @@ func publicCLP(extra map[string]any) map[string]any {
 	clp := map[string]any{"find": map[string]any{"*": true}, "count": map[string]any{"*": true}, "get": map[string]any{"*": true},
 		"create": map[string]any{"*": true}, "update": map[string]any{"*": true}, "delete": map[string]any{"*": true},
 		"addField": map[string]any{}, "protectedFields": map[string]any{"*": []any{}}}
-	for k, v := range extra {
-		clp[k] = v
-	}
+	maps.Copy(clp, extra)
 	return clp
 }
 
@@ -83,7 +82,7 @@ func setupParity(t *testing.T) *parityWorld {
 	}
 	out := ps.MustDo(t, "POST", "/classes/GetOnly", map[string]any{"name": "only by id"}, parsetest.AsMaster)
 	w.getID, _ = out["objectId"].(string)
-	for i := 0; i < 2; i++ {
+	for i := range 2 {
 		out := ps.MustDo(t, "POST", "/installations", map[string]any{"deviceType": "ios", "installationId": fmt.Sprintf("0000000%d-0000-4000-8000-000000000000", i),
 			"deviceToken": fmt.Sprintf("token%d", i)}, parsetest.AsMaster)
 		id, _ := out["objectId"].(string)

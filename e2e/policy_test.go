@@ -264,7 +264,7 @@ func TestPolicyAuditEventAndUntrustedData(t *testing.T) {
 	var events []map[string]any
 	for time.Now().Before(deadline) {
 		events = events[:0]
-		for _, line := range strings.Split(r.stderr.String(), "\n") {
+		for line := range strings.SplitSeq(r.stderr.String(), "\n") {
 			var ev map[string]any
 			if json.Unmarshal([]byte(line), &ev) == nil && ev["event"] == "tool_call" {
 				events = append(events, ev)
@@ -305,7 +305,7 @@ func TestPolicyAuditEventAndUntrustedData(t *testing.T) {
 
 func TestPolicyRateLimit(t *testing.T) {
 	c := stdioClient(t, polFile(t, "settings: {refuse_collscan: false, expose_explain: false}", "settings: {rate_limit: {requests: 3, window: 1m}}"))
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		callOK(t, c, "count_objects", map[string]any{"class_name": "Artist"})
 	}
 	res := call(t, c, "count_objects", map[string]any{"class_name": "Artist"})

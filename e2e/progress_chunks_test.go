@@ -38,7 +38,7 @@ func TestProgressNeverRacesResponse(t *testing.T) {
 	write(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	const calls = 4
 	live := map[string]bool{}
-	for i := 0; i < calls; i++ {
+	for i := range calls {
 		tok := fmt.Sprintf("tok-%d", i)
 		live[tok] = true
 		// A slow count sends elapsed-time heartbeats right up to its end.

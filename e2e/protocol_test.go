@@ -243,7 +243,7 @@ func TestProgressOwnUnits(t *testing.T) {
 	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")...)
 	r.initialize()
 	ownSeen := 0
-	for round := 0; round < 3; round++ {
+	for round := range 3 {
 		id := fmt.Sprintf("rows-%d", round)
 		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"query_class","arguments":{"class_name":%q,"limit":1000,"keys":["body"],"format":"csv"},"_meta":{"progressToken":%q}}}`, id, slowClass, id))
 		notes, resp := r.collect(id, 60*time.Second)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"sort"
@@ -319,9 +320,7 @@ func TestQueryClassTextFormats(t *testing.T) {
 	rows := list(callOK(t, c, "query_class", base)["results"])
 	for _, format := range []string{"csv", "markdown", "table"} {
 		args := map[string]any{"format": format}
-		for k, v := range base {
-			args[k] = v
-		}
+		maps.Copy(args, base)
 		out := callOK(t, c, "query_class", args)
 		if out["format"] != format || num(out["row_count"]) != 5 || fmt.Sprint(out["headers"]) != "[title genre plays]" {
 			t.Errorf("%s envelope: %v", format, out)
@@ -495,7 +494,7 @@ func TestGetObjects(t *testing.T) {
 	}
 	// 50 ids ok, 51 refused.
 	var fifty []any
-	for i := 0; i < 51; i++ {
+	for i := range 51 {
 		fifty = append(fifty, fmt.Sprintf("id%03d", i))
 	}
 	out = callOK(t, c, "get_objects", map[string]any{"class_name": "Song", "ids": fifty[:50]})

@@ -337,7 +337,7 @@ func TestResourceSubscriptionsStdio(t *testing.T) {
 		t.Fatalf("archived insert notified %v", u)
 	}
 	// A burst of three visible writes: exactly one update per URI.
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		insertSong(t, false, nil)
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -379,8 +379,7 @@ func TestResourceSubscriptionsScoped(t *testing.T) {
 func TestResourceSubscriptionsHTTP(t *testing.T) {
 	h := startHTTP(t, scratchEnv(t)...)
 	a, b := h.session(nil), h.session(nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	streamA, streamB := a.listen(ctx), b.listen(ctx)
 	if m := a.rpc("s", "resources/subscribe", `{"uri":"parse://Song/count"}`); m["result"] == nil {
 		t.Fatalf("subscribe: %v", m)

@@ -8,7 +8,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -200,7 +199,7 @@ func TestStatelessScaleOut(t *testing.T) {
 	name := base64Name("query_class")
 	seen := map[string]bool{}
 	args := map[string]any{"class_name": "Song", "limit": 5, "keys": []string{"title"}, "order": "title"}
-	for i := 0; i < 4; i++ {
+	for i := range 4 {
 		h := instances[i%2]
 		p, _ := json.Marshal(map[string]any{"name": "query_class", "arguments": args})
 		status, msgs, hdr := h.statelessPost(fmt.Sprint("q", i), "tools/call", name, string(p), "")
@@ -241,8 +240,7 @@ func TestStatelessScaleOut(t *testing.T) {
 // ends the subscription.
 func TestStatelessListenHTTP(t *testing.T) {
 	h := startHTTP(t, scratchEnv(t)...)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	body := statelessBody("listen-1", "subscriptions/listen", `{"notifications":{"resourceSubscriptions":["parse://Song/count"]}}`, "")
 	req, _ := http.NewRequestWithContext(ctx, "POST", h.base+"/mcp", strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")

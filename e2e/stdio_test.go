@@ -117,7 +117,7 @@ func TestNotificationsPrecedeResponse(t *testing.T) {
 	r := startRaw(t)
 	r.initialize()
 	const n = 40
-	for i := 0; i < n; i++ {
+	for i := range n {
 		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"},"_meta":{"progressToken":"tok-%d"}}}`, i, i))
 	}
 	answered := map[string]bool{}
@@ -264,7 +264,7 @@ func TestBadConfigurationExitCodes(t *testing.T) {
 func TestPingWhileToolsAreBusy(t *testing.T) {
 	r := startRaw(t)
 	r.initialize()
-	for i := 0; i < 8; i++ {
+	for i := range 8 {
 		r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":"slow-%d","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"title":{"$regex":"a.*e.*i"}}}}}`, i))
 	}
 	start := time.Now()

@@ -85,7 +85,7 @@ func seedTrustExtras(ctx context.Context, db *mongo.Database) error {
 	// Blob: 20 distinct values of 256 KiB (5 MiB together, over the 4 MiB
 	// response cap) for the streaming byte accounting of distinct/group_by.
 	var blobs []any
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		blobs = append(blobs, bson.D{{Key: "_id", Value: fmt.Sprintf("blob%06d", i)}, {Key: "big", Value: strings.Repeat(string(rune('a'+i)), 256<<10)},
 			{Key: "kind", Value: "k"}, {Key: "_created_at", Value: now}, {Key: "_updated_at", Value: now}})
 	}

@@ -136,8 +136,7 @@ func write(ctx context.Context, db *mongo.Database, prefix string, d *dataset) e
 			}
 			for _, m := range optional {
 				if _, err := coll.Indexes().CreateOne(ctx, m); err != nil {
-					var ce mongo.CommandError
-					if !errors.As(err, &ce) {
+					if _, ok := errors.AsType[mongo.CommandError](err); !ok {
 						return fmt.Errorf("demo: indexing %s: %w", prefix+c.name, err)
 					}
 				}

@@ -704,7 +704,7 @@ func TestPolicyYAML(t *testing.T) {
 			continue
 		}
 		indent := len(line) - len(strings.TrimLeft(line, " "))
-		key := strings.SplitN(trimmed, ":", 2)[0]
+		key, _, _ := strings.Cut(trimmed, ":")
 		switch indent {
 		case 2:
 			class, inFields = key, false

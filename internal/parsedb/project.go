@@ -41,7 +41,7 @@ func ParseOrder(entries []string) ([]OrderKey, error) {
 	var out []OrderKey
 	seen := map[string]bool{}
 	for _, entry := range entries {
-		for _, part := range strings.Split(entry, ",") {
+		for part := range strings.SplitSeq(entry, ",") {
 			part = strings.TrimSpace(part)
 			if part == "" {
 				continue

@@ -99,10 +99,7 @@ func MaxTimeMS(ctx context.Context) time.Duration {
 		return 0
 	}
 	left := time.Until(dl)
-	margin := left / 10
-	if margin > 500*time.Millisecond {
-		margin = 500 * time.Millisecond
-	}
+	margin := min(left/10, 500*time.Millisecond)
 	left -= margin
 	if left < time.Millisecond {
 		left = time.Millisecond

@@ -185,7 +185,7 @@ func checkWhereSafety(v any, mapDepth, arrDepth int) error {
 			if isForbiddenWhereOp(k) {
 				return toolerror.Violationf("forbidden operator %s in where", k)
 			}
-			for _, seg := range strings.Split(k, ".") {
+			for seg := range strings.SplitSeq(k, ".") {
 				if isForbiddenWhereOp(seg) {
 					return toolerror.Violationf("forbidden operator %s in where key %q", seg, k)
 				}
@@ -948,7 +948,7 @@ func (t *whereTranslator) textClause(key string, v any, root bool) (bson.E, erro
 // checkRESTFieldPath validates a field name passed as a value ($select.key,
 // $relatedTo.key): the same floor as where keys.
 func checkRESTFieldPath(path string) error {
-	for _, seg := range strings.Split(path, ".") {
+	for seg := range strings.SplitSeq(path, ".") {
 		if IsInternalField(seg) || isForbiddenWhereOp(seg) {
 			return toolerror.Violationf("internal field %q referenced by value", path)
 		}

@@ -323,7 +323,7 @@ func walkFilterKeys(v bson.RawValue, depth int) string {
 		}
 		for _, e := range elems {
 			k := e.Key()
-			for _, seg := range strings.Split(k, ".") {
+			for seg := range strings.SplitSeq(k, ".") {
 				if isForbiddenWhereOp(seg) {
 					return "forbidden operator key " + k
 				}

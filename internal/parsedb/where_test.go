@@ -805,7 +805,7 @@ func TestHasNestedQuantifier(t *testing.T) {
 func TestWhereToFilterDeterministic(t *testing.T) {
 	w := `{"title":{"$in":["b","a"],"$exists":true},"plays":{"$gt":1},"$or":[{"z":1,"a":2}],"tags":{"$containedBy":["x"]},"meta.k":{"c":1,"b":2}}`
 	first := ""
-	for i := 0; i < 20; i++ {
+	for i := range 20 {
 		got, err := WhereToFilter(context.Background(), whereSong(), decodeWhere(t, w), WhereOptions{})
 		if err != nil {
 			t.Fatal(err)

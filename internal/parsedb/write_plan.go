@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"time"
@@ -130,9 +131,7 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	}
 	s := &fieldState{cls: cls}
 	fields := map[string]any{}
-	for k, v := range req.Fields {
-		fields[k] = v
-	}
+	maps.Copy(fields, req.Fields)
 	// defaultValue of _SCHEMA applies to fields not given (or deleted).
 	for _, name := range cls.FieldNames() {
 		f := cls.Fields[name]

@@ -252,8 +252,7 @@ func (c *Client) authorize(req *http.Request, id Identity) {
 // scrubURLError keeps the operation and cause of a *url.Error but not the
 // URL (which is the configured one anyway, and never carries a secret).
 func scrubURLError(err error) error {
-	var ue *url.Error
-	if errors.As(err, &ue) {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
 		return ue.Err
 	}
 	return err

@@ -70,8 +70,7 @@ func (c *Client) Check(ctx context.Context, id Identity) error {
 	where := c.base.String()
 	h, err := c.Do(ctx, Request{Method: http.MethodGet, Path: "/health"}, Identity{})
 	if err != nil {
-		var te *TransportError
-		if errors.As(err, &te) {
+		if te, ok := errors.AsType[*TransportError](err); ok {
 			return &CheckError{Variable: "PARSE_MCP_SERVER_URL", Problem: fmt.Sprintf("Parse Server at %s is unreachable (%v)", where, te.Err)}
 		}
 		var pe *Error

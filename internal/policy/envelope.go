@@ -87,10 +87,7 @@ func (e *Engine) logCause(tool string, cause error) {
 
 // retrySeconds rounds a wait up to whole seconds (at least 1).
 func retrySeconds(d time.Duration) int {
-	s := int((d + time.Second - 1) / time.Second)
-	if s < 1 {
-		s = 1
-	}
+	s := max(int((d+time.Second-1)/time.Second), 1)
 	return s
 }
 

@@ -126,8 +126,8 @@ func CleanText(s string) string {
 // dotted path; its first segment decides.
 func (e *Engine) CheckReadField(cls *parsedb.Class, field string) error {
 	root := field
-	if i := strings.IndexByte(field, '.'); i >= 0 {
-		root = field[:i]
+	if before, _, ok := strings.Cut(field, "."); ok {
+		root = before
 	}
 	if parsedb.IsInternalPath(field) || root == "ACL" || root == "password" && cls.Name == "_User" {
 		return toolerror.Violationf("internal field %q referenced on %s", field, cls.Name)
@@ -204,7 +204,7 @@ func (e *Engine) RowEncoder(cls *parsedb.Class, keys []string) *parsedb.RowEncod
 // either end (CheckJoin). It returns the class the path ends in.
 func (e *Engine) CheckInclude(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, path string) (*parsedb.Class, error) {
 	cur := cls
-	for _, seg := range strings.Split(path, ".") {
+	for seg := range strings.SplitSeq(path, ".") {
 		if err := e.CheckReadField(cur, seg); err != nil {
 			return nil, err
 		}

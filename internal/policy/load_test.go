@@ -127,11 +127,11 @@ func bigPolicy(n int) ([]byte, *parsedb.Schema) {
 	var b strings.Builder
 	b.WriteString("classes:\n")
 	schema := &parsedb.Schema{Classes: map[string]*parsedb.Class{}}
-	for i := 0; i < n; i++ {
+	for i := range n {
 		name := fmt.Sprintf("Class%03d", i)
 		fmt.Fprintf(&b, "  %s:\n    description: \"Class number %d\"\n", name, i)
 		b.WriteString("    fields:\n")
-		for j := 0; j < 8; j++ {
+		for j := range 8 {
 			fmt.Fprintf(&b, "      f%d: {description: \"field %d\", enum: {a: \"A\", b: \"B\"}}\n", j, j)
 		}
 		b.WriteString("    agent_fields: [f0, f1, f2, f3, f4, f5, owner]\n    join_fields: [f0, f1]\n    large_fields: [f5]\n")
@@ -140,7 +140,7 @@ func bigPolicy(n int) ([]byte, *parsedb.Schema) {
 			b.WriteString("    tenant_scope: {field: orgId}\n")
 		}
 		doc := bson.M{"_id": name, "archived": "boolean", "orgId": "string", "owner": "*_User"}
-		for j := 0; j < 8; j++ {
+		for j := range 8 {
 			doc[fmt.Sprintf("f%d", j)] = "string"
 		}
 		schema.Classes[name] = parsedb.ClassFromSchemaDoc(doc)

@@ -229,7 +229,7 @@ func TestMarkUntrusted(t *testing.T) {
 func TestRateLimiterSlidingWindow(t *testing.T) {
 	now := time.Unix(1000, 0)
 	r := newRateLimiter(3, 10*time.Second, func() time.Time { return now })
-	for i := 0; i < 3; i++ {
+	for range 3 {
 		if _, ok := r.allow("a"); !ok {
 			t.Fatal("refused early")
 		}

@@ -58,8 +58,7 @@ func (e *Engine) Setup(ctx context.Context, store *parsedb.Store, lenient bool) 
 		id = &parsedb.Identity{Kind: parsedb.IdentityMaster}
 	}
 	if err != nil {
-		var ie *parsedb.IdentityError
-		if errors.As(err, &ie) {
+		if ie, ok := errors.AsType[*parsedb.IdentityError](err); ok {
 			return &SetupError{Config: true, Msg: ie.Error()}
 		}
 		return &SetupError{Msg: "resolving the identity scope: " + err.Error()}

@@ -210,12 +210,7 @@ func pathSegments(ref string) []string {
 }
 
 func hasInternalSegment(ref string) bool {
-	for _, seg := range pathSegments(ref) {
-		if parsedb.IsInternalField(seg) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(pathSegments(ref), parsedb.IsInternalField)
 }
 
 // scan walks any value. parentOp is the key whose value v is.
@@ -378,8 +373,8 @@ func (s *fieldState) reset(roots ...string) {
 }
 
 func rootOf(path string) string {
-	if i := strings.IndexByte(path, '.'); i >= 0 {
-		return path[:i]
+	if before, _, ok := strings.Cut(path, "."); ok {
+		return before
 	}
 	return path
 }
@@ -1214,10 +1209,8 @@ func mentionsExpr(v any) bool {
 		}
 	}
 	if arr, ok := parsedb.ArrayValues(v); ok {
-		for _, el := range arr {
-			if mentionsExpr(el) {
-				return true
-			}
+		if slices.ContainsFunc(arr, mentionsExpr) {
+			return true
 		}
 	}
 	return false

@@ -34,9 +34,9 @@ func TestRateLimitCannotBeResetBySessions(t *testing.T) {
 	}
 	const perSession = 5 // secPolicyYAML
 	calls := 0
-	for s := 0; s < ProcessRateLimitFactor; s++ {
+	for s := range ProcessRateLimitFactor {
 		ctx := ctxFor(fmt.Sprint("s", s))
-		for i := 0; i < perSession; i++ {
+		for i := range perSession {
 			if err := e.checkRate(ctx); err != nil {
 				t.Fatalf("session %d call %d refused: %v", s, i, err)
 			}
@@ -65,7 +65,7 @@ func TestRateLimitCannotBeResetBySessions(t *testing.T) {
 	// stdio: one process bucket of the configured size.
 	st := secEngine(t, "")
 	st.SetClock(func() time.Time { return now })
-	for i := 0; i < perSession; i++ {
+	for i := range perSession {
 		if err := st.checkRate(context.Background()); err != nil {
 			t.Fatalf("stdio call %d: %v", i, err)
 		}

@@ -63,7 +63,7 @@ func checkKeys(t *testing.T, where string, v any, allowlisted bool) {
 			case "$where", "$function", "$accumulator", "$expr":
 				t.Fatalf("forbidden operator %s accepted: %s", k, where)
 			}
-			for _, seg := range strings.Split(k, ".") {
+			for seg := range strings.SplitSeq(k, ".") {
 				if seg != "_rperm" && isFloorName(seg) {
 					t.Fatalf("internal field %s accepted: %s", seg, where)
 				}

@@ -150,8 +150,7 @@ func outcome(err error) string {
 	if _, ok := toolerror.AsViolation(err); ok {
 		return "violation"
 	}
-	var ref *Refusal
-	if errors.As(err, &ref) {
+	if _, ok := errors.AsType[*Refusal](err); ok {
 		return "refused"
 	}
 	if te, ok := toolerror.As(err); ok {

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"strings"
 
@@ -59,9 +60,7 @@ func (e *Engine) WritableFields(class string) []string {
 func (e *Engine) DefaultACL(class string) map[string]any {
 	if cp := e.Class(class); cp != nil && cp.DefaultACL != nil {
 		out := make(map[string]any, len(cp.DefaultACL))
-		for k, v := range cp.DefaultACL {
-			out[k] = v
-		}
+		maps.Copy(out, cp.DefaultACL)
 		return out
 	}
 	return nil
@@ -145,9 +144,7 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		}
 	}
 	fields := make(map[string]any, len(w.Fields)+1)
-	for k, v := range w.Fields {
-		fields[k] = v
-	}
+	maps.Copy(fields, w.Fields)
 	acl := w.ACL
 	if w.Op == OpCreate {
 		if tenantField != "" {

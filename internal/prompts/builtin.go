@@ -226,7 +226,7 @@ func renderCountBy(ctx context.Context, p *Provider, v *Values) (string, error) 
 	cls := v.Class("class_name")
 	field := v.Get("group_by")
 	fields := p.visibleFields(cls)
-	top := strings.SplitN(field, ".", 2)[0]
+	top, _, _ := strings.Cut(field, ".")
 	f := fields[top]
 	if f == nil {
 		return "", server.InvalidParams("Argument group_by: %s has no field %q; fields: %s", cls.Name, top, strings.Join(firstN(slices.Sorted(maps.Keys(fields)), 40), ", "))

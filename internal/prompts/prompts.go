@@ -129,7 +129,6 @@ func (p *Provider) ServerOptions() []mcpserver.ServerOption {
 // Register adds every prompt to the server.
 func (p *Provider) Register(s *mcpserver.MCPServer) {
 	for _, pr := range p.prompts {
-		pr := pr
 		opts := []mcp.PromptOption{mcp.WithPromptDescription(pr.Description)}
 		if pr.Title != "" {
 			opts = append(opts, mcp.WithPromptTitle(pr.Title))
@@ -237,7 +236,7 @@ func (p *Provider) check(ctx context.Context, v *Values, a Arg, val string) (str
 		return cls.Name, nil
 	case ArgClassList:
 		var names []string
-		for _, part := range strings.Split(val, ",") {
+		for part := range strings.SplitSeq(val, ",") {
 			part = strings.TrimSpace(part)
 			if part == "" {
 				continue

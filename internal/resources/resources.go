@@ -12,6 +12,7 @@ package resources
 import (
 	"context"
 	"errors"
+	"maps"
 	"regexp"
 	"strings"
 
@@ -79,7 +80,6 @@ func (p *Provider) ServerOptions() []mcpserver.ServerOption {
 // Register adds the templates and the per-session resource list.
 func (p *Provider) Register(s *mcpserver.MCPServer) {
 	for _, k := range Kinds {
-		k := k
 		tmpl := mcp.NewResourceTemplate(Scheme+"{className}/"+k.Name, "class "+k.Title,
 			mcp.WithTemplateTitle("Parse class "+k.Title),
 			mcp.WithTemplateDescription(strings.ReplaceAll(k.Description, "%s", "{className}")),
@@ -192,9 +192,7 @@ func (p *Provider) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 		return nil, err
 	}
 	args := map[string]any{"class_name": class}
-	for a, v := range k.Args {
-		args[a] = v
-	}
+	maps.Copy(args, k.Args)
 	res, found, err := server.CallTool(ctx, p.d, k.Tool, args)
 	switch {
 	case err != nil:

@@ -35,7 +35,7 @@ func TestComplete(t *testing.T) {
 		}
 	}
 	var many []string
-	for i := 0; i < 150; i++ {
+	for i := range 150 {
 		many = append(many, fmt.Sprintf("C%03d", i))
 	}
 	c := Complete(many, "c")

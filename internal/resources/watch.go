@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -48,9 +49,7 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (map[string]strin
 		}
 		t := server.FindTool(p.d, k.Tool)
 		args := tools.Args{"class_name": class}
-		for a, v := range k.Args {
-			args[a] = v
-		}
+		maps.Copy(args, k.Args)
 		v, err := t.Handler(ctx, p.d, args)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", k.Tool, class, err)

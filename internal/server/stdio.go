@@ -77,13 +77,11 @@ loop:
 	for {
 		select {
 		case line := <-lines:
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
+			wg.Go(func() {
 				if resp := d.Handle(ctx, sess, line, w.write); resp != nil {
 					w.write(resp)
 				}
-			}()
+			})
 		case err = <-readErr:
 			break loop
 		case <-ctx.Done():

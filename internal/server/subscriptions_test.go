@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"maps"
 	"strings"
 	"sync"
 	"testing"
@@ -47,9 +48,7 @@ func (f *fakeSource) Snapshot(_ context.Context, class string) (map[string]strin
 	defer f.mu.Unlock()
 	f.snaps[class]++
 	out := map[string]string{}
-	for k, v := range f.fp[class] {
-		out[k] = v
-	}
+	maps.Copy(out, f.fp[class])
 	return out, nil
 }
 

@@ -182,8 +182,7 @@ const ViolationMessage = "Invalid params: the request uses an operator, stage or
 
 // As returns err as an *Error if it is (or wraps) one.
 func As(err error) (*Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
+	if e, ok := errors.AsType[*Error](err); ok {
 		return e, true
 	}
 	return nil, false
@@ -191,8 +190,7 @@ func As(err error) (*Error, bool) {
 
 // AsRefusal returns err as a *Refusal if it is (or wraps) one.
 func AsRefusal(err error) (*Refusal, bool) {
-	var r *Refusal
-	if errors.As(err, &r) {
+	if r, ok := errors.AsType[*Refusal](err); ok {
 		return r, true
 	}
 	return nil, false
@@ -200,8 +198,7 @@ func AsRefusal(err error) (*Refusal, bool) {
 
 // AsViolation returns err as a *Violation if it is (or wraps) one.
 func AsViolation(err error) (*Violation, bool) {
-	var v *Violation
-	if errors.As(err, &v) {
+	if v, ok := errors.AsType[*Violation](err); ok {
 		return v, true
 	}
 	return nil, false

@@ -155,9 +155,7 @@ func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, argu
 		return nil, toolerror.New(toolerror.InvalidArgument, "action %s runs the Cloud Code function %s, which needs the Parse Server bridge (PARSE_MCP_SERVER_URL); it is not configured", a.Name, a.CloudFunction)
 	}
 	params := make(map[string]any, len(arguments)+1)
-	for k, v := range arguments {
-		params[k] = v
-	}
+	maps.Copy(params, arguments)
 	if dryRun {
 		params["dryRun"] = true
 	}

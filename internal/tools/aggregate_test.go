@@ -100,8 +100,8 @@ func dryPipeline(t testing.TB, d *Deps, h Handler, argsJSON string) string {
 		t.Fatalf("not a dry run: %v", m)
 	}
 	raw := m["_raw"].(string)
-	i := strings.Index(raw, `"pipeline":`)
-	dec := json.NewDecoder(strings.NewReader(raw[i+len(`"pipeline":`):]))
+	_, after, _ := strings.Cut(raw, `"pipeline":`)
+	dec := json.NewDecoder(strings.NewReader(after))
 	var p json.RawMessage
 	if err := dec.Decode(&p); err != nil {
 		t.Fatal(err)

@@ -163,7 +163,7 @@ func (a Args) FieldList(name string, max int) ([]string, error) {
 
 func splitComma(s string) []string {
 	var out []string
-	for _, part := range strings.Split(s, ",") {
+	for part := range strings.SplitSeq(s, ",") {
 		if part = strings.TrimSpace(part); part != "" {
 			out = append(out, part)
 		}

@@ -98,7 +98,7 @@ func decodeRow(row []byte) (map[string]any, error) {
 // pointers.
 func columnValue(row map[string]any, path string) any {
 	var cur any = row
-	for _, seg := range strings.Split(path, ".") {
+	for seg := range strings.SplitSeq(path, ".") {
 		m, ok := cur.(map[string]any)
 		if !ok {
 			return nil

@@ -112,7 +112,7 @@ func TestCellString(t *testing.T) {
 func decodeOrFail(t *testing.T, s string) map[string]any {
 	t.Helper()
 	var compact strings.Builder
-	for _, line := range strings.Split(s, "\n") {
+	for line := range strings.SplitSeq(s, "\n") {
 		compact.WriteString(strings.TrimSpace(line))
 	}
 	m, err := decodeRow([]byte(compact.String()))

@@ -177,9 +177,7 @@ func queryClass(ctx context.Context, d *Deps, args Args) (any, error) {
 // nextCall repeats a query_class call at another skip.
 func nextCall(args Args, skip int) map[string]any {
 	a := make(map[string]any, len(args)+1)
-	for k, v := range args {
-		a[k] = v
-	}
+	maps.Copy(a, args)
 	a["skip"] = skip
 	return map[string]any{"tool": "query_class", "arguments": a}
 }

@@ -312,7 +312,7 @@ func TestEnumAndIDArgs(t *testing.T) {
 		t.Error("invalid objectId accepted")
 	}
 	var fifty, fiftyOne []any
-	for i := 0; i < 51; i++ {
+	for i := range 51 {
 		id := "id" + string(rune('A'+i%26)) + string(rune('a'+i/26))
 		if i < 50 {
 			fifty = append(fifty, id)

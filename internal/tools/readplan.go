@@ -379,12 +379,7 @@ func (p *readPlan) routeKeys(keys []string) ([]string, error) {
 }
 
 func slicesContains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(list, s)
 }
 
 // without is the plan with one more field left out (the size-cap fallback).

@@ -126,8 +126,7 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 		ctx = withCallInfo(ctx, t.Name, req)
 		out, err := t.Handler(ctx, d, Args(args))
 		progress.finish()
-		var ask *InputRequired
-		if errors.As(err, &ask) {
+		if ask, ok := errors.AsType[*InputRequired](err); ok {
 			return ask.Result, nil
 		}
 		if err != nil {

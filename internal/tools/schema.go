@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -202,8 +203,6 @@ func classType(cls *parsedb.Class) string {
 
 func indexNames(cls *parsedb.Class) map[string]any {
 	out := map[string]any{}
-	for k, v := range cls.Indexes {
-		out[k] = v
-	}
+	maps.Copy(out, cls.Indexes)
 	return out
 }

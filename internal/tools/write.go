@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"errors"
+	"maps"
 	"sort"
 	"time"
 
@@ -388,9 +389,7 @@ func (d *Deps) storedRow(ctx context.Context, plan *parsedb.WritePlan, stored bs
 	if len(plan.SchemaAdds) > 0 {
 		c := *cls
 		c.Fields = make(map[string]*parsedb.Field, len(cls.Fields)+len(plan.SchemaAdds))
-		for k, v := range cls.Fields {
-			c.Fields[k] = v
-		}
+		maps.Copy(c.Fields, cls.Fields)
 		for _, e := range plan.SchemaAdds {
 			if _, ok := c.Fields[e.Key]; !ok {
 				f := parsedb.FieldFromSchemaType(e.Value.(string))
