@@ -362,3 +362,28 @@ func TestBridgeConfirmation(t *testing.T) {
 		t.Fatalf("declined function: %v", m)
 	}
 }
+
+// TestBridgeRoleRevokedAfterStart: bob may write a note through role
+// Editors when the server starts; the role is then taken from him. Parse
+// Server judges the write with its own, current view of bob's roles, so the
+// write is refused even if this server still holds the roles it resolved at
+// start-up.
+func TestBridgeRoleRevokedAfterStart(t *testing.T) {
+	ps := startParse(t)
+	bobID, bob := ps.SignUp(t, "bob", "pw")
+	role := ps.MustDo(t, "POST", "/roles", map[string]any{"name": "Editors", "ACL": map[string]any{"*": map[string]any{"read": true}},
+		"users": map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": bobID}}}}, parsetest.AsMaster)
+	note := ps.MustDo(t, "POST", "/classes/Note", map[string]any{"title": "edit me", "ACL": map[string]any{"*": map[string]any{"read": true}, "role:Editors": map[string]any{"read": true, "write": true}}}, parsetest.AsMaster)
+	id := note["objectId"].(string)
+
+	c := stdioClient(t, append(bridgeEnv(ps, "PARSE_MCP_SESSION_TOKEN="+bob, policyEnv(t, bridgePolicy)), writeEnv...)...)
+	callOK(t, c, "update_object", map[string]any{"class_name": "Note", "object_id": id, "fields": map[string]any{"title": "edited by an editor"}})
+
+	ps.MustDo(t, "PUT", "/roles/"+role["objectId"].(string), map[string]any{
+		"users": map[string]any{"__op": "RemoveRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": bobID}}}}, parsetest.AsMaster)
+	msg := callErr(t, c, "update_object", map[string]any{"class_name": "Note", "object_id": id, "fields": map[string]any{"title": "edited after revocation"}}, "parse_error")
+	t.Logf("refusal: %s", msg)
+	if got := ps.MustDo(t, "GET", "/classes/Note/"+id, nil, parsetest.AsMaster); got["title"] != "edited by an editor" {
+		t.Fatalf("a revoked editor changed the note: %v", got)
+	}
+}
