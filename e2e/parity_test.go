@@ -144,7 +144,8 @@ func (w *parityWorld) parseFind(t *testing.T, q parityQuery, as parsetest.Caller
 
 func mcpFind(t *testing.T, r *rawServer, q parityQuery) parseAnswer {
 	t.Helper()
-	args := map[string]any{"class_name": q.class, "limit": 1000}
+	// Parse's REST row shape, not the compact default.
+	args := map[string]any{"class_name": q.class, "limit": 1000, "shape": "rest"}
 	if q.where != nil {
 		args["where"] = q.where
 	}
