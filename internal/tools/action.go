@@ -29,7 +29,6 @@ func ActionTools() []*Tool {
 			Timeout: 60 * time.Second, UntrustedOutput: true},
 		Description:  "Run an action the operator declared (list_tools shows them with their params)." + noTriggers,
 		InputSchema:  `{"type":"object","properties":{"action":{"type":"string"},"object_id":{"type":"string","description":"for update actions"},"arguments":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["action"]}`,
-		OutputSchema: `{"type":"object"}`,
 		Handler:      callAction,
 	}}
 }

@@ -42,9 +42,7 @@ func (d *Deps) writes() WriteBackend {
 }
 
 // noTriggers is said by every write tool's description.
-const noTriggers = " Direct writes skip Parse Cloud Code triggers (set PARSE_MCP_SERVER_URL to write through Parse Server)."
-
-const writeOut = `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`
+const noTriggers = " Direct writes skip Cloud Code triggers (the Parse Server bridge runs them)."
 
 // WriteTools are the raw CRUD and class tools.
 func WriteTools() []*Tool {
@@ -61,21 +59,18 @@ func WriteTools() []*Tool {
 			ToolInfo:     def("create_object", config.TierWrite, policy.OpCreate, crud...),
 			Description:  "Create an object. fields: REST values (pointers as ids or Pointer objects, dates ISO or {__type:Date}); new fields are added to the schema." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object","description":"Parse ACL; default public or the class default"},"dry_run":{"type":"boolean"}},"required":["class_name","fields"]}`,
-			OutputSchema: writeOut,
 			Handler:      createObject,
 		},
 		{
 			ToolInfo:     def("update_object", config.TierWrite, policy.OpUpdate, crud...),
 			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
-			OutputSchema: writeOut,
 			Handler:      updateObject,
 		},
 		{
 			ToolInfo:     def("delete_object", config.TierAdmin, policy.OpDelete, crud...),
 			Description:  "Delete an object (may ask the user to confirm)." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
-			OutputSchema: writeOut,
 			Destructive:  true,
 			Handler:      deleteObject,
 		},
@@ -83,14 +78,12 @@ func WriteTools() []*Tool {
 			ToolInfo:     createClass,
 			Description:  "Create a class. fields: {name:{type,targetClass?,required?,defaultValue?}}; permissions: CLP.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"permissions":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
-			OutputSchema: writeOut,
 			Handler:      createClassTool,
 		},
 		{
 			ToolInfo:     def("delete_class", config.TierAdmin, policy.OpNone, schemaGates...),
 			Description:  "Delete an empty class and its relation tables.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
-			OutputSchema: writeOut,
 			Destructive:  true,
 			Handler:      deleteClassTool,
 		},
