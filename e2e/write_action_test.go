@@ -97,6 +97,14 @@ func TestWriteDeclaredActions(t *testing.T) {
 	if doc := stored(t, db, "Memo", "m1"); doc["title"] != "x" || doc["purged"] != nil {
 		t.Fatalf("a refused action wrote: %v", doc)
 	}
+
+	// describe and audit show the write surface.
+	for _, cmd := range []string{"describe", "audit"} {
+		out, stderr, code := runCLI(t, []string{uri, policyEnv(t, actionPolicy), "PARSE_MCP_PERMISSIONS=write", "PARSE_AGENT_ALLOW_WRITE_TOOLS=true"}, cmd)
+		if code != 0 || !strings.Contains(out, `"confirm_writes"`) || !strings.Contains(out, `"archive_memo"`) || !strings.Contains(out, "Cloud Code triggers do not run") {
+			t.Errorf("%s does not show the write surface (exit %d): %s %s", cmd, code, out, stderr)
+		}
+	}
 }
 
 func TestWriteActionPolicyValidation(t *testing.T) {

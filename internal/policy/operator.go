@@ -152,6 +152,7 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 			GateSchemaOps: e.cfg.Gates.SchemaOps, GateRawSchema: e.cfg.Gates.RawSchema,
 		},
 		"tools":              tools,
+		"writes":             e.WriteSurface(),
 		"rate_limit":         rl,
 		"max_response_bytes": e.MaxResponseBytes(),
 		"refuse_collscan":    e.RefuseCollscan(),
@@ -423,6 +424,7 @@ func (e *Engine) Audit(ctx context.Context, schema *parsedb.Schema) map[string]a
 		"canonical_filters":           canonical,
 		"agent_filters":               filters,
 		"ok":                          len(problems) == 0,
+		"writes":                      e.WriteSurface(),
 	}
 	if len(tenant) > 0 {
 		out["tenant_scoped_classes"] = tenant

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -352,4 +353,54 @@ func SetCallOperation(ctx context.Context, op string) {
 	if ci := callFrom(ctx); ci != nil {
 		ci.op = op
 	}
+}
+
+// WriteSurface describes the write surface for describe and audit: the
+// write path, confirmation, the writable set and default ACL per class, and
+// every declared action with whether this configuration allows it.
+func (e *Engine) WriteSurface() map[string]any {
+	path := "direct (MongoDB in Parse's storage format; Cloud Code triggers do not run)"
+	if e.cfg.Bridge() {
+		path = "parse_server (REST, triggers run)"
+	}
+	out := map[string]any{"write_path": path, "confirm_writes": e.ConfirmWrites()}
+	writable := map[string][]string{}
+	acls := map[string]any{}
+	if e.file != nil {
+		for n := range e.file.Classes {
+			if e.Hidden(n) {
+				continue
+			}
+			if w := e.WritableFields(n); w != nil {
+				writable[n] = w
+			}
+			if a := e.DefaultACL(n); a != nil {
+				acls[n] = a
+			}
+		}
+	}
+	if len(writable) > 0 {
+		out["writable_fields"] = writable
+	}
+	if len(acls) > 0 {
+		out["default_acls"] = acls
+	}
+	actions := []map[string]any{}
+	for _, a := range e.Actions() {
+		entry := map[string]any{"name": a.Name, "tier": a.Tier, "allowed": true, "dry_run": a.SupportsDryRun, "confirm": a.Confirm}
+		if a.Class != "" {
+			entry["class"], entry["operation"], entry["keys"] = a.Class, a.Operation, a.Keys
+			entry["fixed"] = slices.Sorted(maps.Keys(a.Fixed))
+		} else {
+			entry["cloud_function"] = a.CloudFunction
+		}
+		if err := e.PermitAction(a); err != nil {
+			entry["allowed"], entry["reason"] = false, err.Message
+		} else if err := e.Permit(ToolInfo{Name: "call_action", Tier: a.Tier, Gates: []string{GateWriteTools}}); err != nil {
+			entry["allowed"], entry["reason"] = false, err.Message
+		}
+		actions = append(actions, entry)
+	}
+	out["actions"] = actions
+	return out
 }
