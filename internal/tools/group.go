@@ -504,7 +504,12 @@ func runGroupWith(ctx context.Context, d *Deps, args Args, byDate, inGo bool) (a
 		}
 		conv := newRowConverter(d, nil)
 		items = make([]keyed, 0, len(docs))
+		budget, used := d.Policy.MaxResponseBytes()-envelopeReserve, 0
 		for _, doc := range docs {
+			// The same byte cap as the pipeline's groups.
+			if used += len(doc); used > budget {
+				return nil, toolerror.New(toolerror.InvalidQuery, "the values exceed the %d-byte response cap after %d of them; lower limit, narrow the where, or group on a smaller field", d.Policy.MaxResponseBytes(), len(items))
+			}
 			g, err := conv.keyed(doc, true)
 			if err != nil {
 				return nil, err
