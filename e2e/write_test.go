@@ -119,7 +119,7 @@ func TestWriteObjectLifecycle(t *testing.T) {
 		t.Fatalf("create_class: %v", out)
 	}
 	sd := schemaDoc(t, db, "Note")
-	if sd["title"] != "string" || sd["author"] != "*Author" || sd["readers"] != "relation<_User>" || sd["createdAt"] != "string" {
+	if sd["title"] != "string" || sd["author"] != "*Author" || sd["readers"] != "relation<_User>" || sd["createdAt"] != "date" {
 		t.Fatalf("_SCHEMA of Note: %v", sd)
 	}
 

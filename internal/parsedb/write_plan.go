@@ -389,7 +389,7 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 	if !classNameWriteRe.MatchString(name) {
 		return nil, ParseErr(ParseInvalidClassName, "Invalid classname: %s, classnames can only have alphanumeric characters and _, and must start with an alpha character ", truncateMsg(name, 60))
 	}
-	doc := bson.D{{Key: "_id", Value: name}, {Key: "objectId", Value: "string"}, {Key: "updatedAt", Value: "string"}, {Key: "createdAt", Value: "string"}}
+	doc := bson.D{{Key: "_id", Value: name}, {Key: "objectId", Value: "string"}, {Key: "updatedAt", Value: "date"}, {Key: "createdAt", Value: "date"}}
 	var options bson.D
 	for _, fname := range sortedFieldNames(req.Fields) {
 		if err := checkFieldName(fname); err != nil {

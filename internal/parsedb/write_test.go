@@ -159,7 +159,7 @@ func TestPlanCreateClassGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"v":{"_id":"Post","objectId":"string","updatedAt":"string","createdAt":"string","author":"*_User","likes":"relation<_User>","title":"string","_metadata":{"fields_options":{"title":{"required":true,"defaultValue":"untitled"}},"class_permissions":{"create":{"role:Admin":true},"find":{"*":true},"protectedFields":{"*":["title"]}}}}}`
+	want := `{"v":{"_id":"Post","objectId":"string","updatedAt":"date","createdAt":"date","author":"*_User","likes":"relation<_User>","title":"string","_metadata":{"fields_options":{"title":{"required":true,"defaultValue":"untitled"}},"class_permissions":{"create":{"role:Admin":true},"find":{"*":true},"protectedFields":{"*":["title"]}}}}}`
 	if got := storageJSON(t, p.SchemaDoc); got != want {
 		t.Errorf("_SCHEMA document\n got %s\nwant %s", got, want)
 	}
