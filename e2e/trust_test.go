@@ -339,3 +339,23 @@ func TestTrustResourceBounds(t *testing.T) {
 	okResult(t, r, "distinct-small", "distinct", `{"class_name":"Blob","field":"kind"}`)
 	okResult(t, r, "in-at-limit", "count_objects", `{"class_name":"Song","where":{"genre":{"$in":`+many(1000, `"rock"`)+`}}}`)
 }
+
+// TestTrustAggregateCompactsGroupKeys: pointer values computed by a
+// pipeline — a $group key, a top-level computed value — are pointers in the
+// answer (compacted with pointer_classes, or REST pointers with
+// shape "rest"), like group_by keys, never "Class$id" storage strings.
+func TestTrustAggregateCompactsGroupKeys(t *testing.T) {
+	r := trustServer(t)
+	for _, shape := range []string{"", `,"shape":"rest"`} {
+		s := okResult(t, r, "group"+shape, "aggregate", `{"class_name":"Song"`+shape+`,"pipeline":[{"$group":{"_id":"$artist","n":{"$sum":1}}},{"$limit":3}]}`)
+		if strings.Contains(s, "Artist$") {
+			t.Errorf("storage-form pointers in the answer (%s): %s", shape, s)
+		}
+		if shape == "" && !strings.Contains(s, `"pointer_classes"`) {
+			t.Errorf("no pointer_classes: %s", s)
+		}
+		if shape != "" && !strings.Contains(s, `"__type":"Pointer","className":"Artist"`) {
+			t.Errorf("rest shape: %s", s)
+		}
+	}
+}

@@ -485,6 +485,32 @@ type rowConverter struct {
 	legend  *parsedb.Legend
 	// joined: top-level fields holding objects of a joined class.
 	joined map[string]*parsedb.Class
+	// isClass, when set (rows no longer have a class's shape: after $group
+	// and other schema-replacing stages), makes computed top-level values
+	// that are pointers in storage form ("Class$id" of a class in the
+	// schema) — group keys included — pointer columns, compacted like
+	// group_by keys.
+	isClass func(string) bool
+}
+
+// storagePointerID is the shape of an objectId inside a "Class$id" value.
+var storagePointerID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+
+// storagePointer recognises a computed "Class$id" value of a visible class
+// (a hidden one is redacted by the codec instead).
+func (c *rowConverter) storagePointer(rv bson.RawValue) (*restPointer, bool) {
+	if c.isClass == nil {
+		return nil, false
+	}
+	s, ok := rv.StringValueOK()
+	if !ok {
+		return nil, false
+	}
+	cls, id, ok := strings.Cut(s, "$")
+	if !ok || !c.isClass(cls) || c.hidden(cls) || !storagePointerID.MatchString(id) {
+		return nil, false
+	}
+	return &restPointer{Type: "Pointer", ClassName: cls, ObjectID: id}, true
 }
 
 // joinedFields maps the `as` of the caller's top-level $lookup and
@@ -670,6 +696,18 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 	// Key order: as stored, with the codec's renames.
 	for _, el := range elems {
 		k := el.Key()
+		if p, ok := c.storagePointer(el.Value()); ok && c.joined[k] == nil && (k == "_id" || !strings.HasPrefix(k, "_")) {
+			name := k
+			if k == "_id" {
+				name = "objectId"
+			}
+			if !emitted[name] {
+				out.ptrCols = append(out.ptrCols, len(out.fields))
+				out.fields = append(out.fields, rowField{name, p})
+				emitted[name] = true
+				continue
+			}
+		}
 		switch {
 		case k == "_id":
 			emit("objectId")
@@ -782,6 +820,11 @@ func readRows(ctx context.Context, d *Deps, tool string, plan *pipelinePlan, max
 	defer cur.Close(ctx)
 	conv := newRowConverter(d, plan.endClass)
 	conv.joined = plan.joined
+	if plan.endClass == nil {
+		if schema, err := d.Store.Schema.Get(ctx); err == nil {
+			conv.isClass = func(n string) bool { return schema.Class(n) != nil }
+		}
+	}
 	if legend != nil {
 		conv.compactRows()
 		defer func() { legend.Merge("", conv.legend) }()
