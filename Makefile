@@ -1,7 +1,17 @@
 # parse-mcp — the README's two commands are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build demo test bench fuzz vet
+.PHONY: build demo test check lint lint-fix vet bench fuzz
+
+# Linters, pinned and run with `go run module@version`: a fresh machine needs
+# only the Go module proxy. staticcheck (its default checks include unused;
+# configuration in staticcheck.conf) and the modernize analyzers.
+STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
+MODERNIZE   = golang.org/x/tools/go/analysis/passes/modernize/cmd/modernize@v0.52.0
+
+# The short e2e subset of `make check`: stdio and HTTP, the policy envelope,
+# a query, a refusal.
+CHECK_E2E = ^(TestInitializeAndToolsList|TestPolicyAuditEventAndUntrustedData|TestQueryClassWhereOrderKeys|TestAggregateRefusalsThroughTheBinary|TestHTTPHealthAndGuards)$$
 
 # Recipes that precede the server print to stderr and are silent (@): stdout
 # belongs to the MCP protocol once the server starts.
@@ -15,11 +25,30 @@ build:
 demo: build
 	@./bin/parse-mcp --demo
 
-# The whole suite: unit, e2e (the real binary over stdio and HTTP against the
-# embedded FerretDB, or PARSE_MCP_TEST_MONGODB_URI), fuzz seed corpora.
-test:
-	$(GO) vet ./...
+# The whole suite: vet, the linters, then unit, e2e (the real binary over
+# stdio and HTTP against the embedded FerretDB, or PARSE_MCP_TEST_MONGODB_URI),
+# the real Parse Server tests and fuzz seed corpora.
+test: vet lint
 	$(GO) test -count=1 -timeout 30m ./...
+
+# The inner loop: unit tests in short mode (no real Parse Server; unchanged
+# packages come from the test cache) and a short e2e subset. `make test`
+# stays the full suite.
+check:
+	$(GO) test -short ./internal/... .
+	$(GO) test -count=1 -run '$(CHECK_E2E)' ./e2e/
+
+vet:
+	$(GO) vet ./...
+
+lint:
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) run $(MODERNIZE) ./...
+
+# Applies the modernize suggestions (then review the diff and run gofmt).
+lint-fix:
+	$(GO) run $(MODERNIZE) -fix ./...
+	gofmt -l -w .
 
 # Performance targets (figures are reported as benchmark metrics).
 bench:

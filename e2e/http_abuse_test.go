@@ -13,7 +13,7 @@ import (
 func TestHTTPAbuse(t *testing.T) {
 	h := startHTTP(t, writePolicy(t, "settings: {rate_limit: {requests: 3, window: 60s}}\n"))
 	var sessions []*mcpSession
-	for i := 0; i < 17; i++ {
+	for range 17 {
 		sessions = append(sessions, h.session(nil)) // fails the test on a refusal
 	}
 	status, _ := sessions[0].post(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
@@ -35,7 +35,7 @@ func TestHTTPAbuse(t *testing.T) {
 	}
 	// 4 sessions × 3 calls fill the process window (3 × 4 = 12).
 	for s := 1; s <= 4; s++ {
-		for i := 0; i < 3; i++ {
+		for i := range 3 {
 			if got := call(sessions[s], fmt.Sprint("c", s, i)); got != "ok" {
 				t.Fatalf("session %d call %d: %s", s, i, got)
 			}

@@ -94,7 +94,7 @@ func (w *Writer) Apply(ctx context.Context, p *parsedb.WritePlan) (bson.Raw, err
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		// Written by Parse but not in the database this server reads: the
 		// two are configured for different apps.
-		return nil, fmt.Errorf("Parse Server wrote %s %s but it is not in the configured database: PARSE_MCP_MONGODB_URI and PARSE_MCP_SERVER_URL must be the same app", p.ClassName, p.ObjectID)
+		return nil, fmt.Errorf("the object %s %s that Parse Server wrote is not in the configured database: PARSE_MCP_MONGODB_URI and PARSE_MCP_SERVER_URL must be the same app", p.ClassName, p.ObjectID)
 	}
 	if err != nil {
 		return nil, err

@@ -107,6 +107,9 @@ func Start(t testing.TB, o Options) *Server {
 	if o.MongoURI == "" {
 		t.Fatal("parsetest.Start: Options.MongoURI is required")
 	}
+	if testing.Short() {
+		t.Skip("skipping under -short (make check): booting a real Parse Server takes seconds; make test runs it")
+	}
 	ctx := context.Background()
 	rt, err := Install(ctx)
 	if err != nil {

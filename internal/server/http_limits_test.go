@@ -26,7 +26,7 @@ func fakeHTTPSession(id, client string, age time.Duration, streaming bool) *http
 // only when nothing idle is left is a new session refused.
 func TestSessionCapsEvictInsteadOfLockingOut(t *testing.T) {
 	var mine []*httpSession
-	for i := 0; i < maxSessionsPerClient; i++ {
+	for i := range maxSessionsPerClient {
 		mine = append(mine, fakeHTTPSession(fmt.Sprint("a", i), "10.0.0.1", time.Duration(i)*time.Minute, false))
 	}
 	other := fakeHTTPSession("b0", "10.0.0.2", time.Hour, false) // the oldest of all
@@ -51,7 +51,7 @@ func TestSessionCapsEvictInsteadOfLockingOut(t *testing.T) {
 	}
 	// A full process: many clients; a newcomer evicts the global LRU idle.
 	var all []*httpSession
-	for i := 0; i < maxHTTPSessions; i++ {
+	for i := range maxHTTPSessions {
 		all = append(all, fakeHTTPSession(fmt.Sprint("s", i), fmt.Sprint("10.1.", i/8, ".", i%8), time.Duration(i)*time.Second, i%2 == 1))
 	}
 	h = limitsHandler(all...)
