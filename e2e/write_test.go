@@ -246,3 +246,50 @@ func TestWriteObjectLifecycle(t *testing.T) {
 		}
 	}
 }
+
+func TestWriteACLShapes(t *testing.T) {
+	db, uri := writeDB(t, bson.D{{Key: "_id", Value: "Memo"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}},
+		bson.D{{Key: "_id", Value: "Doc"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}})
+	c := writeClient(t, uri, policyEnv(t, `classes:
+  Doc:
+    default_acl: {"role:Editors": {read: true, write: true}, "*": {read: true}}
+settings: {confirm_writes: never}
+`))
+	create := func(class string, acl any) bson.M {
+		args := map[string]any{"class_name": class, "fields": map[string]any{"title": "t"}}
+		if acl != nil {
+			args["acl"] = acl
+		}
+		out := callOK(t, c, "create_object", args)
+		return stored(t, db, class, out["object_id"].(string))
+	}
+	// No ACL: public, no ACL fields at all (as Parse).
+	if doc := create("Memo", nil); doc["_rperm"] != nil || doc["_wperm"] != nil || doc["_acl"] != nil {
+		t.Errorf("no ACL: %v", doc)
+	}
+	// {} is master only.
+	if doc := create("Memo", map[string]any{}); fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[] []" {
+		t.Errorf("empty ACL: %v", doc)
+	}
+	// Roles and users; read-only and write-only entries.
+	doc := create("Memo", map[string]any{"role:Staff": map[string]any{"read": true}, "u9": map[string]any{"write": true}})
+	if fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[role:Staff] [u9]" {
+		t.Errorf("role/user ACL: %v", doc)
+	}
+	// The class's default_acl applies when none is given; a given one wins.
+	if doc := create("Doc", nil); fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[* role:Editors] [role:Editors]" {
+		t.Errorf("default_acl: %v", doc)
+	}
+	if doc := create("Doc", map[string]any{"*": map[string]any{"read": true}}); fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[*] []" {
+		t.Errorf("given ACL over default_acl: %v", doc)
+	}
+	// An update replaces the ACL; bad shapes are refused.
+	out := callOK(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"title": "t"}})
+	id := out["object_id"].(string)
+	callOK(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": id, "acl": map[string]any{"u1": map[string]any{"read": true, "write": true}}})
+	if doc := stored(t, db, "Memo", id); fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[u1] [u1]" {
+		t.Errorf("ACL update: %v", doc)
+	}
+	callErr(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": id, "acl": map[string]any{"u1": map[string]any{"read": "yes"}}}, "invalid_argument")
+	callErr(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": id, "acl": map[string]any{"bad entry!": map[string]any{"read": true}}}, "parse_error")
+}
