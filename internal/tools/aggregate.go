@@ -77,11 +77,12 @@ func AggregateTools() []*Tool {
 			Handler:     aggregateTool,
 		},
 		{
-			ToolInfo:    ro("group_by", 45*time.Second),
-			Description: "Count (or sum/avg/min/max a number field) per value of a field, e.g. songs per genre.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string","description":"the field summed/averaged (not for count)"},"where":{"type":"object"},"flatten_arrays":{"type":"boolean","description":"count each element of an array field"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"value_desc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
-			ReadOnly:    true,
-			Handler:     groupByTool,
+			ToolInfo:     ro("group_by", 45*time.Second),
+			Description:  "Count (or sum/avg/min/max a number field) per value of a field, e.g. songs per genre.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string","description":"the field summed/averaged (not for count)"},"where":{"type":"object"},"flatten_arrays":{"type":"boolean","description":"count each element of an array field"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"value_desc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
+			ReadOnly:     true,
+			OutputSchema: groupByOut,
+			Handler:      groupByTool,
 		},
 		{
 			ToolInfo:    ro("group_by_date", 45*time.Second),
@@ -91,11 +92,12 @@ func AggregateTools() []*Tool {
 			Handler:     groupByDateTool,
 		},
 		{
-			ToolInfo:    ro("distinct", 30*time.Second),
-			Description: "List the distinct values of a field (array fields are flattened).",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["asc","desc","none"],"default":"asc"},"limit":{"type":"integer","default":1000,"minimum":1,"maximum":5000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
-			ReadOnly:    true,
-			Handler:     distinctTool,
+			ToolInfo:     ro("distinct", 30*time.Second),
+			Description:  "List the distinct values of a field (array fields are flattened).",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["asc","desc","none"],"default":"asc"},"limit":{"type":"integer","default":1000,"minimum":1,"maximum":5000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
+			ReadOnly:     true,
+			OutputSchema: distinctOut,
+			Handler:      distinctTool,
 		},
 	}
 }

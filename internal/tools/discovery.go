@@ -13,11 +13,12 @@ import (
 // DiscoveryTools is list_tools.
 func DiscoveryTools() []*Tool {
 	return []*Tool{{
-		ToolInfo:    policy.ToolInfo{Name: "list_tools", Category: policy.CategoryDiscovery, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 5 * time.Second},
-		Description: "List the tools this session may call, by category.",
-		InputSchema: `{"type":"object","properties":{"category":{"type":"string","description":"only this category"}}}`,
-		ReadOnly:    true,
-		Handler:     listTools,
+		ToolInfo:     policy.ToolInfo{Name: "list_tools", Category: policy.CategoryDiscovery, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 5 * time.Second},
+		Description:  "List the tools this session may call, by category.",
+		InputSchema:  `{"type":"object","properties":{"category":{"type":"string","description":"only this category"}}}`,
+		ReadOnly:     true,
+		OutputSchema: listToolsOut,
+		Handler:      listTools,
 	}}
 }
 

@@ -1,0 +1,40 @@
+package tools
+
+// Output schemas (JSON Schema of structuredContent) of the read tools. They
+// describe every member a result can carry — rows, pagination, next_call,
+// truncation, the text formats, the untrusted-data note the policy adds — so
+// that a strict client can trust them; e2e/schema_test.go validates real
+// results of every mode and format against them. They are terse on purpose:
+// every byte is sent with tools/list.
+
+const (
+	osNote   = `"_note":{"type":"string"}`
+	osClass  = `"class_name":{"type":"string"}`
+	osLegend = `"date_fields":{"type":"array","items":{"type":"string"}},"pointer_classes":{"type":"object","additionalProperties":{"type":"string"}}`
+	osNext   = `"next_call":{"type":"object","properties":{"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["tool","arguments"]}`
+	osTrunc  = `"truncated":{"type":"boolean"},"truncated_note":{"type":"string"},"truncated_include_fields":{"type":"array","items":{"type":"string"}},` +
+		`"_truncated":{"type":"object","properties":{"reason":{"type":"string"},"kept_count":{"type":"integer"},"original_count":{"type":"integer"},"next_skip":{"type":"integer"},"dropped_fields":{"type":"array","items":{"type":"string"}},"hint":{"type":"string"}}}`
+	osText = `"format":{"type":"string","enum":["json","csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"}`
+	osRows = `{"type":"array","items":{"type":"object"}}`
+)
+
+// queryClassOut: JSON rows (results, result_count, has_more) or a text format
+// (format, headers, row_count, output).
+const queryClassOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,` + osNext + `,` + osTrunc + `,` + osText +
+	`,"results":` + osRows + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["results"]},{"required":["output"]}]}`
+
+const countOut = `{"type":"object","properties":{` + osClass + `,"count":{"type":"integer"},"constraints":{"type":"object"}},"required":["class_name","count"]}`
+
+const getObjectOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"object":{"type":"object"}},"required":["class_name","object"]}`
+
+const getObjectsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}}},"required":["class_name","found","objects"]}`
+
+const samplesOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `},"required":["class_name","sample_count","samples"]}`
+
+const exportOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osTrunc + `,` + osText + `,"truncated":{"type":"boolean"}},"required":["format","output"]}`
+
+const distinctOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"count":{"type":"integer"},"limit":{"type":"integer"},"values":{"type":"array"}},"required":["class_name","field","values"]}`
+
+const groupByOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"operation":{"type":"string"},"limit":{"type":"integer"},"group_count":{"type":"integer"},"groups":{"type":"array","items":{"type":"object","properties":{"key":{},"value":{"type":"number"}},"required":["key"]}}},"required":["class_name","groups"]}`
+
+const listToolsOut = `{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"category":{"type":"string"},"description":{"type":"string"}},"required":["name","category"]}},"categories":{"type":"object","additionalProperties":{"type":"string"}}},"required":["tools"]}`
