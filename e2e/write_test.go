@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/url"
 	"os"
@@ -292,4 +293,37 @@ settings: {confirm_writes: never}
 	}
 	callErr(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": id, "acl": map[string]any{"u1": map[string]any{"read": "yes"}}}, "invalid_argument")
 	callErr(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": id, "acl": map[string]any{"bad entry!": map[string]any{"read": true}}}, "parse_error")
+}
+
+func TestWriteAuditEvent(t *testing.T) {
+	_, uri := writeDB(t, bson.D{{Key: "_id", Value: "Memo"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}})
+	r := startRaw(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, noConfirm), "PARSE_MCP_LOG_LEVEL=info")...)
+	r.initialize()
+	res := aggObj(aggRPC(r, "c", "create_object", `{"class_name":"Memo","fields":{"title":"SECRETTITLE","body":"SECRETBODY"},"acl":{"*":{"read":true}}}`)["result"])
+	id, _ := aggObj(res["structuredContent"])["object_id"].(string)
+	aggRPC(r, "d", "update_object", `{"class_name":"Memo","object_id":"`+id+`","fields":{"title":"SECRET2"},"dry_run":true}`)
+	var events []map[string]any
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(events) < 2; time.Sleep(50 * time.Millisecond) {
+		events = events[:0]
+		for line := range strings.SplitSeq(r.stderr.String(), "\n") {
+			var ev map[string]any
+			if json.Unmarshal([]byte(line), &ev) == nil && ev["event"] == "tool_call" {
+				events = append(events, ev)
+			}
+		}
+	}
+	if len(events) != 2 {
+		t.Fatalf("want 2 tool_call events, got %d:\n%s", len(events), r.stderr.String())
+	}
+	if strings.Contains(r.stderr.String(), "SECRET") {
+		t.Fatalf("the audit log carries a written value:\n%s", r.stderr.String())
+	}
+	create, dry := events[0], events[1]
+	if create["class"] != "Memo" || create["object_id"] != id || fmt.Sprint(create["fields"]) != "[ACL body title]" ||
+		create["identity"] != "master" || create["dry_run"] != false || create["confirmed"] != false || create["write_path"] != "direct" {
+		t.Errorf("create event: %v", create)
+	}
+	if dry["dry_run"] != true || dry["object_id"] != id || fmt.Sprint(dry["fields"]) != "[title]" {
+		t.Errorf("dry-run event: %v", dry)
+	}
 }
