@@ -250,13 +250,14 @@ func explainQuery(ctx context.Context, d *Deps, args Args) (any, error) {
 		explanation["indexed_fields"] = idx
 	}
 	if expose {
-		explanation["plan"] = explainPlan(ctx, d, cls.Name, t.Filter)
+		explanation["plan"] = explainPlan(ctx, d, cls, t.Filter)
 	}
 	return map[string]any{"class_name": cls.Name, "constraints": t.Shown, "explanation": explanation}, nil
 }
 
 // explainPlan runs the server's explain and summarizes the winning plan.
-func explainPlan(ctx context.Context, d *Deps, class string, filter bson.D) any {
+func explainPlan(ctx context.Context, d *Deps, cls *parsedb.Class, filter bson.D) any {
+	class := cls.Name
 	const none = "the database server returned no winningPlan (FerretDB, the embedded demo database, does not report one), so index use and COLLSCAN cannot be determined"
 	raw, err := d.Store.Explain(ctx, class, filter)
 	if err != nil {
@@ -270,26 +271,31 @@ func explainPlan(ctx context.Context, d *Deps, class string, filter bson.D) any 
 	if !sum.Available {
 		return map[string]any{"available": false, "note": none}
 	}
+	// Only indexes whose keys are all readable are named.
+	visible := visibleIndexNames(ctx, d, cls)
+	var kept []string
+	for _, ix := range sum.Indexes {
+		if visible[ix] {
+			kept = append(kept, ix)
+		}
+	}
+	if len(kept) < len(sum.Indexes) {
+		sum.Indexes = append(kept, "(an index this agent cannot see)")
+	}
 	return sum
 }
 
 // liveIndexedFields reads the collection's real indexes (listIndexes),
 // falling back to _SCHEMA's when the server cannot list them.
+// Only indexes whose keys are all readable by this session are named.
 func liveIndexedFields(ctx context.Context, d *Deps, cls *parsedb.Class) map[string]string {
-	specs, err := d.Store.Collection(cls.Name).Indexes().ListSpecifications(ctx)
-	if err != nil {
-		return indexedFields(cls)
-	}
 	out := map[string]string{}
-	sort.Slice(specs, func(i, j int) bool { return specs[i].Name < specs[j].Name })
-	for _, s := range specs {
-		elems, err := s.KeysDocument.Elements()
-		if err != nil || len(elems) == 0 {
+	for _, ix := range classIndexes(ctx, d, cls) {
+		if len(ix.fields) == 0 || ix.text || !indexVisible(d, cls, ix) {
 			continue
 		}
-		field := restFieldName(elems[0].Key())
-		if _, ok := out[field]; !ok {
-			out[field] = s.Name
+		if _, ok := out[ix.fields[0]]; !ok {
+			out[ix.fields[0]] = ix.name
 		}
 	}
 	return out

@@ -74,6 +74,11 @@ func buildFilter(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *pars
 			return nil, err
 		}
 		filter = andFlat(caller, filter)
+		text, err := textGuard(ctx, d, schema, cls, where)
+		if err != nil {
+			return nil, err
+		}
+		filter = andFilters(filter, text)
 	}
 	scope, err := d.Policy.StorageScope(ctx, cls)
 	if err != nil {

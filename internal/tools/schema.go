@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"maps"
 	"sort"
 	"strings"
 	"time"
@@ -156,7 +155,7 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 		"class_name": cls.Name,
 		"type":       classType(cls),
 		"fields":     fields,
-		"indexes":    indexNames(cls),
+		"indexes":    indexNames(d, cls),
 	}
 	if perms := d.Policy.DisplayPermissions(cls); perms != nil {
 		out["permissions"] = perms
@@ -201,8 +200,17 @@ func classType(cls *parsedb.Class) string {
 	return "custom"
 }
 
-func indexNames(cls *parsedb.Class) map[string]any {
+// indexNames are the class's _SCHEMA indexes whose keys are all readable by
+// this session (an index on a protected or non-allowlisted field would name
+// it).
+func indexNames(d *Deps, cls *parsedb.Class) map[string]any {
 	out := map[string]any{}
-	maps.Copy(out, cls.Indexes)
+	for k, v := range cls.Indexes {
+		info := indexInfo{name: k}
+		keyFields(&info, v)
+		if indexVisible(d, cls, info) {
+			out[k] = v
+		}
+	}
 	return out
 }
