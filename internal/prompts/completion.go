@@ -68,6 +68,12 @@ func (p *Provider) completeField(ctx context.Context, prompt string, arg mcp.Com
 	if err != nil {
 		return empty, nil // nothing to complete from an unknown or hidden class
 	}
+	if pointerTo != "" {
+		// A hidden parent class completes like a missing one: nothing.
+		if _, err := p.resolveClass(ctx, v, "parent_class", pointerTo); err != nil {
+			return empty, nil
+		}
+	}
 	var names []string
 	for _, f := range p.d.Policy.VisibleFields(cls) {
 		if pointerTo != "" && (f.Type != parsedb.TypePointer || f.TargetClass != pointerTo) {
