@@ -260,7 +260,7 @@ func TestPolicyAuditEventAndUntrustedData(t *testing.T) {
 	}
 	aggRPC(r, "h", "count_objects", `{"class_name":"VaultSecret","where":{"apiKey":"SECRETVALUE2"}}`)
 	aggRPC(r, "v", "count_objects", `{"class_name":"Song","where":{"$where":"SECRETVALUE3"}}`)
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // generous ceiling of an event wait
 	var events []map[string]any
 	for time.Now().Before(deadline) {
 		events = events[:0]
