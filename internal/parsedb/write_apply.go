@@ -197,6 +197,12 @@ func (w *DirectWriter) addFields(ctx context.Context, p *WritePlan) error {
 				return ParseErr(ParseIncorrectType, "schema mismatch for %s.%s; expected %s but got %s", p.ClassName, e.Key, fieldType(have), fieldType(want))
 			}
 		}
+		if e.Value == "polygon" {
+			// Parse's createIndexesIfNeeded: a new Polygon field gets a
+			// 2dsphere index. A server without it (FerretDB) still stores
+			// the field; $geoIntersects then needs the index.
+			_, _ = w.Store.Collection(p.ClassName).Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: e.Key, Value: "2dsphere"}}})
+		}
 	}
 	return nil
 }
