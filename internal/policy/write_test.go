@@ -1,0 +1,117 @@
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// Table-driven tests of the write checkpoint (the e2e attack suite drives
+// the same refusals through the binary).
+
+func jsonMap(t *testing.T, s string) map[string]any {
+	t.Helper()
+	if s == "" {
+		return nil
+	}
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func TestCheckObjectWrite(t *testing.T) {
+	master := secEngine(t, "", withTenant("org1"))
+	scoped := secEngine(t, "", withTenant("org1"), withACLUser(secUserID))
+	schema := secSchema()
+	for _, tc := range []struct {
+		name         string
+		e            *Engine
+		class, op    string
+		fields, acl  string
+		want         string
+		wantTenantOK bool
+	}{
+		{"plain create", master, "Artist", OpCreate, `{"name":"a"}`, ``, "ok", false},
+		{"floor top level", master, "Artist", OpCreate, `{"_rperm":["*"]}`, ``, "violation", false},
+		{"storage form", master, "Song", OpCreate, `{"_p_artist":"Artist$x"}`, ``, "violation", false},
+		{"session token", master, "Artist", OpCreate, `{"sessionToken":"r:x"}`, ``, "violation", false},
+		{"floor nested", master, "Song", OpUpdate, `{"meta":{"a":[{"_hashed_password":"x"}]}}`, ``, "violation", false},
+		{"floor in op", master, "Song", OpUpdate, `{"meta":{"__op":"Add","objects":[{"authData":{}}]}}`, ``, "violation", false},
+		{"floor in acl", master, "Artist", OpCreate, `{"name":"a"}`, `{"_wperm":{"write":true}}`, "violation", false},
+		{"acl shape", master, "Artist", OpCreate, `{"name":"a"}`, `{"*":{"read":"yes"}}`, "invalid_argument", false},
+		{"implicit field", master, "Artist", OpCreate, `{"createdAt":"x"}`, ``, "invalid_argument", false},
+		{"system class", master, "_User", OpCreate, `{"username":"x"}`, ``, "access_denied/system_class", false},
+		{"hidden pointer field", master, "Song", OpUpdate, `{"secretRef":"v1"}`, ``, "invalid_argument", false},
+		{"hidden pointer value", master, "Song", OpUpdate, `{"meta":{"p":{"__type":"Pointer","className":"VaultSecret","objectId":"v"}}}`, ``, "invalid_argument", false},
+		{"hidden id string", master, "Song", OpUpdate, `{"title":"VaultSecret$v1"}`, ``, "invalid_argument", false},
+		{"allowlist", master, "Patient", OpUpdate, `{"ssn":"1"}`, ``, "access_denied/field_not_writable", false},
+		{"allowlist acl", master, "Patient", OpUpdate, `{"name":"n"}`, `{"*":{"read":true}}`, "access_denied/field_not_writable", false},
+		{"tenant spoof", master, "Song", OpCreate, `{"orgId":"org2"}`, ``, "access_denied/tenant_scope", false},
+		{"tenant op", master, "Song", OpUpdate, `{"orgId":{"__op":"Delete"}}`, ``, "access_denied/tenant_scope", false},
+		{"tenant forced", master, "Song", OpCreate, `{"title":"t"}`, ``, "ok", true},
+		{"tenant same value", master, "Song", OpCreate, `{"title":"t","orgId":"org1"}`, ``, "ok", true},
+		{"addField denied", scoped, "Song", OpUpdate, `{"brandNew":1}`, ``, "access_denied/clp_denied", false},
+		{"existing field ok", scoped, "Song", OpUpdate, `{"title":"x"}`, ``, "ok", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fields, acl, err := tc.e.CheckObjectWrite(context.Background(), schema, schema.Class(tc.class), ObjectWrite{Op: tc.op, Fields: jsonMap(t, tc.fields), ACL: jsonMap(t, tc.acl)})
+			if got := outcome(err); got != tc.want {
+				t.Fatalf("got %s, want %s (%v)", got, tc.want, err)
+			}
+			if tc.wantTenantOK && fields["orgId"] != "org1" {
+				t.Errorf("tenant not forced: %v", fields)
+			}
+			_ = acl
+		})
+	}
+}
+
+func TestWriteScopeGolden(t *testing.T) {
+	schema := secSchema()
+	e := secEngine(t, "", withACLUser(secUserID))
+	scope, err := e.WriteScope(context.Background(), schema.Class("Artist"), OpUpdate)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := bson.MarshalExtJSON(scope, false, false)
+	if got := string(b); got != `{"_wperm":{"$in":[null,"*","uAlice0001","role:Admin","role:Moderator"]}}` {
+		t.Errorf("update scope %s", got)
+	}
+	if _, err := e.WriteScope(context.Background(), schema.Class("Locked"), OpDelete); outcome(err) != "access_denied/clp_denied" {
+		t.Errorf("CLP delete on Locked: %v", err)
+	}
+	if scope, _ := secEngine(t, "").WriteScope(context.Background(), schema.Class("Artist"), OpDelete); scope != nil {
+		t.Errorf("master posture scope %v", scope)
+	}
+}
+
+func TestCheckClassWrite(t *testing.T) {
+	schema := secSchema()
+	master := secEngine(t, "")
+	for name, want := range map[string]string{
+		"NewClass":    "ok",
+		"_Audience":   "access_denied/system_class",
+		"VaultSecret": "access_denied/hidden_class",
+		"bad-name":    "invalid_argument",
+	} {
+		if got := outcome(master.CheckClassWrite(context.Background(), schema, name, true)); got != want {
+			t.Errorf("create %s: %s, want %s", name, got, want)
+		}
+	}
+	if got := outcome(master.CheckClassWrite(context.Background(), schema, "Nope", false)); got != "invalid_argument" {
+		t.Errorf("delete of a missing class: %s", got)
+	}
+	hiddenDel := master.CheckClassWrite(context.Background(), schema, "VaultSecret", false)
+	missingDel := master.CheckClassWrite(context.Background(), schema, "VaultSecrex", false)
+	if outcome(hiddenDel) != outcome(missingDel) {
+		t.Errorf("hidden %v vs missing %v", hiddenDel, missingDel)
+	}
+	scoped := secEngine(t, "", withACLUser(secUserID))
+	if got := outcome(scoped.CheckClassWrite(context.Background(), schema, "NewClass", true)); got != "access_denied/master_required" {
+		t.Errorf("scoped create_class: %s", got)
+	}
+}
