@@ -20,23 +20,17 @@ import (
 // queryPolicy replaces.
 const demoSettingsLine = "settings: {refuse_collscan: false, expose_explain: false}"
 
-// queryPolicy writes the demo policy with other settings (and extra YAML
-// appended) to a temporary file and returns the env entry that loads it.
+// queryPolicy is the demo policy (polFile) with other settings and extra
+// top-level YAML before them.
 func queryPolicy(t testing.TB, settings, extra string) string {
 	t.Helper()
-	y := string(demo.PolicyYAML)
-	if settings != "" {
-		if !strings.Contains(y, demoSettingsLine) {
-			t.Fatalf("demo/policy.yaml no longer has the line %q", demoSettingsLine)
-		}
-		y = strings.Replace(y, demoSettingsLine, "settings: {"+settings+"}", 1)
+	if settings == "" && extra == "" {
+		return polFile(t)
 	}
-	y += "\n" + extra
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
-		t.Fatal(err)
+	if settings == "" {
+		settings = "refuse_collscan: false, expose_explain: false"
 	}
-	return "PARSE_MCP_POLICY_FILE=" + path
+	return polFile(t, demoSettingsLine, extra+"settings: {"+settings+"}")
 }
 
 // demoClient is a server with the demo policy (canonical filter on Song,

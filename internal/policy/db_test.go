@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -131,13 +132,8 @@ func TestSetupIdentityErrors(t *testing.T) {
 }
 
 func TestCrossTenantGetIsDenied(t *testing.T) {
-	// demo.PolicyYAML already has an Invoice entry; build the policy by hand.
 	store := secDB(t)
-	doc := strings.Replace(string(demo.PolicyYAML), "  Invoice:\n", "  Invoice:\n    tenant_scope: {field: orgId}\n", 1)
-	f, err := Parse([]byte(doc), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := testPolicy(t, "tenant-invoice.yaml")
 	e := New(&config.Config{Permissions: "readonly", TenantID: demo.OrgNorth}, f, zerolog.New(io.Discard))
 	e.Register(testTool("get_object"), testTool("get_objects"))
 	if err := e.Setup(context.Background(), store, false); err != nil {
@@ -182,19 +178,14 @@ func TestCrossTenantGetIsDenied(t *testing.T) {
 
 func TestCollscanGuardFailsClosed(t *testing.T) {
 	store := secDB(t)
-	doc := strings.Replace(string(demo.PolicyYAML), "settings: {refuse_collscan: false", "settings: {refuse_collscan: true", 1)
-	doc = strings.Replace(doc, "  Artist:\n", "  Artist:\n    allow_collscan: true\n", 1)
-	f, err := Parse([]byte(doc), false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	f := testPolicy(t, "refuse-collscan.yaml")
 	e := New(&config.Config{Permissions: "readonly"}, f, zerolog.New(io.Discard))
 	if err := e.Setup(context.Background(), store, false); err != nil {
 		t.Fatal(err)
 	}
 	schema, _ := store.Schema.Get(context.Background())
 	ctx := context.Background()
-	err = e.CheckCollscan(ctx, store, schema.Class("Song"), bson.D{})
+	err := e.CheckCollscan(ctx, store, schema.Class("Song"), bson.D{})
 	ref, ok := err.(*Refusal)
 	if !ok || !ref.Refused || !strings.HasPrefix(ref.Reason, "COLLSCAN on Song") || ref.Suggestion == "" {
 		t.Fatalf("full scan on Song: %v", err)
@@ -336,4 +327,15 @@ func TestPolicyOverheadRatio(t *testing.T) {
 	if ratio > 0.05 {
 		t.Errorf("policy overhead is %.1f%% of a count_objects round trip (target ≤ 5%%)", ratio*100)
 	}
+}
+
+// testPolicy loads a policy variant from testdata/policies: each variant is
+// a small file of its own with only what its test relies on.
+func testPolicy(t testing.TB, name string) *File {
+	t.Helper()
+	f, err := LoadFile(filepath.Join("testdata", "policies", name))
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return f
 }
