@@ -235,7 +235,9 @@ func TestAggregateMatchGroupSortLimit(t *testing.T) {
 		t.Errorf("second group: %v", r)
 	}
 	stages := fmt.Sprint(out["pipeline_stages"])
-	if stages != "[$match $match $project $group $sort $limit]" {
+	// The canonical filter, the not-a-hidden-reference guard on the fields
+	// the stages read, the caller's $match, the visible-fields projection.
+	if stages != "[$match $match $match $project $group $sort $limit]" {
 		t.Errorf("pipeline_stages: %s", stages)
 	}
 	// $count ends the pipeline: no automatic limit; the canonical filter
