@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"testing"
 
@@ -85,9 +86,7 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 	out := callOK(t, c, "create_object", map[string]any{"class_name": "Note", "fields": input, "acl": acl})
 	noteID := out["object_id"].(string)
 	body := map[string]any{"ACL": acl}
-	for k, v := range input {
-		body[k] = v
-	}
+	maps.Copy(body, input)
 	refID := ps.MustDo(t, "POST", "/classes/Ref", body, parsetest.AsMaster)["objectId"].(string)
 	compareBoth(t, ps, db, noteID, refID, "create")
 
