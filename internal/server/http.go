@@ -61,6 +61,8 @@ type HTTPHandler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
+	// listens counts open stateless listen streams per client (http_limits.go).
+	listens map[string]int
 }
 
 type httpSession struct {

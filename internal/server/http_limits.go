@@ -26,9 +26,14 @@ import (
 
 const (
 	maxSessionsPerClient = 16
-	httpReadTimeout      = 30 * time.Second
-	httpWriteTimeout     = 10 * time.Minute
-	httpIdleTimeout      = 2 * time.Minute
+	// maxListensPerClient and maxListens cap the open stateless
+	// (2026-07-28) subscriptions/listen streams, the stateless revision's
+	// long-lived state.
+	maxListensPerClient = 16
+	maxListens          = 256
+	httpReadTimeout     = 30 * time.Second
+	httpWriteTimeout    = 10 * time.Minute
+	httpIdleTimeout     = 2 * time.Minute
 )
 
 // errTooManySessions: every session is streaming; nothing can be evicted.
@@ -110,4 +115,30 @@ func (h *HTTPHandler) evictionsFor(client string) (victims []*httpSession, ok bo
 		victims = append(victims, v)
 	}
 	return victims, true
+}
+
+// admitListen counts one open stateless listen stream of client, refusing
+// past maxListensPerClient or maxListens (an open stream is in use: none is
+// evicted). release must be called when the stream ends.
+func (h *HTTPHandler) admitListen(client string) (release func(), ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.listens == nil {
+		h.listens = map[string]int{}
+	}
+	total := 0
+	for _, n := range h.listens {
+		total += n
+	}
+	if h.listens[client] >= maxListensPerClient || total >= maxListens {
+		return nil, false
+	}
+	h.listens[client]++
+	return func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if h.listens[client]--; h.listens[client] <= 0 {
+			delete(h.listens, client)
+		}
+	}, true
 }

@@ -119,3 +119,45 @@ func TestServerTimeouts(t *testing.T) {
 		t.Fatalf("timeouts: %+v", srv)
 	}
 }
+
+// TestListenStreamCaps: stateless listen streams are capped per client and
+// in total, and a closed stream frees its place.
+func TestListenStreamCaps(t *testing.T) {
+	h := &HTTPHandler{}
+	var releases []func()
+	for i := 0; i < maxListensPerClient; i++ {
+		rel, ok := h.admitListen("10.0.0.1")
+		if !ok {
+			t.Fatalf("stream %d refused", i)
+		}
+		releases = append(releases, rel)
+	}
+	if _, ok := h.admitListen("10.0.0.1"); ok {
+		t.Fatal("a client past its cap")
+	}
+	if rel, ok := h.admitListen("10.0.0.2"); !ok {
+		t.Fatal("another client refused")
+	} else {
+		rel()
+	}
+	releases[0]()
+	if rel, ok := h.admitListen("10.0.0.1"); !ok {
+		t.Fatal("a closed stream did not free its place")
+	} else {
+		rel()
+	}
+	for _, rel := range releases[1:] {
+		rel()
+	}
+	if len(h.listens) != 0 {
+		t.Fatalf("not cleaned up: %v", h.listens)
+	}
+	for i := 0; i < maxListens; i++ {
+		if _, ok := h.admitListen(fmt.Sprint("c", i)); !ok {
+			t.Fatalf("total %d refused", i)
+		}
+	}
+	if _, ok := h.admitListen("late"); ok {
+		t.Fatal("past the total cap")
+	}
+}

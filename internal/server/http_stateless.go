@@ -82,6 +82,12 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 	ctx := r.Context()
 	var extra func(context.Context, func([]byte))
 	if env.Method == string(mcp.MethodSubscriptionsListen) {
+		release, ok := h.admitListen(clientOf(r))
+		if !ok {
+			writeJSON(w, http.StatusServiceUnavailable, ErrorResponse(id, codeInternalError, "Too many listening streams"))
+			return
+		}
+		defer release()
 		// A listen stream is the one stateless request that receives
 		// notifications belonging to no request (resource updates): its
 		// session is registered while the stream is open, and those
