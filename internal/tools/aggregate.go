@@ -70,11 +70,12 @@ func AggregateTools() []*Tool {
 	}
 	return []*Tool{
 		{
-			ToolInfo:    ro("aggregate", 60*time.Second),
-			Description: "Run a MongoDB aggregation pipeline on a class using Parse field names (objectId, createdAt, pointers by name); capped at 200 rows unless it ends with $limit or $count.",
-			InputSchema: withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean","description":"return the pipeline that would run, without running it"}},"required":["class_name","pipeline"]}`),
-			ReadOnly:    true,
-			Handler:     aggregateTool,
+			ToolInfo:     ro("aggregate", 60*time.Second),
+			Description:  "Run a MongoDB aggregation pipeline on a class using Parse field names (objectId, createdAt, pointers by name); capped at 200 rows unless it ends with $limit or $count.",
+			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean","description":"return the pipeline that would run, without running it"}},"required":["class_name","pipeline"]}`),
+			ReadOnly:     true,
+			OutputSchema: aggregateOut,
+			Handler:      aggregateTool,
 		},
 		{
 			ToolInfo:     ro("group_by", 45*time.Second),
@@ -85,11 +86,12 @@ func AggregateTools() []*Tool {
 			Handler:      groupByTool,
 		},
 		{
-			ToolInfo:    ro("group_by_date", 45*time.Second),
-			Description: "Count (or sum/avg/min/max) objects per year, quarter, month, week, day, hour, minute or second of a Date field, in a timezone.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string","description":"a Date field, e.g. createdAt"},"interval":{"type":"string","enum":["year","quarter","month","week","day","hour","minute","second"]},"timezone":{"type":"string","description":"IANA name (Europe/Paris) or ±HH:MM; default UTC"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"key_asc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field","interval"]}`,
-			ReadOnly:    true,
-			Handler:     groupByDateTool,
+			ToolInfo:     ro("group_by_date", 45*time.Second),
+			Description:  "Count (or sum/avg/min/max) objects per year, quarter, month, week, day, hour, minute or second of a Date field, in a timezone.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string","description":"a Date field, e.g. createdAt"},"interval":{"type":"string","enum":["year","quarter","month","week","day","hour","minute","second"]},"timezone":{"type":"string","description":"IANA name (Europe/Paris) or ±HH:MM; default UTC"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"key_asc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field","interval"]}`,
+			ReadOnly:     true,
+			OutputSchema: groupByOut,
+			Handler:      groupByDateTool,
 		},
 		{
 			ToolInfo:     ro("distinct", 30*time.Second),

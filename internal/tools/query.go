@@ -40,8 +40,6 @@ const (
 	progressEvery = 250
 )
 
-const queryOut = `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`
-
 // QueryTools are the object-reading tools.
 func QueryTools() []*Tool {
 	ro := func(name, op string, untrusted bool, timeout time.Duration) policy.ToolInfo {
@@ -92,7 +90,7 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("explain_query", policy.OpFind, false, 30*time.Second),
 			Description:  "Explain how a where on a class is filtered and which indexes can serve it.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"}},"required":["class_name"]}`,
-			OutputSchema: queryOut,
+			OutputSchema: explainOut,
 			ReadOnly:     true,
 			Handler:      explainQuery,
 		},

@@ -15,18 +15,20 @@ import (
 func SchemaTools() []*Tool {
 	return []*Tool{
 		{
-			ToolInfo:    policy.ToolInfo{Name: "get_all_schemas", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 15 * time.Second},
-			Description: "List the app's classes with their fields and types. Filter with names (exact) or prefix.",
-			InputSchema: `{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"description":"exact class names"},"prefix":{"type":"string","description":"case-sensitive class name prefix"}}}`,
-			ReadOnly:    true,
-			Handler:     getAllSchemas,
+			ToolInfo:     policy.ToolInfo{Name: "get_all_schemas", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 15 * time.Second},
+			Description:  "List the app's classes with their fields and types. Filter with names (exact) or prefix.",
+			InputSchema:  `{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"description":"exact class names"},"prefix":{"type":"string","description":"case-sensitive class name prefix"}}}`,
+			ReadOnly:     true,
+			OutputSchema: allSchemasOut,
+			Handler:      getAllSchemas,
 		},
 		{
-			ToolInfo:    policy.ToolInfo{Name: "get_schema", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 10 * time.Second},
-			Description: "One class in detail: fields (type, pointer target, description, allowed values), indexes, permissions.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`,
-			ReadOnly:    true,
-			Handler:     getSchema,
+			ToolInfo:     policy.ToolInfo{Name: "get_schema", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 10 * time.Second},
+			Description:  "One class in detail: fields (type, pointer target, description, allowed values), indexes, permissions.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`,
+			ReadOnly:     true,
+			OutputSchema: schemaOut,
+			Handler:      getSchema,
 		},
 	}
 }
