@@ -237,7 +237,7 @@ func rowsAny(rows []map[string]any) []any {
 // (README, SECURITY.md "Differences from Parse Server"): query name →
 // why, for every identity. The suite requires them to still differ.
 var parityDifferences = map[string]string{
-	"object-eq": "whole-object equality on an Object field is answered (an exact match of the stored object); Parse refuses it with code 107",
+	"object-eq":          "whole-object equality on an Object field is answered (an exact match of the stored object); Parse refuses it with code 107",
 	"keys-object-subkey": "keys [\"meta.k\"] on an Object field shows only meta.k (selected by the row codec after redaction); Parse shows the whole meta",
 }
 

@@ -168,7 +168,6 @@ func TestTrustHiddenReferenceOperators(t *testing.T) {
 		{"meta.credential.objectId", embID, ""},
 		{"meta.credential", embID, ""},
 	} {
-		spec := spec
 		ops := map[string]func(v string) string{
 			"eq":   func(v string) string { return esc(v) },
 			"$eq":  func(v string) string { return `{"$eq":` + esc(v) + `}` },
@@ -184,14 +183,12 @@ func TestTrustHiddenReferenceOperators(t *testing.T) {
 			"$exists": func(v string) string { return `{"$exists":` + fmt.Sprint(len(v)%2 == 0) + `}` },
 		}
 		for name, op := range ops {
-			op := op
 			wrap := []func(c string) string{
 				func(c string) string { return fmt.Sprintf(`{%q:%s}`, spec.path, c) },
 				func(c string) string { return fmt.Sprintf(`{"$or":[{%q:%s},{"title":"no such title"}]}`, spec.path, c) },
 				func(c string) string { return fmt.Sprintf(`{"$nor":[{%q:%s}]}`, spec.path, c) },
 			}
 			for wi, w := range wrap {
-				w := w
 				value := func(g string) string { return spec.prefix + g }
 				probes = append(probes,
 					probe{fmt.Sprintf("count %s %s w%d", spec.path, name, wi), spec.truth, func(g string) (string, string) { return count("Song", w(op(value(g)))) }},
@@ -210,7 +207,6 @@ func TestTrustHiddenReferenceOperators(t *testing.T) {
 	}
 	// Pointer into the hidden class: refused alike whatever the guess.
 	for _, c := range []string{`%q`, `{"$in":[%q]}`, `{"$gt":%q}`, `{"$regex":%q}`} {
-		c := c
 		probes = append(probes, probe{"AuditLog.secret " + c, auditID, func(g string) (string, string) {
 			return count("AuditLog", fmt.Sprintf(`{"secret":`+c+`}`, g))
 		}})
@@ -221,7 +217,6 @@ func TestTrustHiddenReferenceOperators(t *testing.T) {
 		`{"$eq":[{"$substrCP":["$leak",12,10]},%s]}`, `{"$regexMatch":{"input":"$leak","regex":%s}}`,
 		`{"$eq":["$meta.credential.objectId",%s]}`, `{"$in":[%s,{"$split":["$leak","$"]}]}`,
 	} {
-		e := e
 		probes = append(probes, probe{"expr " + e, leakID, func(g string) (string, string) {
 			return "aggregate", fmt.Sprintf(`{"class_name":"Song","pipeline":[{"$match":{"$expr":`+e+`}},{"$count":"n"}]}`, esc(g))
 		}})

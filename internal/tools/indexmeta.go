@@ -9,6 +9,7 @@ package tools
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"strings"
 
@@ -130,10 +131,8 @@ func whereHasText(v any) bool {
 			}
 		}
 	case []any:
-		for _, sub := range x {
-			if whereHasText(sub) {
-				return true
-			}
+		if slices.ContainsFunc(x, whereHasText) {
+			return true
 		}
 	}
 	return false
