@@ -56,6 +56,9 @@ func keyFields(info *indexInfo, keys any) {
 // back to _SCHEMA's when the server cannot list them.
 func classIndexes(ctx context.Context, d *Deps, cls *parsedb.Class) []indexInfo {
 	var out []indexInfo
+	if d.Store.DB == nil {
+		return schemaIndexes(cls)
+	}
 	cur, err := d.Store.Collection(cls.Name).Indexes().List(ctx)
 	if err == nil {
 		defer cur.Close(context.WithoutCancel(ctx))
@@ -80,8 +83,13 @@ func classIndexes(ctx context.Context, d *Deps, cls *parsedb.Class) []indexInfo 
 			sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 			return out
 		}
-		out = nil
 	}
+	return schemaIndexes(cls)
+}
+
+// schemaIndexes are the indexes _SCHEMA declares for the class.
+func schemaIndexes(cls *parsedb.Class) []indexInfo {
+	var out []indexInfo
 	names := make([]string, 0, len(cls.Indexes))
 	for n := range cls.Indexes {
 		names = append(names, n)
