@@ -213,7 +213,7 @@ func TestGroupDryRun(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "32602") && !strings.Contains(err.Error(), "not allowed") {
 		t.Errorf("dry run on an internal field: %v", err)
 	}
-	callErr(t, c, "distinct", map[string]any{"class_name": "VaultSecret", "field": "apiKey", "dry_run": true}, "access_denied")
+	callErr(t, c, "distinct", map[string]any{"class_name": "VaultSecret", "field": "apiKey", "dry_run": true}, "invalid_argument") // hidden equals missing
 }
 
 func TestAggregateMatchGroupSortLimit(t *testing.T) {
