@@ -22,6 +22,9 @@ import (
 // startDB starts an embedded FerretDB in a temp dir and returns a client.
 func startDB(t *testing.T) *mongo.Client {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("skipping under -short (make check): seeding a fresh FerretDB takes seconds; make test runs it, and the e2e subset seeds the demo data too")
+	}
 	srv, err := embeddeddb.Start(t.TempDir(), nil)
 	if err != nil {
 		t.Fatal(err)
