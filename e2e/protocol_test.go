@@ -379,7 +379,9 @@ func TestCancelWhileQueued(t *testing.T) {
 func TestLoggingSetLevel(t *testing.T) {
 	r := startRaw(t, scratchEnv(t)...)
 	r.initialize()
-	hidden := `{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"VaultSecret","where":{"label":"secret-value"}}}}`
+	// A refused security violation is a logged denial (a hidden class is
+	// answered like a missing one and is not logged).
+	hidden := `{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"$where":"secret-value"}}}}`
 	r.send(fmt.Sprintf(hidden, "before"))
 	notes, resp := r.collect("before", 10*time.Second)
 	if resp == nil || len(notes) != 0 {
@@ -396,7 +398,7 @@ func TestLoggingSetLevel(t *testing.T) {
 	}
 	p := params(notes[0])
 	b, _ := json.Marshal(p)
-	if p["level"] != "warning" || !strings.Contains(string(b), `"error_code":"access_denied"`) || strings.Contains(string(b), "secret-value") {
+	if p["level"] != "warning" || !strings.Contains(string(b), `"error_code":"security_violation"`) || strings.Contains(string(b), "secret-value") {
 		t.Fatalf("log message %s", b)
 	}
 	r.send(`{"jsonrpc":"2.0","id":"bad","method":"logging/setLevel","params":{"level":"loud"}}`)

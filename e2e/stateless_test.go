@@ -104,21 +104,28 @@ func TestStatelessStdio(t *testing.T) {
 		t.Fatalf("tools/list decoration: resultType %v ttlMs %v cacheScope %v", res["resultType"], res["ttlMs"], res["cacheScope"])
 	}
 
-	hidden := `{"name":"count_objects","arguments":{"class_name":"VaultSecret","where":{"label":"secret-value"}}}`
+	// A logged denial: a security violation (warning). A hidden class is
+	// answered like a missing one and not logged.
+	hidden := `{"name":"count_objects","arguments":{"class_name":"Song","where":{"$where":"secret-value"}}}`
 	r.send(statelessBody("quiet", "tools/call", hidden, ""))
 	notes, resp := r.collect("quiet", 10*time.Second)
 	if resp == nil || len(notes) != 0 {
 		t.Fatalf("no logLevel: notes %v resp %v", notes, resp)
 	}
-	if res := result(t, resp); res["isError"] != true || res["resultType"] != "complete" {
-		t.Fatalf("denied call result %v", res)
+	if e, _ := resp["error"].(map[string]any); e == nil || e["code"] != float64(-32602) {
+		t.Fatalf("refused call %v", resp)
+	}
+	r.send(statelessBody("ok", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Song"}}`, ""))
+	_, resp = r.collect("ok", 10*time.Second)
+	if res := result(t, resp); res["isError"] == true || res["resultType"] != "complete" {
+		t.Fatalf("call result %v", res)
 	}
 	r.send(statelessBody("loud", "tools/call", hidden, "warning"))
 	notes, resp = r.collect("loud", 10*time.Second)
 	if resp == nil || len(notes) != 1 || notes[0]["method"] != "notifications/message" {
 		t.Fatalf("logLevel warning: notes %v resp %v", notes, resp)
 	}
-	if b, _ := json.Marshal(notes[0]); strings.Contains(string(b), "secret-value") || !strings.Contains(string(b), "access_denied") {
+	if b, _ := json.Marshal(notes[0]); strings.Contains(string(b), "secret-value") || !strings.Contains(string(b), "security_violation") {
 		t.Fatalf("log message %s", b)
 	}
 	r.send(statelessBody("err", "tools/call", hidden, "error"))
@@ -147,9 +154,9 @@ func TestStatelessHTTP(t *testing.T) {
 	if res := lastResult(t, msgs); status != 200 || res["isError"] == true || res["resultType"] != "complete" {
 		t.Fatalf("tools/call: %d %v", status, res)
 	}
-	// A denial with logLevel info arrives as a notification on the
-	// request's own SSE stream, before the response.
-	_, msgs, _ = h.statelessPost("v", "tools/call", name, `{"name":"count_objects","arguments":{"class_name":"VaultSecret"}}`, "info")
+	// A logged denial (a security violation) with logLevel info arrives as
+	// a notification on the request's own SSE stream, before the response.
+	_, msgs, _ = h.statelessPost("v", "tools/call", name, `{"name":"count_objects","arguments":{"class_name":"Song","where":{"$where":"1"}}}`, "info")
 	if len(msgs) != 2 || msgs[0]["method"] != "notifications/message" {
 		t.Fatalf("denial with logLevel info: %v", msgs)
 	}

@@ -112,9 +112,11 @@ func TestOversizedLine(t *testing.T) {
 
 // TestNotificationsPrecedeResponse fires many concurrent tool calls that
 // carry progress tokens and checks that, for every request, each of its
-// progress notifications reaches stdout before its response.
+// progress notifications reaches stdout before its response. Only calls
+// slower than the progress interval report progress (README "Progress"):
+// with 40 concurrent calls and a 100ms interval, many are.
 func TestNotificationsPrecedeResponse(t *testing.T) {
-	r := startRaw(t)
+	r := startRaw(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")
 	r.initialize()
 	const n = 40
 	for i := range n {
@@ -139,8 +141,9 @@ func TestNotificationsPrecedeResponse(t *testing.T) {
 		}
 		answered[id] = true
 	}
-	if len(notified) != n {
-		t.Fatalf("%d of %d requests sent progress", len(notified), n)
+	t.Logf("%d of %d requests sent progress", len(notified), n)
+	if len(notified) == 0 {
+		t.Fatalf("no request sent progress: nothing was checked")
 	}
 }
 
