@@ -71,6 +71,10 @@ func getAllSchemas(ctx context.Context, d *Deps, args Args) (any, error) {
 		sum := schemaSummary{Name: name, Fields: map[string]string{}}
 		for _, f := range d.Policy.VisibleFields(cls) {
 			sum.Fields[f.Name] = d.Policy.DisplayType(f)
+			if (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && schema.Class(f.TargetClass) == nil {
+				// A target that does not exist is masked like a hidden one.
+				sum.Fields[f.Name] = f.Type + "<<targetClass>>"
+			}
 		}
 		if cp := d.Policy.Class(name); cp != nil {
 			sum.Desc = policy.CleanText(cp.Description)
@@ -106,7 +110,7 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, cls, err := d.resolveClass(ctx, name)
+	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err
 	}
@@ -117,19 +121,22 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 		fd := fieldDetail{Name: f.Name, Type: f.Type, Required: f.Required, Default: f.DefaultValue}
 		if f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation {
 			fd.TargetClass = f.TargetClass
-			if d.Policy.Hidden(f.TargetClass) {
+			if d.Policy.Hidden(f.TargetClass) || schema.Class(f.TargetClass) == nil {
+				// Hidden and missing targets look alike (SECURITY.md).
 				fd.TargetClass = "<targetClass>"
 			}
 		}
-		switch f.Type {
-		case parsedb.TypePointer:
+		switch {
+		case f.Type == parsedb.TypePointer && fd.TargetClass == "<targetClass>":
+			fd.QueryHint = "points to a class that does not exist or is not accessible: it cannot be used in a where"
+		case f.Type == parsedb.TypePointer:
 			fd.QueryHint = `where: {"` + f.Name + `": "<objectId>"} or {"__type":"Pointer","className":"` + fd.TargetClass + `","objectId":"<id>"}; $in/$nin take lists of either`
-		case parsedb.TypeRelation:
+		case f.Type == parsedb.TypeRelation:
 			if fd.TargetClass != "<targetClass>" {
 				relations = append(relations, map[string]string{"field": f.Name, "target_class": f.TargetClass})
 			}
 			fd.QueryHint = `query the target class with where: {"$relatedTo":{"object":{"__type":"Pointer","className":"` + cls.Name + `","objectId":"<id>"},"key":"` + f.Name + `"}}`
-		case parsedb.TypeDate:
+		case f.Type == parsedb.TypeDate:
 			fd.QueryHint = `ISO-8601 string or {"__type":"Date","iso":"…"}`
 		}
 		if cp != nil {
