@@ -354,7 +354,8 @@ func TestHTTPProgressRouting(t *testing.T) {
 				defer wg.Done()
 				token := fmt.Sprintf("c%d-r%d", c, k)
 				// 30 counts at once keep FerretDB busy long enough for
-				// heartbeats at 100ms besides the "started" notification.
+				// heartbeats at 100ms (a call within the first interval
+				// sends none, see README "Progress").
 				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"genre":{"$in":["rock","jazz"]}}},"_meta":{"progressToken":%q}}}`, token, token)
 				status, msgs := s.post(body)
 				mu.Lock()
@@ -396,7 +397,7 @@ func TestHTTPProgressRouting(t *testing.T) {
 	if len(problems) > 0 {
 		t.Fatalf("%d problems, e.g. %s", len(problems), problems[0])
 	}
-	if misrouted != 0 || answered != clients*calls || notified < clients*calls {
+	if misrouted != 0 || answered != clients*calls || notified == 0 {
 		t.Fatalf("misrouted %d, answered %d, notified %d", misrouted, answered, notified)
 	}
 }
