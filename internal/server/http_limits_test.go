@@ -125,7 +125,7 @@ func TestServerTimeouts(t *testing.T) {
 func TestListenStreamCaps(t *testing.T) {
 	h := &HTTPHandler{}
 	var releases []func()
-	for i := 0; i < maxListensPerClient; i++ {
+	for i := range maxListensPerClient {
 		rel, ok := h.admitListen("10.0.0.1")
 		if !ok {
 			t.Fatalf("stream %d refused", i)
@@ -152,7 +152,7 @@ func TestListenStreamCaps(t *testing.T) {
 	if len(h.listens) != 0 {
 		t.Fatalf("not cleaned up: %v", h.listens)
 	}
-	for i := 0; i < maxListens; i++ {
+	for i := range maxListens {
 		if _, ok := h.admitListen(fmt.Sprint("c", i)); !ok {
 			t.Fatalf("total %d refused", i)
 		}
