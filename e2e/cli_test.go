@@ -43,7 +43,7 @@ func TestCallCommand(t *testing.T) {
 		want string
 	}{
 		{"tool error", []string{"call", "count_objects", `{"class_name":"Nope"}`}, 1, "does not exist"},
-		{"hidden class", []string{"call", "get_schema", `{"class_name":"_SCHEMA"}`}, 1, "access_denied"},
+		{"hidden class", []string{"call", "get_schema", `{"class_name":"_SCHEMA"}`}, 1, "does not exist or is not accessible"},
 		{"unknown tool", []string{"call", "drop_database", `{}`}, 1, "drop_database"},
 		{"arguments not an object", []string{"call", "count_objects", `[1]`}, 2, "JSON object"},
 		{"arguments not JSON", []string{"call", "count_objects", `{class_name:Song}`}, 2, "JSON object"},

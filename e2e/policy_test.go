@@ -136,8 +136,9 @@ func TestPolicyIdentityCounts(t *testing.T) {
 			if int(inv["count"].(float64)) != demo.InvoiceReadable[tc.key] {
 				t.Errorf("%s counts %v invoices, fixture says %d", tc.key, inv["count"], demo.InvoiceReadable[tc.key])
 			}
-			// A scoped identity never sees _Session, even by name.
-			callErr(t, c, "count_objects", map[string]any{"class_name": "_Session"}, "access_denied")
+			// A scoped identity never sees _Session, even by name: it answers
+			// exactly like a class that does not exist (SECURITY.md "Classes").
+			callErr(t, c, "count_objects", map[string]any{"class_name": "_Session"}, "invalid_argument")
 			// The query path applies the same scope: a master-only song is
 			// "not found".
 			callErrOrMissing(t, c, demo.SongMasterOnlyID)
