@@ -21,29 +21,7 @@ func TestToolSchemas(t *testing.T) {
 	raw, _ := json.Marshal(list)
 	t.Logf("tools/list: %d tools, %d bytes", len(list["tools"].([]any)), len(raw))
 
-	schemas := map[string]*jsonschema.Schema{}
-	for _, x := range list["tools"].([]any) {
-		tool := x.(map[string]any)
-		name := tool["name"].(string)
-		checkTyped(t, name, "inputSchema", tool["inputSchema"])
-		if os, ok := tool["outputSchema"]; ok {
-			b, _ := json.Marshal(os)
-			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
-			if err != nil {
-				t.Fatal(err)
-			}
-			c := jsonschema.NewCompiler()
-			c.DefaultDraft(jsonschema.Draft2020)
-			if err := c.AddResource(name+".json", doc); err != nil {
-				t.Fatal(err)
-			}
-			s, err := c.Compile(name + ".json")
-			if err != nil {
-				t.Fatalf("%s: outputSchema does not compile: %v", name, err)
-			}
-			schemas[name] = s
-		}
-	}
+	schemas := outputSchemas(t, list)
 
 	// An objectId to fetch.
 	first := result(t, r.rpc("id", "tools/call", `{"name":"query_class","arguments":{"class_name":"Song","limit":1,"keys":["title"]}}`))
@@ -77,38 +55,7 @@ func TestToolSchemas(t *testing.T) {
 		`{"name":"aggregate","arguments":{"class_name":"Song","pipeline":[{"$group":{"_id":"$genre","n":{"$sum":1}}}]}}`,
 		`{"name":"explain_query","arguments":{"class_name":"Song","where":{"genre":"rock"}}}`,
 	}
-	validated := map[string]int{}
-	undeclared := map[string]bool{}
-	for i, c := range calls {
-		m := r.rpc(fmt.Sprint("c", i), "tools/call", c)
-		res, _ := m["result"].(map[string]any)
-		var call struct {
-			Name string `json:"name"`
-		}
-		_ = json.Unmarshal([]byte(c), &call)
-		if res == nil || res["isError"] == true {
-			t.Logf("%s: not a success (%v), nothing to validate", c, m)
-			continue
-		}
-		sc, ok := res["structuredContent"]
-		if !ok {
-			continue
-		}
-		s := schemas[call.Name]
-		if s == nil {
-			undeclared[call.Name] = true
-			continue
-		}
-		b, _ := json.Marshal(sc)
-		inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
-		if err := s.Validate(inst); err != nil {
-			if len(b) > 400 {
-				b = b[:400]
-			}
-			t.Errorf("%s: structuredContent does not match the outputSchema: %v\n%s", c, err, b)
-		}
-		validated[call.Name]++
-	}
+	validated, undeclared := validateResults(t, r, schemas, calls)
 	for _, name := range []string{"query_class", "count_objects", "get_object", "get_objects", "get_sample_objects", "export_data", "distinct", "group_by", "group_by_date", "aggregate", "explain_query", "get_all_schemas", "get_schema", "list_tools"} {
 		if validated[name] == 0 {
 			t.Errorf("%s: no result validated against its outputSchema", name)
@@ -144,4 +91,114 @@ func checkTyped(t *testing.T, tool, path string, s any) {
 	if items, ok := m["items"]; ok {
 		checkTyped(t, tool, path+"[]", items)
 	}
+}
+
+// outputSchemas compiles the outputSchema of every tool in a tools/list
+// result (JSON Schema 2020-12), checking on the way that every input
+// property has a type.
+func outputSchemas(t *testing.T, list map[string]any) map[string]*jsonschema.Schema {
+	t.Helper()
+	schemas := map[string]*jsonschema.Schema{}
+	for _, x := range list["tools"].([]any) {
+		tool := x.(map[string]any)
+		name := tool["name"].(string)
+		checkTyped(t, name, "inputSchema", tool["inputSchema"])
+		if os, ok := tool["outputSchema"]; ok {
+			b, _ := json.Marshal(os)
+			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := jsonschema.NewCompiler()
+			c.DefaultDraft(jsonschema.Draft2020)
+			if err := c.AddResource(name+".json", doc); err != nil {
+				t.Fatal(err)
+			}
+			s, err := c.Compile(name + ".json")
+			if err != nil {
+				t.Fatalf("%s: outputSchema does not compile: %v", name, err)
+			}
+			schemas[name] = s
+		}
+	}
+
+	return schemas
+}
+
+// validateResults makes each call and validates every successful result's
+// structuredContent against the tool's outputSchema; it returns how many
+// results of each tool were validated and which tools answered with
+// structuredContent but declare no outputSchema.
+func validateResults(t *testing.T, r *rawServer, schemas map[string]*jsonschema.Schema, calls []string) (map[string]int, map[string]bool) {
+	t.Helper()
+	validated := map[string]int{}
+	undeclared := map[string]bool{}
+	for i, c := range calls {
+		m := r.rpc(fmt.Sprint("c", i), "tools/call", c)
+		res, _ := m["result"].(map[string]any)
+		var call struct {
+			Name string `json:"name"`
+		}
+		_ = json.Unmarshal([]byte(c), &call)
+		if res == nil || res["isError"] == true {
+			t.Logf("%s: not a success (%v), nothing to validate", c, m)
+			continue
+		}
+		sc, ok := res["structuredContent"]
+		if !ok {
+			continue
+		}
+		s := schemas[call.Name]
+		if s == nil {
+			undeclared[call.Name] = true
+			continue
+		}
+		b, _ := json.Marshal(sc)
+		inst, _ := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
+		if err := s.Validate(inst); err != nil {
+			if len(b) > 400 {
+				b = b[:400]
+			}
+			t.Errorf("%s: structuredContent does not match the outputSchema: %v\n%s", c, err, b)
+		}
+		validated[call.Name]++
+	}
+	return validated, undeclared
+}
+
+// TestWriteToolSchemas: the results of every write tool and of call_action —
+// applied, dry run, an __op update, class operations and a declared action —
+// validate against their outputSchema too.
+func TestWriteToolSchemas(t *testing.T) {
+	uri, exists := confirmDB(t)
+	r := startRaw(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, actionPolicy))...)
+	r.initialize()
+	schemas := outputSchemas(t, result(t, r.rpc("l", "tools/list", `{}`)))
+	calls := []string{
+		`{"name":"create_object","arguments":{"class_name":"Memo","fields":{"title":"new","reason":"r"},"dry_run":true}}`,
+		`{"name":"create_object","arguments":{"class_name":"Memo","fields":{"title":"new"},"acl":{"*":{"read":true}}}}`,
+		`{"name":"update_object","arguments":{"class_name":"Memo","object_id":"m1","fields":{"title":"t1"}}}`,
+		`{"name":"update_object","arguments":{"class_name":"Memo","object_id":"m2","fields":{"title":"t2"},"dry_run":true}}`,
+		`{"name":"delete_object","arguments":{"class_name":"Memo","object_id":"m3","dry_run":true}}`,
+		`{"name":"delete_object","arguments":{"class_name":"Memo","object_id":"m4"}}`,
+		`{"name":"create_class","arguments":{"class_name":"Scratch","fields":{"label":{"type":"String"}},"dry_run":true}}`,
+		`{"name":"create_class","arguments":{"class_name":"Scratch","fields":{"label":{"type":"String"}}}}`,
+		`{"name":"delete_class","arguments":{"class_name":"Scratch","dry_run":true}}`,
+		`{"name":"delete_class","arguments":{"class_name":"Scratch"}}`,
+		`{"name":"call_action","arguments":{"action":"archive_memo","object_id":"m5","arguments":{"reason":"done"}}}`,
+		`{"name":"call_action","arguments":{"action":"add_memo","arguments":{"title":"via action"}}}`,
+	}
+	validated, undeclared := validateResults(t, r, schemas, calls)
+	for _, name := range []string{"create_object", "update_object", "delete_object", "create_class", "delete_class", "call_action"} {
+		if validated[name] < 1 {
+			t.Errorf("%s: no result validated against its outputSchema", name)
+		}
+	}
+	if len(undeclared) > 0 {
+		t.Errorf("structuredContent without an outputSchema: %v", undeclared)
+	}
+	if exists("m4") || !exists("m3") {
+		t.Errorf("the applied delete did not delete m4, or the dry run deleted m3")
+	}
+	t.Logf("validated: %v", validated)
 }

@@ -46,3 +46,17 @@ const explainOut = `{"type":"object","properties":{` + osClass + `,"constraints"
 const allSchemasOut = `{"type":"object","properties":{"total":{"type":"integer"},"note":{"type":"string"},"built_in":{"$ref":"#/$defs/c"},"custom":{"$ref":"#/$defs/c"}},"$defs":{"c":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"desc":{"type":"string"},"fields":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","fields"]}}}}`
 
 const schemaOut = `{"type":"object","properties":{` + osClass + `,"type":{"type":"string"},"description":{"type":"string"},"fields":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"},"description":{"type":"string"},"allowed_values":{},"large_field":{"type":"boolean"},"target_class":{"type":"string"},"query_hint":{"type":"string"},"default":{}},"required":["name","type"]}},"indexes":{},"permissions":{},"canonical_filter":{"type":"object"},"agent_fields":{},"agent_join_fields":{},"relations":{}},"required":["class_name","fields"]}`
+
+// osWrite are the members of a write's result: what was (or, for a dry run,
+// would be) written, the change sent, the object as this session may see it,
+// or a declined confirmation.
+const osWrite = osNote + `,` + osClass + `,"object_id":{"type":"string"},"action":{"type":"string"},"dry_run":{"type":"boolean"},` +
+	`"created":{"type":"boolean"},"updated":{"type":"boolean"},"deleted":{"type":"boolean"},"written":{"type":"boolean"},"confirmation":{"type":"string"},` +
+	`"fields":{"type":"array","items":{"type":"string"}},"write_path":{"type":"string"},"change":{"type":"object"},"note":{"type":"string"},"object":{"type":"object"},"deleted_object":{"type":"object"}`
+
+// writeOut: create/update/delete_object and create/delete_class.
+const writeOut = `{"type":"object","properties":{` + osWrite + `},"required":["class_name"]}`
+
+// actionOut: a class action answers like a write; a Cloud Code function
+// action with its result (untrusted data) or run:false when not confirmed.
+const actionOut = `{"type":"object","properties":{` + osWrite + `,"cloud_function":{"type":"string"},"run":{"type":"boolean"},"result":{}},"required":["action"]}`
