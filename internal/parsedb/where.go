@@ -387,6 +387,9 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 	if f != nil && f.Type == TypePointer && t.targetInvisible(f.TargetClass) {
 		return nil, invalidQuery("%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
 	}
+	if t.opt.Hidden != nil && (f == nil || f.Type == TypeObject || f.Type == TypeArray) && t.nestedInvisibleRef(v, false) {
+		return nil, invalidQuery("%s: the value refers to a class that does not exist or is not accessible: it cannot be used in a where", key)
+	}
 	clauses, err := t.fieldClauses(cls, key, storage, f, v, root)
 	if err != nil {
 		return nil, err
@@ -395,6 +398,42 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 		clauses = append(clauses, bson.E{Key: "$and", Value: nh})
 	}
 	return clauses, nil
+}
+
+// nestedInvisibleRef reports whether a where value names a hidden or missing
+// class inside a literal: an embedded object whose className is one (a
+// Pointer object, say), or a "Class$id" string nested in a literal object or
+// array. Equality of a whole Object or Array value with such a literal would
+// otherwise test a guessed id against a hidden reference stored below the
+// path, where the not-a-hidden-reference conjunct (which covers the path and
+// its prefixes) does not reach. Hidden and missing classes are refused alike
+// (SECURITY.md "Hidden references"). Top-level strings of the value are left
+// to that conjunct, so a plain string constraint is never refused here.
+func (t *whereTranslator) nestedInvisibleRef(v any, inLiteral bool) bool {
+	if m, ok := whereMap(v); ok {
+		if c, ok := m["className"].(string); ok && t.targetInvisible(c) {
+			return true
+		}
+		for k, x := range m {
+			if t.nestedInvisibleRef(x, inLiteral || !strings.HasPrefix(k, "$")) {
+				return true
+			}
+		}
+		return false
+	}
+	if a, ok := whereArray(v); ok {
+		for _, x := range a {
+			if t.nestedInvisibleRef(x, inLiteral) {
+				return true
+			}
+		}
+		return false
+	}
+	if str, ok := v.(string); ok && inLiteral {
+		class, id, found := strings.Cut(str, "$")
+		return found && ClassNameRe.MatchString(class) && ObjectIDRe.MatchString(id) && t.targetInvisible(class)
+	}
+	return false
 }
 
 // targetInvisible reports a pointer target that is hidden or, when the
