@@ -231,10 +231,16 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		return nil, exitFailure
 	}
 	if cfg.Demo {
-		if err := demo.Seed(ctx, a.store.DB, cfg.CollectionPrefix); err != nil {
+		written, err := demo.Seed(ctx, a.store.DB, cfg.CollectionPrefix)
+		if err != nil {
 			a.Close()
 			fmt.Fprintf(stderr, "parse-mcp: seeding the demo database: %v\n", err)
 			return nil, exitFailure
+		}
+		if written {
+			log.Info().Msg("demo: sample data seeded")
+		} else {
+			log.Info().Msg("demo: sample data already in place, seed skipped")
 		}
 	}
 	if cfg.Identity() == "master" {

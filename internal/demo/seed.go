@@ -63,23 +63,24 @@ var PolicyYAML []byte
 // drops the demo's collections, removes the demo classes' _SCHEMA documents
 // (other _SCHEMA entries are left alone) and writes everything again; the
 // marker is written last, so an interrupted seed is redone on the next call.
-func Seed(ctx context.Context, db *mongo.Database, prefix string) error {
+// Written reports whether it wrote the data (false: already in place).
+func Seed(ctx context.Context, db *mongo.Database, prefix string) (written bool, err error) {
 	d := data()
 	var marker struct {
 		V           int32  `bson:"v"`
 		Fingerprint string `bson:"fingerprint"`
 	}
-	err := db.Collection(prefix+MarkerCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "version"}}).Decode(&marker)
+	err = db.Collection(prefix+MarkerCollection).FindOne(ctx, bson.D{{Key: "_id", Value: "version"}}).Decode(&marker)
 	switch {
 	case err == nil:
 		if marker.V == SeedVersion && marker.Fingerprint == d.fingerprint {
-			return nil
+			return false, nil
 		}
 	case errors.Is(err, mongo.ErrNoDocuments):
 	default:
-		return fmt.Errorf("demo: reading seed marker: %w", err)
+		return false, fmt.Errorf("demo: reading seed marker: %w", err)
 	}
-	return write(ctx, db, prefix, d)
+	return true, write(ctx, db, prefix, d)
 }
 
 // ForceSeed always drops and rewrites the demo's collections (tests use it).

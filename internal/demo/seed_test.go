@@ -248,7 +248,7 @@ func TestSeedIntoFerretDB(t *testing.T) {
 	db := client.Database("tunebase")
 
 	start := time.Now()
-	if err := Seed(ctx, db, ""); err != nil {
+	if _, err := Seed(ctx, db, ""); err != nil {
 		t.Fatal(err)
 	}
 	elapsed := time.Since(start)
@@ -595,7 +595,7 @@ func TestSeedIntoFerretDB(t *testing.T) {
 			t.Fatal(err)
 		}
 		start := time.Now()
-		if err := Seed(ctx, db, ""); err != nil {
+		if _, err := Seed(ctx, db, ""); err != nil {
 			t.Fatal(err)
 		}
 		d := time.Since(start)
@@ -611,7 +611,7 @@ func TestSeedIntoFerretDB(t *testing.T) {
 			bson.D{{Key: "$set", Value: bson.D{{Key: "v", Value: int32(SeedVersion - 1)}}}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := Seed(ctx, db, ""); err != nil {
+		if _, err := Seed(ctx, db, ""); err != nil {
 			t.Fatal(err)
 		}
 		if n := count(t, ctx, db.Collection(ClassSong), bson.D{}); n != SongCount {
