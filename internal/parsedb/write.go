@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -242,13 +243,13 @@ func (o orderedJSON) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, err := marshalJSONValue(f.key)
+		k, err := jsonenc.Marshal(f.key)
 		if err != nil {
 			return nil, err
 		}
 		b.Write(k)
 		b.WriteByte(':')
-		v, err := marshalJSONValue(f.value)
+		v, err := jsonenc.Marshal(f.value)
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,6 @@
 package parsedb
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -11,16 +9,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
-
-func marshalJSONValue(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
 
 // Plan encodes a write. now stamps _created_at/_updated_at. It touches
 // nothing: delete_class's emptiness check and the write itself happen in

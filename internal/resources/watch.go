@@ -10,6 +10,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/server"
 	"github.com/parse-mcp/parse-mcp/internal/tools"
@@ -54,7 +55,7 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (map[string]strin
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", k.Tool, class, err)
 		}
-		b, err := tools.MarshalCompact(v)
+		b, err := jsonenc.Marshal(v)
 		if err != nil {
 			return nil, err
 		}

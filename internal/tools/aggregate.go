@@ -45,6 +45,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
@@ -358,7 +359,7 @@ func (r *outRow) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			buf = append(buf, ',')
 		}
-		kb, err := MarshalCompact(f.k)
+		kb, err := jsonenc.Marshal(f.k)
 		if err != nil {
 			return nil, err
 		}
@@ -367,7 +368,7 @@ func (r *outRow) MarshalJSON() ([]byte, error) {
 			buf = append(buf, raw...)
 			continue
 		}
-		b, err := MarshalCompact(f.v)
+		b, err := jsonenc.Marshal(f.v)
 		if err != nil {
 			return nil, err
 		}
@@ -385,7 +386,7 @@ func (r *outRow) addSizes(sizes map[string]int) (int, error) {
 		if raw, ok := f.v.(json.RawMessage); ok {
 			n += len(raw)
 		} else {
-			b, err := MarshalCompact(f.v)
+			b, err := jsonenc.Marshal(f.v)
 			if err != nil {
 				return 0, err
 			}
@@ -439,7 +440,7 @@ func rowsTooLarge(d *Deps, tool string, sizes map[string]int) error {
 		}
 	}
 	sort.Strings(keep)
-	kj, _ := MarshalCompact(keep)
+	kj, _ := jsonenc.Marshal(keep)
 	return toolerror.New(toolerror.InvalidArgument, "%s: the result exceeds the %d-byte response cap. Heaviest fields: %s. Retry with keys: %s — add a {\"$project\":{…}} stage that keeps only those fields (or summarize with $group/$count).",
 		tool, d.Policy.MaxResponseBytes(), strings.Join(heavy, ", "), kj)
 }

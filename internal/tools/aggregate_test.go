@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
@@ -76,7 +77,7 @@ func aggCall(t testing.TB, d *Deps, h Handler, argsJSON string) (map[string]any,
 	if err != nil {
 		return nil, err
 	}
-	b, err := MarshalCompact(out)
+	b, err := jsonenc.Marshal(out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -271,7 +272,7 @@ func aggRaw(t *testing.T, d bson.D) bson.Raw {
 
 func rowsJSON(t *testing.T, rows []*outRow) string {
 	t.Helper()
-	b, err := MarshalCompact(rows)
+	b, err := jsonenc.Marshal(rows)
 	if err != nil {
 		t.Fatal(err)
 	}

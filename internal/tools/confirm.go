@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
 
 // Asking the user (elicitation) from a tool handler, in both protocol eras.
@@ -90,7 +91,7 @@ func withCallInfo(ctx context.Context, tool string, req mcp.CallToolRequest) con
 	h.Write([]byte{0})
 	h.Write(req.Params.RawArguments)
 	if len(req.Params.RawArguments) == 0 {
-		b, _ := MarshalCompact(req.Params.Arguments)
+		b, _ := jsonenc.Marshal(req.Params.Arguments)
 		h.Write(b)
 	}
 	return context.WithValue(ctx, callInfoKey{}, &callInfo{tool: tool, req: req, rawID: hex.EncodeToString(h.Sum(nil))})

@@ -28,6 +28,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
@@ -148,7 +149,7 @@ func cellString(v any) string {
 			return cellString(x["latitude"]) + "," + cellString(x["longitude"])
 		}
 	}
-	b, err := MarshalCompact(v)
+	b, err := jsonenc.Marshal(v)
 	if err != nil {
 		return ""
 	}

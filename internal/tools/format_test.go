@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
 
 func TestCSVField(t *testing.T) {
@@ -124,7 +126,7 @@ func decodeOrFail(t *testing.T, s string) map[string]any {
 
 func TestJSONStringLen(t *testing.T) {
 	for _, s := range []string{"", "abc", "a\"b\\c\nd\re\tf", "\x01\x1f", "é✓", "<&>"} {
-		b, _ := MarshalCompact(s)
+		b, _ := jsonenc.Marshal(s)
 		if got, want := jsonStringLen(s), len(b)-2; got != want {
 			t.Errorf("jsonStringLen(%q) = %d, want %d", s, got, want)
 		}

@@ -5,6 +5,8 @@ package tools
 
 import (
 	"encoding/json"
+
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
 
 // jsonObject writes a JSON object member by member, so that pre-encoded rows
@@ -32,7 +34,7 @@ func (o *jsonObject) str(k, v string) {
 
 func (o *jsonObject) val(k string, v any) {
 	o.key(k)
-	b, err := MarshalCompact(v)
+	b, err := jsonenc.Marshal(v)
 	if err != nil {
 		b = []byte("null")
 	}
@@ -60,6 +62,6 @@ func (o *jsonObject) done() json.RawMessage {
 }
 
 func appendJSONString(dst []byte, s string) []byte {
-	b, _ := MarshalCompact(s)
+	b, _ := jsonenc.Marshal(s)
 	return append(dst, b...)
 }

@@ -13,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
@@ -398,7 +399,7 @@ func tooLarge(d *Deps, tool string, sizes map[string]int, extra string) error {
 	if len(keep) == 0 {
 		keep = []string{"objectId"}
 	}
-	keysJSON, _ := MarshalCompact(keep)
+	keysJSON, _ := jsonenc.Marshal(keep)
 	msg := fmt.Sprintf("%s: the result exceeds the %d-byte response cap. Heaviest fields: %s. Retry with keys: %s", tool, d.Policy.MaxResponseBytes(), strings.Join(names, ", "), keysJSON)
 	if extra != "" {
 		msg += " " + extra

@@ -5,7 +5,6 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
@@ -160,7 +160,7 @@ func classify(ctx context.Context, tool string, err error) error {
 // Result encodes a structured result as compact JSON text plus
 // structuredContent.
 func Result(out any) (*mcp.CallToolResult, error) {
-	b, err := MarshalCompact(out)
+	b, err := jsonenc.Marshal(out)
 	if err != nil {
 		return nil, err
 	}
@@ -168,18 +168,6 @@ func Result(out any) (*mcp.CallToolResult, error) {
 		Content:           []mcp.Content{mcp.NewTextContent(string(b))},
 		StructuredContent: json.RawMessage(b),
 	}, nil
-}
-
-// MarshalCompact encodes v as compact JSON without HTML escaping: results are
-// read by a model, and "\u003c" costs tokens where "<" does not.
-func MarshalCompact(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // resolveClass is the class gate for a tool's class name: the current schema
