@@ -27,6 +27,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // ProtocolVersion is pinned so the client uses the initialize handshake, as
@@ -211,7 +212,7 @@ type rawServer struct {
 	cmd    *exec.Cmd
 	stdin  io.WriteCloser
 	lines  chan string
-	stderr *syncBuffer
+	stderr *parsetest.SyncBuffer
 	done   chan error
 }
 
@@ -227,7 +228,7 @@ func startRaw(t testing.TB, extraEnv ...string) *rawServer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stderr := &syncBuffer{}
+	stderr := &parsetest.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -251,24 +252,6 @@ func startRaw(t testing.TB, extraEnv ...string) *rawServer {
 		}
 	})
 	return r
-}
-
-// syncBuffer is a goroutine-safe, readable stderr sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func (r *rawServer) send(line string) {

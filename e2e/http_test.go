@@ -21,6 +21,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // httpServer is the binary serving streamable HTTP on a random loopback port.
@@ -28,7 +30,7 @@ type httpServer struct {
 	t      testing.TB
 	base   string // http://127.0.0.1:port
 	cmd    *exec.Cmd
-	stderr *syncBuffer
+	stderr *parsetest.SyncBuffer
 	done   chan error
 }
 
@@ -40,7 +42,7 @@ func startHTTP(t testing.TB, extraEnv ...string) *httpServer {
 	t.Helper()
 	cmd := exec.Command(binary)
 	cmd.Env = env(append([]string{"PARSE_MCP_HTTP_ADDR=127.0.0.1:0", "PARSE_MCP_LOG_LEVEL=info"}, extraEnv...)...)
-	stderr := &syncBuffer{}
+	stderr := &parsetest.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

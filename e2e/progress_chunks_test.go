@@ -8,6 +8,8 @@ import (
 	"os/exec"
 	"testing"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // TestProgressNeverRacesResponse drives the binary with a client built like
@@ -22,7 +24,7 @@ func TestProgressNeverRacesResponse(t *testing.T) {
 	cmd.Env = env(scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")...)
 	stdin, _ := cmd.StdinPipe()
 	stdout, _ := cmd.StdoutPipe()
-	stderr := &syncBuffer{}
+	stderr := &parsetest.SyncBuffer{}
 	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)

@@ -177,7 +177,7 @@ func Start(t testing.TB, o Options) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &SyncBuffer{}
 	cmd.Stderr = logs
 	if err := cmd.Start(); err != nil {
 		t.Fatalf("starting node: %v", err)
@@ -229,7 +229,7 @@ func Start(t testing.TB, o Options) *Server {
 	return s
 }
 
-func (s *Server) waitHealthy(t testing.TB, exited <-chan struct{}, logs *lockedBuffer) {
+func (s *Server) waitHealthy(t testing.TB, exited <-chan struct{}, logs *SyncBuffer) {
 	t.Helper()
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -373,18 +373,21 @@ func randomHex(n int) string {
 	return hex.EncodeToString(b)
 }
 
-type lockedBuffer struct {
+// SyncBuffer is a goroutine-safe buffer a child process can write its
+// output to while a test reads it (Parse Server's log here; the e2e
+// harness's server stderr too).
+type SyncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer
 }
 
-func (b *lockedBuffer) Write(p []byte) (int, error) {
+func (b *SyncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
 }
 
-func (b *lockedBuffer) String() string {
+func (b *SyncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
