@@ -252,6 +252,10 @@ func TestBridgeWrites(t *testing.T) {
 	if !strings.Contains(listed, "greet_someone") || !strings.Contains(listed, `"cloud_function":"greet"`) {
 		t.Errorf("list_tools does not list the Cloud function action:\n%s", listed)
 	}
+	// The write tools' descriptions say what this write path does.
+	if !strings.Contains(listed, "Cloud Code triggers and validation run") || strings.Contains(listed, "skip Cloud Code triggers") {
+		t.Errorf("list_tools describes the write tools as if writes skipped Parse Server:\n%s", listed)
+	}
 	before = noteCount(t, ps)
 	dryFn := callOK(t, c, "call_action", map[string]any{"action": "add_note", "arguments": map[string]any{"title": "dry"}, "dry_run": true})
 	if r, _ := dryFn["result"].(map[string]any); r["dryRun"] != true || noteCount(t, ps) != before {

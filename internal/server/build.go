@@ -77,7 +77,7 @@ func Build(o Options) *mcpserver.MCPServer {
 		o.Subscriptions.attach(s, hooks)
 	}
 	for _, t := range d.Catalog {
-		s.AddTool(t.MCPTool(), t.Handle(d))
+		s.AddTool(t.MCPTool(d), t.Handle(d))
 	}
 	for _, f := range o.Extra {
 		f(s)

@@ -35,7 +35,7 @@ func confirmServer() *Dispatcher {
 			return map[string]any{"answer": c.String()}, nil
 		},
 	}
-	s.AddTool(t.MCPTool(), t.Handle(&tools.Deps{}))
+	s.AddTool(t.MCPTool(nil), t.Handle(&tools.Deps{}))
 	return NewDispatcher(s, 4, zerolog.Nop())
 }
 

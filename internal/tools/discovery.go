@@ -42,7 +42,7 @@ func listTools(_ context.Context, d *Deps, args Args) (any, error) {
 		if category != "" && !strings.EqualFold(category, string(t.Category)) {
 			continue
 		}
-		list = append(list, toolSummary{t.Name, t.Category, t.Description})
+		list = append(list, toolSummary{t.Name, t.Category, t.DescriptionFor(d)})
 		cats[t.Category] = policy.Categories[t.Category]
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })

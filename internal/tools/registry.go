@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -88,10 +89,25 @@ func (d *Deps) heartbeatInterval() time.Duration {
 	return DefaultHeartbeatInterval
 }
 
-// MCPTool builds the mcp-go definition of the tool.
-func (t *Tool) MCPTool() mcp.Tool {
+// DescriptionFor is the tool's description as this configuration serves it
+// (tools/list and list_tools): a write tool's note on Cloud Code triggers
+// says what the configured write path does. d may be nil (the direct
+// writer, as the schema snapshots show it).
+func (t *Tool) DescriptionFor(d *Deps) string {
+	if d.writesRunTriggers() {
+		if base, ok := strings.CutSuffix(t.Description, noTriggers); ok {
+			return base + viaParseServer
+		}
+	}
+	return t.Description
+}
+
+// MCPTool builds the mcp-go definition of the tool for the configuration d
+// (see DescriptionFor; d may be nil).
+func (t *Tool) MCPTool(d *Deps) mcp.Tool {
+	description := t.DescriptionFor(d)
 	opts := []mcp.ToolOption{
-		mcp.WithDescription(t.Description),
+		mcp.WithDescription(description),
 		mcp.WithReadOnlyHintAnnotation(t.ReadOnly),
 		mcp.WithDestructiveHintAnnotation(t.Destructive),
 		mcp.WithOpenWorldHintAnnotation(false),
@@ -100,7 +116,7 @@ func (t *Tool) MCPTool() mcp.Tool {
 	if t.OutputSchema != "" {
 		opts = append(opts, mcp.WithRawOutputSchema(json.RawMessage(t.OutputSchema)))
 	}
-	tool := mcp.NewToolWithRawSchema(t.Name, t.Description, json.RawMessage(t.InputSchema))
+	tool := mcp.NewToolWithRawSchema(t.Name, description, json.RawMessage(t.InputSchema))
 	for _, o := range opts {
 		o(&tool)
 	}

@@ -31,7 +31,7 @@ type toolSnapshot struct {
 
 func snapshotOf(t *testing.T, tool *Tool) []byte {
 	t.Helper()
-	def, err := json.Marshal(tool.MCPTool())
+	def, err := json.Marshal(tool.MCPTool(nil))
 	if err != nil {
 		t.Fatalf("%s: %v", tool.Name, err)
 	}

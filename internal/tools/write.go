@@ -12,6 +12,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -41,8 +42,25 @@ func (d *Deps) writes() WriteBackend {
 	return &parsedb.DirectWriter{Store: d.Store}
 }
 
-// noTriggers is said by every write tool's description.
+// noTriggers ends the description of every tool that saves or deletes
+// objects (create/update/delete_object, call_action). It is true of the
+// direct MongoDB writer; when the Parse Server bridge performs the writes,
+// Tool.DescriptionFor replaces it with viaParseServer, so the description
+// is true for the configuration.
 const noTriggers = " Direct writes skip Cloud Code triggers (the Parse Server bridge runs them)."
+
+// viaParseServer replaces noTriggers when writes go through Parse Server.
+const viaParseServer = " Writes go through Parse Server: Cloud Code triggers and validation run."
+
+// writesRunTriggers reports whether the configured write backend is the
+// Parse Server bridge (whose REST writes run Cloud Code triggers).
+func (d *Deps) writesRunTriggers() bool {
+	if d == nil {
+		return false
+	}
+	_, ok := d.Writes.(*parseserver.Writer)
+	return ok
+}
 
 // WriteTools are the raw CRUD and class tools.
 func WriteTools() []*Tool {
