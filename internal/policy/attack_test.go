@@ -316,12 +316,7 @@ func TestAttackWriteToolsUnderTiers(t *testing.T) {
 	}
 	for _, c := range cases {
 		e := secEngine(t, "", withPerms(c.perms), withGates(c.gates))
-		var info ToolInfo
-		for _, s := range SpecTools {
-			if s.Name == c.tool {
-				info = s
-			}
-		}
+		info := testTool(c.tool)
 		e.Register(info, testTool("query_class"))
 		err := e.Permit(info)
 		var got string

@@ -102,11 +102,11 @@ func TestValidateAgainstSchema(t *testing.T) {
 			t.Errorf("%s\n got: %v\nwant: %s", c.doc, problems, c.want)
 		}
 	}
-	// Hiding a class that does not exist is fine; agent.tools may name
-	// tools of the spec this build lacks.
+	// Hiding a class that does not exist is fine; agent.tools may name any
+	// registered tool, also one the tier does not permit.
 	f, _ := Parse([]byte("classes: {Ghost: {hidden: true}, _Product: {hidden: true}}\nagent: {tools: {except: [create_object]}}"), false)
 	e := New(&config.Config{Permissions: "readonly"}, f, zerolog.New(io.Discard))
-	e.Register(testTool("query_class"))
+	e.Register(testTool("query_class"), testTool("create_object"))
 	if p := e.Validate(context.Background(), secSchema()); len(p) != 0 {
 		t.Fatalf("unexpected problems: %v", p)
 	}

@@ -73,19 +73,6 @@ func Fingerprint(secret string) string {
 	return "sha256:" + hex.EncodeToString(sum[:])[:12]
 }
 
-// toolInfo finds a registered tool, or one of SpecTools.
-func (e *Engine) toolInfo(name string) (ToolInfo, bool, bool) {
-	if t, ok := e.tools[name]; ok {
-		return t, true, true
-	}
-	for _, t := range SpecTools {
-		if t.Name == name {
-			return t, true, false
-		}
-	}
-	return ToolInfo{}, false, false
-}
-
 // Describe is the effective policy, for `parse-mcp describe`. Secrets
 // (session token, API key, database password) are shown only as short
 // SHA-256 fingerprints. schema may be nil.
@@ -108,26 +95,11 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 	}
 
 	var tools []map[string]any
-	names := map[string]bool{}
-	for n := range e.tools {
-		names[n] = true
-	}
-	for _, t := range SpecTools {
-		names[t.Name] = true
-	}
-	sorted := make([]string, 0, len(names))
-	for n := range names {
-		sorted = append(sorted, n)
-	}
-	sort.Strings(sorted)
-	for _, n := range sorted {
-		t, _, registered := e.toolInfo(n)
+	for _, n := range e.toolNames() {
+		t := e.tools[n]
 		entry := map[string]any{"name": n, "category": t.Category, "tier": t.Tier, "allowed": true}
 		if g := Gates(t); len(g) > 0 {
 			entry["env_gates"] = g
-		}
-		if !registered {
-			entry["registered"] = false
 		}
 		if d := e.permit(t); d != nil {
 			entry["allowed"] = false
@@ -296,24 +268,19 @@ type Verdict struct {
 	Code   string `json:"error_code,omitempty"`
 	Kind   string `json:"kind,omitempty"`
 	Reason string `json:"reason,omitempty"`
-	// Note is extra information (a tool of the spec this build lacks).
-	Note string `json:"note,omitempty"`
 }
 
 // WouldPermit runs the tool and class gates of the dispatch order without
 // calling anything.
 func (e *Engine) WouldPermit(ctx context.Context, schema *parsedb.Schema, tool, class string) Verdict {
 	v := Verdict{Tool: tool, Class: class}
-	info, ok, registered := e.toolInfo(tool)
+	info, ok := e.tools[tool]
 	if !ok {
 		v.Gate, v.Code, v.Reason = "tool_filter", string(toolerror.ToolFiltered), "no such tool"
 		if s := Suggest(tool, e.toolNames(), 1); len(s) > 0 {
 			v.Reason += " (did you mean " + s[0] + "?)"
 		}
 		return v
-	}
-	if !registered {
-		v.Note = "this build does not register " + tool + " yet"
 	}
 	if d := e.permit(info); d != nil {
 		v.Gate, v.Code, v.Reason = d.Gate, string(d.Code), d.Message
@@ -349,9 +316,6 @@ func (e *Engine) toolNames() []string {
 	var out []string
 	for n := range e.tools {
 		out = append(out, n)
-	}
-	for _, t := range SpecTools {
-		out = append(out, t.Name)
 	}
 	sort.Strings(out)
 	return out

@@ -208,10 +208,27 @@ func testTool(name string) ToolInfo {
 	case "export_data":
 		return ro(CategoryExport, OpFind, true)
 	}
-	for _, s := range SpecTools {
-		if s.Name == name {
-			return s
-		}
+	write := func(tier, op string, gates ...string) ToolInfo {
+		return ToolInfo{Name: name, Category: CategoryMutation, Tier: tier, Operation: op, Gates: gates, UntrustedOutput: true}
+	}
+	crud, schema := []string{GateWriteTools, GateRawCRUD}, []string{GateSchemaOps, GateRawSchema}
+	switch name {
+	case "create_object":
+		return write(config.TierWrite, OpCreate, crud...)
+	case "update_object":
+		return write(config.TierWrite, OpUpdate, crud...)
+	case "delete_object":
+		return write(config.TierAdmin, OpDelete, crud...)
+	case "create_class":
+		t := write(config.TierAdmin, OpNone, schema...)
+		t.CreatesClass = true
+		return t
+	case "delete_class":
+		return write(config.TierAdmin, OpNone, schema...)
+	case "call_action":
+		t := write(config.TierWrite, OpUpdate)
+		t.RunsActions = true
+		return t
 	}
 	panic("testTool: unknown tool " + name)
 }

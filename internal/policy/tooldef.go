@@ -57,22 +57,25 @@ type ToolInfo struct {
 	// the middleware's class gate does not apply (the tool runs
 	// CheckClassWrite instead).
 	CreatesClass bool
+	// RunsActions marks the tool that runs the policy's declared actions
+	// (call_action): list_tools lists the actions this session may call
+	// beside it, and describe checks each action against it.
+	RunsActions bool
 }
 
 // OpNone is the Operation of a tool that exercises no class-level
 // permission (metadata: list_tools, schemas, class creation).
 const OpNone = "-"
 
-// SpecTools are the write tools that this build may not register yet.
-// would-permit, describe and agent.tools know them, so an operator can check
-// a deployment before the tools exist.
-var SpecTools = []ToolInfo{
-	{Name: "create_object", Category: CategoryMutation, Tier: config.TierWrite, Operation: OpCreate, Gates: []string{GateWriteTools, GateRawCRUD}},
-	{Name: "update_object", Category: CategoryMutation, Tier: config.TierWrite, Operation: OpUpdate, Gates: []string{GateWriteTools, GateRawCRUD}},
-	{Name: "delete_object", Category: CategoryMutation, Tier: config.TierAdmin, Operation: OpDelete, Gates: []string{GateWriteTools, GateRawCRUD}},
-	{Name: "create_class", Category: CategoryMutation, Tier: config.TierAdmin, Operation: OpNone, Gates: []string{GateSchemaOps, GateRawSchema}},
-	{Name: "delete_class", Category: CategoryMutation, Tier: config.TierAdmin, Operation: OpNone, Gates: []string{GateSchemaOps, GateRawSchema}},
-	{Name: "call_action", Category: CategoryMutation, Tier: config.TierWrite, Operation: OpUpdate},
+// actionRunner is the registered tool that runs declared actions
+// (call_action).
+func (e *Engine) actionRunner() (ToolInfo, bool) {
+	for _, t := range e.tools {
+		if t.RunsActions {
+			return t, true
+		}
+	}
+	return ToolInfo{}, false
 }
 
 // Gates are the env kill switches a tool needs: the ones it declares, or

@@ -154,22 +154,13 @@ func (e *Engine) Validate(ctx context.Context, schema *parsedb.Schema) []*PathEr
 		}
 	}
 
-	// agent.tools: names of registered tools (or tools of the spec that
-	// this build does not register yet).
+	// agent.tools: names of registered tools.
 	if len(e.tools) > 0 {
+		cands := e.toolNames()
 		known := map[string]bool{}
-		var cands []string
-		for n := range e.tools {
+		for _, n := range cands {
 			known[n] = true
-			cands = append(cands, n)
 		}
-		for _, t := range SpecTools {
-			if !known[t.Name] {
-				known[t.Name] = true
-				cands = append(cands, t.Name)
-			}
-		}
-		sort.Strings(cands)
 		for _, l := range []struct {
 			key  string
 			list []string

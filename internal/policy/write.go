@@ -386,6 +386,7 @@ func (e *Engine) WriteSurface() map[string]any {
 		out["default_acls"] = acls
 	}
 	actions := []map[string]any{}
+	runner, hasRunner := e.actionRunner()
 	for _, a := range e.Actions() {
 		entry := map[string]any{"name": a.Name, "tier": a.Tier, "allowed": true, "dry_run": a.SupportsDryRun, "confirm": a.Confirm}
 		if a.Class != "" {
@@ -394,9 +395,13 @@ func (e *Engine) WriteSurface() map[string]any {
 		} else {
 			entry["cloud_function"] = a.CloudFunction
 		}
+		// A call passes the tool's own checks, then the action's (as
+		// call_action runs them).
 		if err := e.PermitAction(a); err != nil {
 			entry["allowed"], entry["reason"] = false, err.Message
-		} else if err := e.Permit(ToolInfo{Name: "call_action", Tier: a.Tier, Gates: []string{GateWriteTools}}); err != nil {
+		} else if !hasRunner {
+			entry["allowed"], entry["reason"] = false, "no registered tool runs actions"
+		} else if err := e.Permit(runner); err != nil {
 			entry["allowed"], entry["reason"] = false, err.Message
 		}
 		actions = append(actions, entry)

@@ -26,7 +26,7 @@ type CloudFunctionCaller interface {
 func ActionTools() []*Tool {
 	return []*Tool{{
 		ToolInfo: policy.ToolInfo{Name: "call_action", Category: policy.CategoryMutation, Tier: config.TierWrite, Operation: policy.OpUpdate,
-			Timeout: 60 * time.Second, UntrustedOutput: true},
+			Timeout: 60 * time.Second, UntrustedOutput: true, RunsActions: true},
 		Description:  "Run an action the operator declared (list_tools shows them with their params)." + noTriggers,
 		InputSchema:  `{"type":"object","properties":{"action":{"type":"string"},"object_id":{"type":"string","description":"for update actions"},"arguments":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["action"]}`,
 		OutputSchema: actionOut,

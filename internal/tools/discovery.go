@@ -35,6 +35,7 @@ func listTools(_ context.Context, d *Deps, args Args) (any, error) {
 	}
 	list := []toolSummary{}
 	cats := map[policy.Category]string{}
+	runsActions := false
 	for _, t := range d.Catalog {
 		if d.Policy.Permit(t.ToolInfo) != nil {
 			continue
@@ -44,14 +45,13 @@ func listTools(_ context.Context, d *Deps, args Args) (any, error) {
 		}
 		list = append(list, toolSummary{t.Name, t.Category, t.DescriptionFor(d)})
 		cats[t.Category] = policy.Categories[t.Category]
+		runsActions = runsActions || t.RunsActions
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
 	out := map[string]any{"tools": list, "categories": cats}
-	for _, t := range list {
-		if t.Name == "call_action" {
-			if acts := d.permittedActions(); len(acts) > 0 {
-				out["actions"] = acts
-			}
+	if runsActions {
+		if acts := d.permittedActions(); len(acts) > 0 {
+			out["actions"] = acts
 		}
 	}
 	return out, nil
