@@ -327,3 +327,39 @@ func TestWriteAuditEvent(t *testing.T) {
 		t.Errorf("dry-run event: %v", dry)
 	}
 }
+
+// TestWritePolygon: a Polygon (GeoJSON coordinates, arrays inside arrays) is
+// stored on MongoDB; the embedded FerretDB stores no nested arrays, and the
+// write answers a model-fixable invalid_query naming what the database
+// lacks instead of an internal error, on create and on update alike.
+func TestWritePolygon(t *testing.T) {
+	db, uri := writeDB(t, bson.D{{Key: "_id", Value: "Zone"}, {Key: "objectId", Value: "string"}, {Key: "name", Value: "string"}})
+	c := writeClient(t, uri, policyEnv(t, noConfirm))
+	polygon := map[string]any{"__type": "Polygon", "coordinates": []any{[]any{0, 0}, []any{0, 1}, []any{1, 1}}}
+	created := callOK(t, c, "create_object", map[string]any{"class_name": "Zone", "fields": map[string]any{"name": "plain"}})
+	id, _ := created["object_id"].(string)
+	if realMongo {
+		callOK(t, c, "create_object", map[string]any{"class_name": "Zone", "fields": map[string]any{"area": polygon}})
+		callOK(t, c, "update_object", map[string]any{"class_name": "Zone", "object_id": id, "fields": map[string]any{"area": polygon}})
+		if doc := stored(t, db, "Zone", id); doc["area"] == nil {
+			t.Fatalf("the Polygon was not stored: %v", doc)
+		}
+		return
+	}
+	for _, args := range []map[string]any{
+		{"class_name": "Zone", "fields": map[string]any{"area": polygon}},
+		{"class_name": "Zone", "object_id": id, "fields": map[string]any{"area": polygon}},
+	} {
+		tool := "create_object"
+		if args["object_id"] != nil {
+			tool = "update_object"
+		}
+		msg := callErr(t, c, tool, args, "invalid_query")
+		if !strings.Contains(msg, "does not support") || !strings.Contains(msg, "Polygon") || !strings.Contains(msg, "FerretDB") {
+			t.Errorf("%s of a Polygon on FerretDB: %s", tool, msg)
+		}
+	}
+	if n := count(t, db, "Zone"); n != 1 {
+		t.Errorf("%d Zone objects after the refused writes, want 1", n)
+	}
+}
