@@ -52,6 +52,9 @@ func TestToolSchemas(t *testing.T) {
 		`{"name":"get_schema","arguments":{"class_name":"Song"}}`,
 		`{"name":"get_all_schemas","arguments":{}}`,
 		`{"name":"group_by_date","arguments":{"class_name":"Song","field":"createdAt","interval":"month"}}`,
+		`{"name":"distinct","arguments":{"class_name":"Song","field":"genre","dry_run":true}}`,
+		`{"name":"group_by","arguments":{"class_name":"Song","field":"genre","dry_run":true}}`,
+		`{"name":"group_by_date","arguments":{"class_name":"Song","field":"createdAt","interval":"day","timezone":"Europe/Paris","dry_run":true}}`,
 		`{"name":"aggregate","arguments":{"class_name":"Song","pipeline":[{"$group":{"_id":"$genre","n":{"$sum":1}}}]}}`,
 		`{"name":"explain_query","arguments":{"class_name":"Song","where":{"genre":"rock"}}}`,
 	}
@@ -94,8 +97,9 @@ func checkTyped(t *testing.T, tool, path string, s any) {
 }
 
 // outputSchemas compiles the outputSchema of every tool in a tools/list
-// result (JSON Schema 2020-12), checking on the way that every input
-// property has a type.
+// result (JSON Schema 2020-12), closed at the top level (every member of a
+// result must be declared), checking on the way that every input property
+// has a type.
 func outputSchemas(t *testing.T, list map[string]any) map[string]*jsonschema.Schema {
 	t.Helper()
 	schemas := map[string]*jsonschema.Schema{}
@@ -108,6 +112,13 @@ func outputSchemas(t *testing.T, list map[string]any) map[string]*jsonschema.Sch
 			doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(b)))
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Complete at the top level: a result member the schema does
+			// not declare fails validation.
+			if m, ok := doc.(map[string]any); ok {
+				if _, set := m["additionalProperties"]; !set {
+					m["additionalProperties"] = false
+				}
 			}
 			c := jsonschema.NewCompiler()
 			c.DefaultDraft(jsonschema.Draft2020)

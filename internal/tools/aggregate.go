@@ -73,7 +73,7 @@ func AggregateTools() []*Tool {
 		{
 			ToolInfo:     ro("aggregate", 60*time.Second),
 			Description:  "Run a MongoDB aggregation pipeline on a class using Parse field names (objectId, createdAt, pointers by name); capped at 200 rows unless it ends with $limit or $count.",
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean","description":"return the pipeline that would run, without running it"}},"required":["class_name","pipeline"]}`),
+			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean"}},"required":["class_name","pipeline"]}`),
 			ReadOnly:     true,
 			OutputSchema: aggregateOut,
 			Handler:      aggregateTool,
@@ -83,7 +83,7 @@ func AggregateTools() []*Tool {
 			Description:  "Count (or sum/avg/min/max a number field) per value of a field, e.g. songs per genre.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string","description":"the field summed/averaged (not for count)"},"where":{"type":"object"},"flatten_arrays":{"type":"boolean","description":"count each element of an array field"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"value_desc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
 			ReadOnly:     true,
-			OutputSchema: groupByOut,
+			OutputSchema: groupOut(false),
 			Handler:      groupByTool,
 		},
 		{
@@ -91,7 +91,7 @@ func AggregateTools() []*Tool {
 			Description:  "Count (or sum/avg/min/max) objects per year, quarter, month, week, day, hour, minute or second of a Date field, in a timezone.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string","description":"a Date field, e.g. createdAt"},"interval":{"type":"string","enum":["year","quarter","month","week","day","hour","minute","second"]},"timezone":{"type":"string","description":"IANA name (Europe/Paris) or ±HH:MM; default UTC"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"key_asc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field","interval"]}`,
 			ReadOnly:     true,
-			OutputSchema: groupByOut,
+			OutputSchema: groupOut(true),
 			Handler:      groupByDateTool,
 		},
 		{

@@ -31,13 +31,34 @@ const getObjectsOut = `{"type":"object","properties":{` + osNote + `,` + osClass
 
 const samplesOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `},"required":["class_name","sample_count","samples"]}`
 
-const exportOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osTrunc + `,` + osText + `,"truncated":{"type":"boolean"}},"required":["format","output"]}`
+// exportOut: the text of the rows and, when row_cap cut it, how many rows
+// there were and how to get the rest.
+const exportOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"format":{"type":"string","enum":["csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"},` +
+	`"truncated":{"type":"boolean"},"available_rows":{"type":"integer"},"row_cap":{"type":"integer"},"hint":{"type":"string"}},"required":["format","output"]}`
 
-const distinctOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"count":{"type":"integer"},"limit":{"type":"integer"},"values":{"type":"array"}},"required":["class_name","field","values"]}`
+// osDryRun are the members of a dry_run:true answer (distinct, group_by,
+// group_by_date): the exact pipeline that would run instead of the result;
+// orDryRun requires either the result member or the pipeline.
+const osDryRun = `,"dry_run":{"type":"boolean"},"parameters":{"type":"object"},"pipeline":{"type":"array","items":{"type":"object"}},"hint":{"type":"string"}`
 
-const groupByOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"operation":{"type":"string"},"value_field":{"type":"string"},"interval":{"type":"string"},"timezone":{"type":"string"},"pointer_class":{"type":"string"},"limit":{"type":"integer"},"truncated":{"type":"boolean"},"group_count":{"type":"integer"},"groups":{"type":"array","items":{"type":"object","properties":{"key":{},"value":{"type":["number","null"]}},"required":["key"]}}},"required":["class_name","groups"]}`
+func orDryRun(result string) string {
+	return `"anyOf":[{"required":["` + result + `"]},{"required":["pipeline"]}]`
+}
 
-const listToolsOut = `{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"category":{"type":"string"},"description":{"type":"string"}},"required":["name","category"]}},"categories":{"type":"object","additionalProperties":{"type":"string"}}},"required":["tools"]}`
+var distinctOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"count":{"type":"integer"},"limit":{"type":"integer"},"values":{"type":"array"}` + osDryRun + `},"required":["class_name"],` + orDryRun("values") + `}`
+
+// groupOut: group_by, and group_by_date with its interval and timezone.
+func groupOut(byDate bool) string {
+	date := ""
+	if byDate {
+		date = `"interval":{"type":"string"},"timezone":{"type":"string"},`
+	}
+	return `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"operation":{"type":"string"},"value_field":{"type":"string"},` + date +
+		`"pointer_class":{"type":"string"},"limit":{"type":"integer"},"truncated":{"type":"boolean"},"group_count":{"type":"integer"},"groups":{"type":"array","items":{"type":"object","properties":{"key":{},"value":{"type":["number","null"]}},"required":["key"]}}` +
+		osDryRun + `},"required":["class_name"],` + orDryRun("groups") + `}`
+}
+
+const listToolsOut = `{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"category":{"type":"string"},"description":{"type":"string"}},"required":["name","category"]}},"categories":{"type":"object","additionalProperties":{"type":"string"}},"actions":{"type":"array","items":{"type":"object"}}},"required":["tools"]}`
 
 const aggregateOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"pipeline_stages":{"type":"array","items":{"type":"string"}},"result_count":{"type":"integer"},"results":` + osRows + `,"truncated":{"type":"boolean"},"auto_limited":{"type":"boolean"},"auto_limit":{"type":"integer"},"hint":{"type":"string"}},"required":["class_name","results"]}`
 
@@ -47,16 +68,37 @@ const allSchemasOut = `{"type":"object","properties":{"total":{"type":"integer"}
 
 const schemaOut = `{"type":"object","properties":{` + osClass + `,"type":{"type":"string"},"description":{"type":"string"},"fields":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"},"description":{"type":"string"},"allowed_values":{},"large_field":{"type":"boolean"},"target_class":{"type":"string"},"query_hint":{"type":"string"},"default":{}},"required":["name","type"]}},"indexes":{},"permissions":{},"canonical_filter":{"type":"object"},"agent_fields":{},"agent_join_fields":{},"relations":{}},"required":["class_name","fields"]}`
 
-// osWrite are the members of a write's result: what was (or, for a dry run,
-// would be) written, the change sent, the object as this session may see it,
-// or a declined confirmation.
-const osWrite = osNote + `,` + osClass + `,"object_id":{"type":"string"},"action":{"type":"string"},"dry_run":{"type":"boolean"},` +
-	`"created":{"type":"boolean"},"updated":{"type":"boolean"},"deleted":{"type":"boolean"},"written":{"type":"boolean"},"confirmation":{"type":"string"},` +
-	`"fields":{"type":"array","items":{"type":"string"}},"write_path":{"type":"string"},"change":{"type":"object"},"note":{"type":"string"},"object":{"type":"object"},"deleted_object":{"type":"object"}`
+// osWrite are the members every write result can carry: the dry run with
+// the change it would send, the write path, or a declined confirmation
+// (written:false). Each write tool adds only the members it can return, so
+// that its schema says exactly what it answers.
+const osWrite = osNote + `,` + osClass + `,"dry_run":{"type":"boolean"},"write_path":{"type":"string"},"change":{"type":"object"},"note":{"type":"string"},` +
+	`"written":{"type":"boolean"},"confirmation":{"type":"string"}`
 
-// writeOut: create/update/delete_object and create/delete_class.
-const writeOut = `{"type":"object","properties":{` + osWrite + `},"required":["class_name"]}`
+const (
+	osObjectID = `,"object_id":{"type":"string"}`
+	osObject   = `,"object":{"type":"object"}`
+)
 
-// actionOut: a class action answers like a write; a Cloud Code function
-// action with its result (untrusted data) or run:false when not confirmed.
-const actionOut = `{"type":"object","properties":{` + osWrite + `,"cloud_function":{"type":"string"},"run":{"type":"boolean"},"result":{}},"required":["action"]}`
+// writeOut is the result schema of a write tool: osWrite plus the tool's
+// own members.
+func writeOut(members string) string {
+	return `{"type":"object","properties":{` + osWrite + members + `},"required":["class_name"]}`
+}
+
+// The write tools' result schemas: object writes show the stored object as
+// this session may see it (a delete's dry run the object it would delete),
+// create_class the fields it adds.
+var (
+	createObjectOut = writeOut(osObjectID + `,"created":{"type":"boolean"}` + osObject)
+	updateObjectOut = writeOut(osObjectID + `,"updated":{"type":"boolean"}` + osObject)
+	deleteObjectOut = writeOut(osObjectID + `,"deleted":{"type":"boolean"},"deleted_object":{"type":"object"}`)
+	createClassOut  = writeOut(`,"created":{"type":"boolean"},"fields":{"type":"array","items":{"type":"string"}}`)
+	deleteClassOut  = writeOut(`,"deleted":{"type":"boolean"}`)
+)
+
+// actionOut: a class action answers like create_object or update_object; a
+// Cloud Code function action with its result (untrusted data) or run:false
+// when not confirmed.
+const actionOut = `{"type":"object","properties":{` + osWrite + osObjectID + `,"action":{"type":"string"},"created":{"type":"boolean"},"updated":{"type":"boolean"}` + osObject +
+	`,"cloud_function":{"type":"string"},"run":{"type":"boolean"},"result":{}},"required":["action"]}`

@@ -39,8 +39,8 @@ type Tool struct {
 	Description  string
 	InputSchema  string // JSON Schema of the arguments
 	OutputSchema string // JSON Schema of structuredContent, if declared
-	// Annotations (MCP tool hints). A read-only tool is also idempotent;
-	// no tool reaches outside the Parse database (openWorldHint false).
+	// Annotations (MCP tool hints, see annotations): no tool reaches
+	// outside the Parse database (openWorldHint false).
 	ReadOnly    bool
 	Destructive bool
 	Handler     Handler
@@ -106,22 +106,28 @@ func (t *Tool) DescriptionFor(d *Deps) string {
 // (see DescriptionFor; d may be nil).
 func (t *Tool) MCPTool(d *Deps) mcp.Tool {
 	description := t.DescriptionFor(d)
-	opts := []mcp.ToolOption{
-		mcp.WithDescription(description),
-		mcp.WithReadOnlyHintAnnotation(t.ReadOnly),
-		mcp.WithDestructiveHintAnnotation(t.Destructive),
-		mcp.WithOpenWorldHintAnnotation(false),
-		mcp.WithIdempotentHintAnnotation(t.ReadOnly),
-	}
-	if t.OutputSchema != "" {
-		opts = append(opts, mcp.WithRawOutputSchema(json.RawMessage(t.OutputSchema)))
-	}
 	tool := mcp.NewToolWithRawSchema(t.Name, description, json.RawMessage(t.InputSchema))
-	for _, o := range opts {
-		o(&tool)
+	if t.OutputSchema != "" {
+		tool.RawOutputSchema = json.RawMessage(t.OutputSchema)
 	}
+	tool.Annotations = annotations(t.ReadOnly, t.Destructive)
 	tool.Meta = &mcp.Meta{AdditionalFields: map[string]any{"category": string(t.Category)}}
 	return tool
+}
+
+// annotations are the MCP hints, without the ones that say nothing: the
+// spec gives destructiveHint and idempotentHint meaning only when
+// readOnlyHint is false, and readOnlyHint false and idempotentHint false are
+// the defaults. openWorldHint defaults to true, so false is always sent (no
+// tool reaches outside the Parse database), and destructiveHint is sent for
+// every write, true included (its default), so a client that ignores
+// defaults still sees a delete as destructive.
+func annotations(readOnly, destructive bool) mcp.ToolAnnotation {
+	closed := false
+	if readOnly {
+		return mcp.ToolAnnotation{ReadOnlyHint: &readOnly, OpenWorldHint: &closed}
+	}
+	return mcp.ToolAnnotation{DestructiveHint: &destructive, OpenWorldHint: &closed}
 }
 
 // Handle adapts the tool to mcp-go: it applies the per-tool timeout, runs the

@@ -16,7 +16,7 @@ func SchemaTools() []*Tool {
 	return []*Tool{
 		{
 			ToolInfo:     policy.ToolInfo{Name: "get_all_schemas", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 15 * time.Second},
-			Description:  "List the app's classes with their fields and types. Filter with names (exact) or prefix.",
+			Description:  "List the app's classes with their fields and types.",
 			InputSchema:  `{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"description":"exact class names"},"prefix":{"type":"string","description":"case-sensitive class name prefix"}}}`,
 			ReadOnly:     true,
 			OutputSchema: allSchemasOut,

@@ -47,7 +47,7 @@ func (d *Deps) writes() WriteBackend {
 // direct MongoDB writer; when the Parse Server bridge performs the writes,
 // Tool.DescriptionFor replaces it with viaParseServer, so the description
 // is true for the configuration.
-const noTriggers = " Direct writes skip Cloud Code triggers (the Parse Server bridge runs them)."
+const noTriggers = " Direct writes skip Cloud Code triggers."
 
 // viaParseServer replaces noTriggers when writes go through Parse Server.
 const viaParseServer = " Writes go through Parse Server: Cloud Code triggers and validation run."
@@ -77,14 +77,14 @@ func WriteTools() []*Tool {
 			ToolInfo:     def("create_object", config.TierWrite, policy.OpCreate, crud...),
 			Description:  "Create an object. fields: REST values (pointers as ids or Pointer objects, dates ISO or {__type:Date}); new fields are added to the schema." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object","description":"Parse ACL; default public or the class default"},"dry_run":{"type":"boolean"}},"required":["class_name","fields"]}`,
-			OutputSchema: writeOut,
+			OutputSchema: createObjectOut,
 			Handler:      createObject,
 		},
 		{
 			ToolInfo:     def("update_object", config.TierWrite, policy.OpUpdate, crud...),
 			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
-			OutputSchema: writeOut,
+			OutputSchema: updateObjectOut,
 			Handler:      updateObject,
 		},
 		{
@@ -92,14 +92,14 @@ func WriteTools() []*Tool {
 			Description:  "Delete an object (may ask the user to confirm)." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
 			Destructive:  true,
-			OutputSchema: writeOut,
+			OutputSchema: deleteObjectOut,
 			Handler:      deleteObject,
 		},
 		{
 			ToolInfo:     createClass,
 			Description:  "Create a class. fields: {name:{type,targetClass?,required?,defaultValue?}}; permissions: CLP.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"permissions":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
-			OutputSchema: writeOut,
+			OutputSchema: createClassOut,
 			Handler:      createClassTool,
 		},
 		{
@@ -107,7 +107,7 @@ func WriteTools() []*Tool {
 			Description:  "Delete an empty class and its relation tables.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
 			Destructive:  true,
-			OutputSchema: writeOut,
+			OutputSchema: deleteClassOut,
 			Handler:      deleteClassTool,
 		},
 	}
