@@ -185,7 +185,9 @@ func BenchmarkPingUnderLoad(b *testing.B) {
 
 // BenchmarkToolsListSize reports the bytes of tools/list for the read-only
 // catalog and for the admin tier with the write tools listed (target
-// ≤ 10 KB with the write tools).
+// ≤ 10 KB with the write tools), with the share of the output schemas and
+// the bytes of name, description and input schema (what the model reads).
+// internal/tools TestToolsListSize guards the size.
 func BenchmarkToolsListSize(b *testing.B) {
 	for _, tc := range []struct {
 		name string
@@ -198,14 +200,30 @@ func BenchmarkToolsListSize(b *testing.B) {
 			p := spawnPipe(b, tc.env...)
 			defer p.close()
 			p.roundTrip(b, initLine)
-			var n, tools int
+			var resp string
 			for i := 0; i < b.N; i++ {
-				resp := p.roundTrip(b, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
-				n = len(resp)
-				tools = strings.Count(resp, `"inputSchema"`)
+				resp = p.roundTrip(b, `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`)
 			}
-			b.ReportMetric(float64(n), "bytes")
-			b.ReportMetric(float64(tools), "tools")
+			var list struct {
+				Result struct {
+					Tools []map[string]json.RawMessage `json:"tools"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal([]byte(resp), &list); err != nil {
+				b.Fatal(err)
+			}
+			// What a client hands the model per tool is its name,
+			// description and input schema; the output schemas are for
+			// the client.
+			var model, output int
+			for _, t := range list.Result.Tools {
+				model += len(t["name"]) + len(t["description"]) + len(t["inputSchema"])
+				output += len(t["outputSchema"])
+			}
+			b.ReportMetric(float64(len(resp)), "bytes")
+			b.ReportMetric(float64(len(list.Result.Tools)), "tools")
+			b.ReportMetric(float64(output), "outputSchema-bytes")
+			b.ReportMetric(float64(model), "model-bytes")
 		})
 	}
 }

@@ -1,0 +1,49 @@
+package tools
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+)
+
+// toolsListCeiling is the size of the tools/list result with every tool of
+// the catalog listed (the admin tier with every write gate on), as reached
+// when the definitions were last trimmed (see README.md, "Performance"). It
+// is a ceiling, not a target: raise it only together with the README's
+// figure, when a definition has to say more.
+const toolsListCeiling = 20_700
+
+// TestToolsListSize guards the bytes of tools/list so that they cannot grow
+// unnoticed, and logs where they go: output schemas (for the client, not the
+// model) against what a client passes to the model (name, description,
+// input schema).
+func TestToolsListSize(t *testing.T) {
+	var list mcp.ListToolsResult
+	parts := map[string]int{}
+	for _, tool := range Catalog() {
+		def := tool.MCPTool()
+		list.Tools = append(list.Tools, def)
+		var members map[string]json.RawMessage
+		b, err := json.Marshal(def)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &members); err != nil {
+			t.Fatal(err)
+		}
+		for k, v := range members {
+			parts[k] += len(k) + 3 + len(v) // "key":value,
+		}
+	}
+	b, err := json.Marshal(list)
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := parts["name"] + parts["description"] + parts["inputSchema"]
+	t.Logf("tools/list result: %d tools, %d bytes; outputSchema %d, inputSchema %d, description %d, annotations %d, _meta %d, name %d; name+description+inputSchema (what the model reads) %d",
+		len(list.Tools), len(b), parts["outputSchema"], parts["inputSchema"], parts["description"], parts["annotations"], parts["_meta"], parts["name"], model)
+	if len(b) > toolsListCeiling {
+		t.Errorf("tools/list with every tool is %d bytes, over the %d-byte ceiling: trim the new wording, or raise toolsListCeiling and the README's figure if the definitions must say more", len(b), toolsListCeiling)
+	}
+}
