@@ -12,7 +12,7 @@ import (
 // when the definitions were last trimmed (see README.md, "Performance"). It
 // is a ceiling, not a target: raise it only together with the README's
 // figure, when a definition has to say more.
-const toolsListCeiling = 20_700
+const toolsListCeiling = 20_600
 
 // TestToolsListSize guards the bytes of tools/list so that they cannot grow
 // unnoticed, and logs where they go: output schemas (for the client, not the
@@ -22,7 +22,7 @@ func TestToolsListSize(t *testing.T) {
 	var list mcp.ListToolsResult
 	parts := map[string]int{}
 	for _, tool := range Catalog() {
-		def := tool.MCPTool()
+		def := tool.MCPTool(nil)
 		list.Tools = append(list.Tools, def)
 		var members map[string]json.RawMessage
 		b, err := json.Marshal(def)
