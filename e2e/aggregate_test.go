@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -23,20 +21,9 @@ import (
 // the feature there, and for real results when PARSE_MCP_TEST_MONGODB_URI
 // points at a real MongoDB.
 
-// aggPolicyEnv writes the demo policy (VaultSecret hidden, Song's
-// canonical filter) and returns its PARSE_MCP_POLICY_FILE setting.
-func aggPolicyEnv(t testing.TB) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, demo.PolicyYAML, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return "PARSE_MCP_POLICY_FILE=" + path
-}
-
 func aggClient(t testing.TB) *client.Client {
 	t.Helper()
-	return stdioClient(t, aggPolicyEnv(t))
+	return stdioClient(t, policyFile(t, "demo"))
 }
 
 func aggList(v any) []any {
@@ -251,7 +238,7 @@ func TestAggregateMatchGroupSortLimit(t *testing.T) {
 
 func TestAggregateOrderedSort(t *testing.T) {
 	// Key order of a multi-key $sort survives the JSON arguments.
-	r := startRaw(t, aggPolicyEnv(t))
+	r := startRaw(t, policyFile(t, "demo"))
 	r.initialize()
 	resp := aggRPC(r, "sort", "aggregate", `{"class_name":"Song","pipeline":[{"$match":{"genre":{"$in":["rock","jazz"]}}},{"$sort":{"genre":1,"plays":-1}},{"$limit":3},{"$project":{"genre":1,"plays":1}}]}`)
 	out := aggToolResult(t, resp)
@@ -360,7 +347,7 @@ func aggToolResult(t *testing.T, resp map[string]any) map[string]any {
 }
 
 func TestAggregateRefusalsThroughTheBinary(t *testing.T) {
-	r := startRaw(t, aggPolicyEnv(t))
+	r := startRaw(t, policyFile(t, "demo"))
 	r.initialize()
 	violations := map[string]string{
 		"out":        `{"class_name":"Song","pipeline":[{"$match":{}},{"$out":"stolen"}]}`,
@@ -502,15 +489,7 @@ func aggNum(v any) int {
 }
 
 func TestAggregateByteCap(t *testing.T) {
-	y := strings.Replace(string(demo.PolicyYAML), "settings: {", "settings: {max_response_bytes: 30000, ", 1)
-	if y == string(demo.PolicyYAML) {
-		t.Fatal("demo/policy.yaml has no settings line")
-	}
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := stdioClient(t, "PARSE_MCP_POLICY_FILE="+path)
+	c := stdioClient(t, policyFile(t, "max_response_30000"))
 	msg := callErr(t, c, "aggregate", map[string]any{"class_name": "Song", "pipeline": []any{map[string]any{"$match": map[string]any{}}}}, "invalid_argument")
 	if !strings.Contains(msg, "Heaviest fields: lyrics") || !strings.Contains(msg, "Retry with keys: [") {
 		t.Errorf("refusal: %s", msg)

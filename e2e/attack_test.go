@@ -46,7 +46,7 @@ func toolError(t *testing.T, r *rawServer, id, tool, args, code, kind string) st
 }
 
 func TestAttackWhereOperatorsAndFields(t *testing.T) {
-	r := startRaw(t, polFile(t))
+	r := startRaw(t, policyFile(t, "demo"))
 	r.initialize()
 	for id, where := range map[string]string{
 		"where":         `{"$where":"sleep(10000)"}`,
@@ -83,7 +83,7 @@ func TestAttackWhereOperatorsAndFields(t *testing.T) {
 }
 
 func TestAttackClassNames(t *testing.T) {
-	r := startRaw(t, polFile(t))
+	r := startRaw(t, policyFile(t, "demo"))
 	r.initialize()
 	for id, name := range map[string]string{
 		"sql":       `_User'; DROP`,
@@ -122,7 +122,7 @@ func TestAttackClassNames(t *testing.T) {
 }
 
 func TestAttackHiddenClassEverywhere(t *testing.T) {
-	r := startRaw(t, polFile(t))
+	r := startRaw(t, policyFile(t, "demo"))
 	r.initialize()
 	// names:["VaultSecret"] on get_all_schemas: filtered before names apply.
 	resp := aggRPC(r, "all", "get_all_schemas", `{"names":["VaultSecret"]}`)
@@ -167,8 +167,7 @@ func TestAttackHiddenClassEverywhere(t *testing.T) {
 }
 
 func TestAttackAllowlist(t *testing.T) {
-	pol := polFile(t, "      orgId: {description: \"Organisation (tenant) id\", enum: {org_north: \"Northern region\", org_south: \"Southern region\"}}\n",
-		"      orgId: {description: \"Organisation (tenant) id\", enum: {org_north: \"Northern region\", org_south: \"Southern region\"}}\n    agent_fields: [username, plan, orgId]\n")
+	pol := policyFile(t, "user_allowlist")
 	r := startRaw(t, pol)
 	r.initialize()
 	toolError(t, r, "keys", "query_class", `{"class_name":"_User","keys":["email"]}`, "access_denied", "field_not_allowed")
@@ -198,7 +197,7 @@ func TestAttackAllowlist(t *testing.T) {
 }
 
 func TestAttackTenantSpoofing(t *testing.T) {
-	pol := tenantPolicy(t)
+	pol := policyFile(t, "tenant_scoped")
 	r := startRaw(t, pol, "PARSE_MCP_TENANT_ID="+demo.OrgNorth)
 	r.initialize()
 	for id, where := range map[string]string{
@@ -241,7 +240,7 @@ func TestAttackTenantSpoofing(t *testing.T) {
 
 func firstSongOfOrg(t *testing.T, org string) string {
 	t.Helper()
-	c := stdioClient(t, polFile(t))
+	c := stdioClient(t, policyFile(t, "demo"))
 	out := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"orgId": org}, "keys": []any{"orgId"}, "limit": 1})
 	rows := out["results"].([]any)
 	if len(rows) == 0 {

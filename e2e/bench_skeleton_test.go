@@ -8,7 +8,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,8 +17,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
-	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // The issue-2 targets, measured against an already-running database:
@@ -244,12 +241,7 @@ func percentile(d []time.Duration, p int) time.Duration {
 // ratio).
 func BenchmarkConcurrentCalls8(b *testing.B) {
 	// The rate limiter (60 calls/min by default) would refuse most calls.
-	y := strings.Replace(string(demo.PolicyYAML), "settings: {", "settings: {rate_limit: {requests: 0}, ", 1)
-	path := filepath.Join(b.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(y), 0o600); err != nil {
-		b.Fatal(err)
-	}
-	p := spawnPipe(b, "PARSE_MCP_POLICY_FILE="+path)
+	p := spawnPipe(b, policyFile(b, "no_rate_limit"))
 	defer p.close()
 	p.roundTrip(b, initLine)
 	const inFlight = 8

@@ -113,7 +113,7 @@ func TestExportFormatsAndCaps(t *testing.T) {
 // header} object keeps the caller's key order, and asks for progress (see
 // TestProgressOwnUnits for the rules).
 func TestExportColumnsOrderAndProgress(t *testing.T) {
-	r := startRaw(t, queryPolicy(t, "", ""))
+	r := startRaw(t, policyFile(t, "demo"))
 	r.initialize()
 	r.send(`{"jsonrpc":"2.0","id":"x1","method":"tools/call","params":{"name":"export_data","arguments":{"class_name":"Song",` +
 		`"columns":{"title":"Title","genre":"Genre","artist.name":"Artist"},"row_cap":600},"_meta":{"progressToken":"p1"}}}`)
@@ -179,7 +179,7 @@ func TestExportPipelineMode(t *testing.T) {
 }
 
 func TestExportByteCap(t *testing.T) {
-	c := stdioClient(t, queryPolicy(t, "max_response_bytes: 30000", ""))
+	c := stdioClient(t, policyFile(t, "max_response_30000"))
 	msg := callErr(t, c, "export_data", map[string]any{"class_name": "Song"}, "invalid_argument")
 	if !strings.Contains(msg, "Heaviest fields: lyrics") || !strings.Contains(msg, "Retry with keys: [") {
 		t.Errorf("refusal: %s", msg)

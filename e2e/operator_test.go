@@ -20,7 +20,7 @@ func cliJSON(t *testing.T, stdout string) map[string]any {
 }
 
 func TestOperatorDescribe(t *testing.T) {
-	stdout, stderr, code := runCLI(t, []string{polFile(t), "PARSE_MCP_SESSION_TOKEN=" + demo.BobSessionToken, "PARSE_MCP_TENANT_ID=" + demo.OrgNorth}, "describe")
+	stdout, stderr, code := runCLI(t, []string{policyFile(t, "demo"), "PARSE_MCP_SESSION_TOKEN=" + demo.BobSessionToken, "PARSE_MCP_TENANT_ID=" + demo.OrgNorth}, "describe")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -70,7 +70,7 @@ func TestOperatorDescribe(t *testing.T) {
 }
 
 func TestOperatorWouldPermit(t *testing.T) {
-	pol := polFile(t)
+	pol := policyFile(t, "demo")
 	cases := []struct {
 		env   []string
 		args  []string
@@ -106,14 +106,14 @@ func TestOperatorWouldPermit(t *testing.T) {
 		}
 	}
 	// agent.tools narrows before the tier.
-	stdout, _, _ := runCLI(t, []string{polFile(t, "settings:", "agent: {tools: {except: [count_objects]}}\nsettings:")}, "would-permit", "count_objects", "Song")
+	stdout, _, _ := runCLI(t, []string{policyFile(t, "tools_except_count_objects")}, "would-permit", "count_objects", "Song")
 	if v := cliJSON(t, stdout); v["gate"] != "tool_filter" || v["error_code"] != "tool_filtered" {
 		t.Errorf("agent.tools: %v", v)
 	}
 }
 
 func TestOperatorAudit(t *testing.T) {
-	stdout, stderr, code := runCLI(t, []string{polFile(t)}, "audit")
+	stdout, stderr, code := runCLI(t, []string{policyFile(t, "demo")}, "audit")
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
 	}
@@ -126,7 +126,7 @@ func TestOperatorAudit(t *testing.T) {
 		t.Errorf("canonical_filters: %v", a["canonical_filters"])
 	}
 	// A policy with entries matching no _SCHEMA field is reported, not fatal.
-	pol := polFile(t, "    large_fields: [lyrics]\n", "    large_fields: [lyrics, lyrix]\n    agent_fields: [title, genre, plays, ratng]\n    join_fields: [title, genre, plays]\n")
+	pol := policyFile(t, "entries_not_in_schema")
 	stdout, stderr, code = runCLI(t, []string{pol}, "audit")
 	if code != 1 {
 		t.Fatalf("exit %d, want 1: %s", code, stderr)

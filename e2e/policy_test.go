@@ -20,29 +20,24 @@ import (
 // End-to-end tests of the policy layer through the binary: tool filtering,
 // identity scope, tenant scope, start-up validation, the audit event.
 
-// polFile writes the demo policy, edited by the given (old, new)
-// replacements, and returns its PARSE_MCP_POLICY_FILE setting.
-func polFile(t testing.TB, replacements ...string) string {
+// policyFile is the PARSE_MCP_POLICY_FILE setting of the policy
+// testdata/policies/<name>.yaml: each is the demo policy with one change,
+// and its first line says why it exists. "demo" is the demo policy itself
+// (internal/demo/policy.yaml).
+func policyFile(t testing.TB, name string) string {
 	t.Helper()
-	doc := string(demo.PolicyYAML)
-	for i := 0; i+1 < len(replacements); i += 2 {
-		if !strings.Contains(doc, replacements[i]) {
-			t.Fatalf("the demo policy has no %q", replacements[i])
-		}
-		doc = strings.Replace(doc, replacements[i], replacements[i+1], 1)
+	path := filepath.Join("testdata", "policies", name+".yaml")
+	if name == "demo" {
+		path = filepath.Join("..", "internal", "demo", "policy.yaml")
 	}
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {
+	abs, err := filepath.Abs(path)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return "PARSE_MCP_POLICY_FILE=" + path
-}
-
-// tenantPolicy scopes Song and Invoice by orgId.
-func tenantPolicy(t testing.TB) string {
-	return polFile(t,
-		"    canonical_filter: {archived: {$ne: true}}\n", "    canonical_filter: {archived: {$ne: true}}\n    tenant_scope: {field: orgId}\n",
-		"  Invoice:\n", "  Invoice:\n    tenant_scope: {field: orgId}\n")
+	if _, err := os.Stat(abs); err != nil {
+		t.Fatalf("policy %s: %v", name, err)
+	}
+	return "PARSE_MCP_POLICY_FILE=" + abs
 }
 
 // runCLI runs the binary with arguments and returns stdout, stderr and the
@@ -81,7 +76,7 @@ func listedTools(t testing.TB, c *client.Client) map[string]bool {
 }
 
 func TestPolicyToolFilteringAgrees(t *testing.T) {
-	c := stdioClient(t, polFile(t, "settings:", "agent: {tools: {except: [get_sample_objects]}}\nsettings:"))
+	c := stdioClient(t, policyFile(t, "tools_except_get_sample_objects"))
 	listed := listedTools(t, c)
 	if listed["get_sample_objects"] || !listed["count_objects"] {
 		t.Fatalf("tools/list: %v", listed)
@@ -100,7 +95,7 @@ func TestPolicyToolFilteringAgrees(t *testing.T) {
 		t.Fatalf("message: %s", msg)
 	}
 	// agent.tools.only
-	c2 := stdioClient(t, polFile(t, "settings:", "agent: {tools: {only: [list_tools, count_objects]}}\nsettings:"))
+	c2 := stdioClient(t, policyFile(t, "tools_only_list_and_count"))
 	if l := listedTools(t, c2); len(l) != 2 || !l["count_objects"] {
 		t.Fatalf("only: %v", l)
 	}
@@ -123,7 +118,7 @@ func TestPolicyIdentityCounts(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.key, func(t *testing.T) {
-			c := stdioClient(t, polFile(t), tc.env)
+			c := stdioClient(t, policyFile(t, "demo"), tc.env)
 			out := callOK(t, c, "count_objects", map[string]any{"class_name": "Song"})
 			if int(out["count"].(float64)) != tc.active {
 				t.Errorf("%s counts %v active songs, fixture says %d", tc.key, out["count"], tc.active)
@@ -145,7 +140,7 @@ func TestPolicyIdentityCounts(t *testing.T) {
 		})
 	}
 	// Master posture reads everything, _Session included.
-	c := stdioClient(t, polFile(t))
+	c := stdioClient(t, policyFile(t, "demo"))
 	out := callOK(t, c, "count_objects", map[string]any{"class_name": "Song", "apply_canonical_filter": false})
 	if int(out["count"].(float64)) != demo.SongCount {
 		t.Errorf("master counts %v", out["count"])
@@ -169,13 +164,13 @@ func callErrOrMissing(t *testing.T, c *client.Client, id string) {
 func TestPolicyProtectedFieldsForScopedIdentities(t *testing.T) {
 	// Song's _SCHEMA protectedFields {"*": ["lyrics"]}: stripped for every
 	// scoped identity, shown in master posture.
-	scoped := stdioClient(t, polFile(t), "PARSE_MCP_SESSION_TOKEN="+demo.CarolSessionToken)
+	scoped := stdioClient(t, policyFile(t, "demo"), "PARSE_MCP_SESSION_TOKEN="+demo.CarolSessionToken)
 	out := callOK(t, scoped, "get_object", map[string]any{"class_name": "Song", "object_id": demo.SongWithLyricsID})
 	if obj := out["object"].(map[string]any); obj["lyrics"] != nil || obj["title"] == nil {
 		t.Fatalf("lyrics shown to a scoped identity: %v", obj)
 	}
 	callErr(t, scoped, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"lyrics": map[string]any{"$exists": true}}}, "access_denied")
-	master := stdioClient(t, polFile(t))
+	master := stdioClient(t, policyFile(t, "demo"))
 	out = callOK(t, master, "get_object", map[string]any{"class_name": "Song", "object_id": demo.SongWithLyricsID})
 	if out["object"].(map[string]any)["lyrics"] == nil {
 		t.Fatal("master posture should see lyrics")
@@ -183,7 +178,7 @@ func TestPolicyProtectedFieldsForScopedIdentities(t *testing.T) {
 }
 
 func TestPolicyTenantScope(t *testing.T) {
-	pol := tenantPolicy(t)
+	pol := policyFile(t, "tenant_scoped")
 	c := stdioClient(t, pol, "PARSE_MCP_TENANT_ID="+demo.OrgNorth)
 	out := callOK(t, c, "count_objects", map[string]any{"class_name": "Song"})
 	if int(out["count"].(float64)) != demo.ActiveSongsPerOrg[demo.OrgNorth] {
@@ -215,12 +210,12 @@ func TestPolicyStartupValidation(t *testing.T) {
 		env  []string
 		want string
 	}{
-		{"typo'd operator", []string{polFile(t, "{archived: {$ne: true}}", "{archived: {$nee: true}}")}, "classes.Song.canonical_filter: unknown operator $nee"},
-		{"allowlist field not in _SCHEMA", []string{polFile(t, "    large_fields: [lyrics]\n", "    large_fields: [lyrics]\n    agent_fields: [title, genre, plays, lyrcs]\n")}, "classes.Song.agent_fields[3]: no field lyrcs in Song's _SCHEMA (did you mean lyrics?)"},
-		{"join field not in allowlist", []string{polFile(t, "    large_fields: [lyrics]\n", "    large_fields: [lyrics]\n    agent_fields: [title, genre]\n    join_fields: [title, plays]\n")}, "classes.Song.join_fields[1]: plays is not in agent_fields"},
-		{"unknown key", []string{polFile(t, "    large_fields: [lyrics]\n", "    large_feilds: [lyrics]\n")}, "classes.Song.large_feilds: unknown key (did you mean large_fields?)"},
-		{"unknown tool", []string{polFile(t, "settings:", "agent: {tools: {except: [quer_class]}}\nsettings:")}, "agent.tools.except[0]: no tool quer_class (did you mean query_class?)"},
-		{"expired session token", []string{polFile(t), "PARSE_MCP_SESSION_TOKEN=" + demo.ExpiredSessionToken}, "PARSE_MCP_SESSION_TOKEN: the session token expired at 2020-06-01T12:00:00Z"},
+		{"typo'd operator", []string{policyFile(t, "invalid_unknown_operator")}, "classes.Song.canonical_filter: unknown operator $nee"},
+		{"allowlist field not in _SCHEMA", []string{policyFile(t, "invalid_agent_field_not_in_schema")}, "classes.Song.agent_fields[3]: no field lyrcs in Song's _SCHEMA (did you mean lyrics?)"},
+		{"join field not in allowlist", []string{policyFile(t, "invalid_join_field_not_allowed")}, "classes.Song.join_fields[1]: plays is not in agent_fields"},
+		{"unknown key", []string{policyFile(t, "invalid_unknown_key")}, "classes.Song.large_feilds: unknown key (did you mean large_fields?)"},
+		{"unknown tool", []string{policyFile(t, "invalid_unknown_tool")}, "agent.tools.except[0]: no tool quer_class (did you mean query_class?)"},
+		{"expired session token", []string{policyFile(t, "demo"), "PARSE_MCP_SESSION_TOKEN=" + demo.ExpiredSessionToken}, "PARSE_MCP_SESSION_TOKEN: the session token expired at 2020-06-01T12:00:00Z"},
 		{"unknown session token", []string{"PARSE_MCP_SESSION_TOKEN=r:00000000000000000000000000000000"}, "PARSE_MCP_SESSION_TOKEN: unknown session token"},
 		{"unknown role", []string{"PARSE_MCP_ACL_ROLE=Root"}, "PARSE_MCP_ACL_ROLE: no _Role has this name"},
 		{"unknown user", []string{"PARSE_MCP_ACL_USER=nobody"}, "PARSE_MCP_ACL_USER: no _User has this objectId"},
@@ -247,7 +242,7 @@ func TestPolicyStartupValidation(t *testing.T) {
 }
 
 func TestPolicyAuditEventAndUntrustedData(t *testing.T) {
-	r := startRaw(t, polFile(t), "PARSE_MCP_LOG_LEVEL=info")
+	r := startRaw(t, policyFile(t, "demo"), "PARSE_MCP_LOG_LEVEL=info")
 	r.initialize()
 	resp := aggRPC(r, "q", "query_class", `{"class_name":"Song","where":{"title":{"$regex":"SECRETVALUE"}},"limit":1}`)
 	res := aggObj(resp["result"])
@@ -305,7 +300,7 @@ func TestPolicyAuditEventAndUntrustedData(t *testing.T) {
 }
 
 func TestPolicyRateLimit(t *testing.T) {
-	c := stdioClient(t, polFile(t, "settings: {refuse_collscan: false, expose_explain: false}", "settings: {rate_limit: {requests: 3, window: 1m}}"))
+	c := stdioClient(t, policyFile(t, "rate_limit_3_per_minute"))
 	for range 3 {
 		callOK(t, c, "count_objects", map[string]any{"class_name": "Artist"})
 	}
@@ -319,9 +314,7 @@ func TestPolicyRateLimit(t *testing.T) {
 }
 
 func TestPolicyCollscanFailsClosed(t *testing.T) {
-	c := stdioClient(t, polFile(t,
-		"settings: {refuse_collscan: false", "settings: {refuse_collscan: true",
-		"  Artist:\n", "  Artist:\n    allow_collscan: true\n"))
+	c := stdioClient(t, policyFile(t, "collscan_refused_except_artist"))
 	res := call(t, c, "count_objects", map[string]any{"class_name": "Song"})
 	if realMongo {
 		t.Skip("a real MongoDB gives a plan; the FerretDB fail-closed path is what this checks")
@@ -336,7 +329,7 @@ func TestPolicyCollscanFailsClosed(t *testing.T) {
 // TestPolicyRateLimitPerHTTPSession: over HTTP each session has its own
 // window.
 func TestPolicyRateLimitPerHTTPSession(t *testing.T) {
-	h := startHTTP(t, polFile(t, "settings: {refuse_collscan: false, expose_explain: false}", "settings: {rate_limit: {requests: 2, window: 1m}}"))
+	h := startHTTP(t, policyFile(t, "rate_limit_2_per_minute"))
 	a, b := h.session(nil), h.session(nil)
 	code := func(s *mcpSession, id string) any {
 		resp := s.rpc(id, "tools/call", `{"name":"count_objects","arguments":{"class_name":"Artist"}}`)
@@ -353,5 +346,40 @@ func TestPolicyRateLimitPerHTTPSession(t *testing.T) {
 	}
 	if got := code(b, "b0"); got != "ok" {
 		t.Fatalf("session B is limited by A's calls: %v", got)
+	}
+}
+
+// TestPolicyVariantFiles: every policy under testdata/policies says in its
+// first line why it exists, and some test loads it.
+func TestPolicyVariantFiles(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("testdata", "policies", "*.yaml"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no policy variants: %v", err)
+	}
+	sources, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var code strings.Builder
+	for _, s := range sources {
+		b, err := os.ReadFile(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		code.Write(b)
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first, _, _ := strings.Cut(string(b), "\n")
+		if !strings.HasPrefix(first, "# ") || len(first) < 20 {
+			t.Errorf("%s: the first line must be a comment saying why the variant exists, got %q", f, first)
+		}
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		if !strings.Contains(code.String(), `policyFile(t, "`+name+`")`) && !strings.Contains(code.String(), `policyFile(b, "`+name+`")`) && !strings.Contains(code.String(), `"`+name+`",`) {
+			t.Errorf("%s: no test loads it", f)
+		}
 	}
 }

@@ -7,9 +7,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,34 +16,6 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
-
-const configuredPrompts = `
-prompts:
-  - name: overdue_invoices
-    title: Overdue invoices of a customer
-    description: "Overdue invoices of one customer"
-    arguments:
-      - {name: user_id, type: object_id, required: true, description: "_User objectId"}
-      - {name: since, type: date, default: "2020-01-01"}
-      - {name: klass, type: class_name, default: Invoice}
-      - {name: note, description: "free text"}
-    template: |
-      List the {{klass}} objects with status overdue whose user is {{ user_id }}, due since {{since}}. Note: {{note}}
-`
-
-// policyWithPrompts writes the demo policy plus extra YAML to a temp file.
-func policyWithPrompts(t testing.TB, extra string) string {
-	t.Helper()
-	base, err := os.ReadFile(demoPolicy(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(p, append(base, []byte(extra)...), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func promptText(t testing.TB, m map[string]any) string {
 	t.Helper()
@@ -79,7 +49,7 @@ func artistWithSongs(t testing.TB) string {
 
 func TestPrompts(t *testing.T) {
 	env := scratchEnv(t)
-	env = append(env, "PARSE_MCP_POLICY_FILE="+policyWithPrompts(t, configuredPrompts))
+	env = append(env, policyFile(t, "prompts_declared"))
 	r := startRaw(t, env...)
 	r.initialize()
 
@@ -197,27 +167,14 @@ func TestPrompts(t *testing.T) {
 
 func TestConfiguredPromptErrorsFailStartup(t *testing.T) {
 	cases := map[string]string{
-		"undeclared placeholder": `
-prompts:
-  - name: broken
-    template: "Look at {{nope}}"
-`,
-		"unknown type": `
-prompts:
-  - name: broken
-    arguments: [{name: x, type: colour}]
-    template: "{{x}}"
-`,
-		"built-in name": `
-prompts:
-  - name: count_by
-    template: "hello"
-`,
+		"undeclared placeholder": "invalid_prompt_undeclared_placeholder",
+		"unknown type":           "invalid_prompt_unknown_type",
+		"built-in name":          "invalid_prompt_builtin_name",
 	}
-	for name, extra := range cases {
+	for name, policy := range cases {
 		t.Run(name, func(t *testing.T) {
 			cmd := exec.Command(binary)
-			cmd.Env = env(scratchEnv(t, "PARSE_MCP_POLICY_FILE="+policyWithPrompts(t, extra))...)
+			cmd.Env = env(scratchEnv(t, policyFile(t, policy))...)
 			var stderr strings.Builder
 			cmd.Stderr = &stderr
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

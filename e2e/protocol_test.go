@@ -11,7 +11,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -71,15 +70,7 @@ func scratchEnv(t testing.TB, extra ...string) []string {
 	if scratch.err != nil {
 		t.Fatalf("seeding the scratch app: %v", scratch.err)
 	}
-	return append([]string{"PARSE_MCP_COLLECTION_PREFIX=" + scratchPrefix, "PARSE_MCP_POLICY_FILE=" + demoPolicy(t)}, extra...)
-}
-
-func demoPolicy(t testing.TB) string {
-	p, err := filepath.Abs("../internal/demo/policy.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return append([]string{"PARSE_MCP_COLLECTION_PREFIX=" + scratchPrefix, policyFile(t, "demo")}, extra...)
 }
 
 func seedSlowScan(ctx context.Context, db *mongo.Database) error {

@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -16,28 +14,11 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
-// demoSettingsLine is the settings line of demo/policy.yaml that
-// queryPolicy replaces.
-const demoSettingsLine = "settings: {refuse_collscan: false, expose_explain: false}"
-
-// queryPolicy is the demo policy (polFile) with other settings and extra
-// top-level YAML before them.
-func queryPolicy(t testing.TB, settings, extra string) string {
-	t.Helper()
-	if settings == "" && extra == "" {
-		return polFile(t)
-	}
-	if settings == "" {
-		settings = "refuse_collscan: false, expose_explain: false"
-	}
-	return polFile(t, demoSettingsLine, extra+"settings: {"+settings+"}")
-}
-
 // demoClient is a server with the demo policy (canonical filter on Song,
 // VaultSecret hidden).
 func demoClient(t testing.TB, extraEnv ...string) *client.Client {
 	t.Helper()
-	return stdioClient(t, append([]string{queryPolicy(t, "", "")}, extraEnv...)...)
+	return stdioClient(t, append([]string{policyFile(t, "demo")}, extraEnv...)...)
 }
 
 func list(v any) []any {
@@ -289,12 +270,7 @@ func TestQueryClassInclude(t *testing.T) {
 }
 
 func TestQueryClassJoinFields(t *testing.T) {
-	pol := strings.Replace(string(demo.PolicyYAML), "  Artist:\n", "  Artist:\n    join_fields: [name]\n", 1)
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(pol), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	c := stdioClient(t, "PARSE_MCP_POLICY_FILE="+path)
+	c := stdioClient(t, policyFile(t, "artist_join_fields_name"))
 	out := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "limit": 3, "keys": []any{"title", "artist"}, "include": []any{"artist"}})
 	tif := obj(out["truncated_include_fields"])
 	if fmt.Sprint(tif["artist"]) != "[name]" {
@@ -357,7 +333,7 @@ func TestQueryClassTextFormats(t *testing.T) {
 // TestQueryClassByteCap: over max_response_bytes, the heaviest field
 // (Song.lyrics) is dropped, then rows are trimmed.
 func TestQueryClassByteCap(t *testing.T) {
-	c := stdioClient(t, queryPolicy(t, "max_response_bytes: 20000", ""))
+	c := stdioClient(t, policyFile(t, "max_response_20000"))
 	where := map[string]any{"lyrics": map[string]any{"$exists": true}}
 	res := call(t, c, "query_class", map[string]any{"class_name": "Song", "where": where, "limit": 40})
 	if res.IsError {
@@ -388,7 +364,7 @@ func TestQueryClassByteCap(t *testing.T) {
 
 	// Rows too large even without the heaviest field: rows are trimmed and
 	// next_skip continues after the last row kept.
-	c = stdioClient(t, queryPolicy(t, "max_response_bytes: 6000", ""))
+	c = stdioClient(t, policyFile(t, "max_response_6000"))
 	res = call(t, c, "query_class", map[string]any{"class_name": "Song", "limit": 50, "skip": 10})
 	_ = json.Unmarshal([]byte(text(res)), &out)
 	if len(text(res)) > 6000 {
@@ -443,7 +419,7 @@ func TestGetObject(t *testing.T) {
 
 	// A row filtered out by a per-agent filter is "not found", exactly like
 	// a missing one.
-	c = stdioClient(t, queryPolicy(t, "", "agent:\n  filters: {Song: {genre: jazz}}\n"))
+	c = stdioClient(t, policyFile(t, "agent_filter_song_jazz"))
 	var jazzID, rockID string
 	for _, g := range []string{"jazz", "rock"} {
 		r := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"genre": g}, "limit": 1, "keys": []any{"title"}})
@@ -542,7 +518,7 @@ func TestExplainQuery(t *testing.T) {
 		t.Errorf("constraints = %s", cons)
 	}
 
-	c = stdioClient(t, queryPolicy(t, "expose_explain: true", ""))
+	c = stdioClient(t, policyFile(t, "expose_explain"))
 	out = callOK(t, c, "explain_query", map[string]any{"class_name": "Song", "where": map[string]any{"genre": "rock"}})
 	plan := obj(obj(out["explanation"])["plan"])
 	if plan == nil {

@@ -65,13 +65,6 @@ func assertNoSecret(t *testing.T, what, ans string) {
 	}
 }
 
-// trustPolicy is the demo policy with a rate limit these suites cannot hit
-// and plan details exposed (so explain_query's plan is scrubbed too).
-func trustPolicy(t *testing.T) string {
-	return polFile(t, "settings: {refuse_collscan: false, expose_explain: false}",
-		"settings: {refuse_collscan: false, expose_explain: true, rate_limit: {requests: 100000, window: 1m}}")
-}
-
 func cut(s string, n int) string {
 	if len(s) > n {
 		return s[:n] + "…"
@@ -84,7 +77,7 @@ func cut(s string, n int) string {
 // string, an embedded pointer, a pointer column), never shows a hidden id;
 // the answer is the redaction marker or a refusal.
 func TestTrustHiddenReferencePaths(t *testing.T) {
-	r := startRaw(t, trustPolicy(t))
+	r := startRaw(t, policyFile(t, "trust_suites"))
 	r.initialize()
 	songIDs := append(append([]string{}, demo.SongLeakIDs...), demo.SongEmbeddedSecretID)
 	ids, _ := json.Marshal(songIDs)
@@ -140,7 +133,7 @@ func TestTrustHiddenReferencePaths(t *testing.T) {
 // must be identical once the guess itself is masked, so neither bisection
 // nor membership reveals anything.
 func TestTrustHiddenReferenceOperators(t *testing.T) {
-	r := startRaw(t, trustPolicy(t))
+	r := startRaw(t, policyFile(t, "trust_suites"))
 	r.initialize()
 	wrong := func(id string) string {
 		w := strings.Repeat("Qx7", len(id))[:len(id)]
@@ -267,7 +260,7 @@ func maskGuessParts(s, g string) string {
 // does not exist get byte-identical answers (once the name is masked) from
 // every tool, prompt, resource and completion that takes a class name.
 func TestTrustHiddenEqualsMissing(t *testing.T) {
-	r := startRaw(t, trustPolicy(t))
+	r := startRaw(t, policyFile(t, "trust_suites"))
 	r.initialize()
 	type req struct{ method, params string }
 	reqs := func(n string) []req {
@@ -329,12 +322,12 @@ func TestTrustHiddenEqualsMissing(t *testing.T) {
 // protected, is not shown the email index by get_schema, and explain_query
 // never names it.
 func TestTrustMetadata(t *testing.T) {
-	master := startRaw(t, trustPolicy(t))
+	master := startRaw(t, policyFile(t, "trust_suites"))
 	master.initialize()
 	if ans := answer(aggRPC(master, "m", "get_schema", `{"class_name":"_User"}`)); !strings.Contains(ans, "email_1") {
 		t.Fatalf("master posture should list the email index: %s", cut(ans, 400))
 	}
-	r := startRaw(t, trustPolicy(t), "PARSE_MCP_ACL_USER="+demo.UserCarolID)
+	r := startRaw(t, policyFile(t, "trust_suites"), "PARSE_MCP_ACL_USER="+demo.UserCarolID)
 	r.initialize()
 	for i, c := range []struct{ tool, args string }{
 		{"get_schema", `{"class_name":"_User"}`},

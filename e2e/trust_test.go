@@ -241,9 +241,7 @@ func writePolicy(t testing.TB, yml string) string {
 // protectedFields and the internal floor — for the field it selects, the
 // relation key it walks and the where it runs there.
 func TestTrustCrossClassFieldRules(t *testing.T) {
-	pol := polFile(t,
-		"  Playlist:\n    description:", "  Playlist:\n    agent_fields: [name, owner, isPublic]\n    description:",
-		"  Artist:\n    description:", "  Artist:\n    agent_fields: [name, genres]\n    description:")
+	pol := policyFile(t, "playlist_artist_allowlists")
 	r := startRaw(t, pol, "PARSE_MCP_SESSION_TOKEN="+demo.AliceSessionToken)
 	r.initialize()
 	rel := `{"$relatedTo":{"object":{"__type":"Pointer","className":"Playlist","objectId":"p1"},"key":"songs"}}`
