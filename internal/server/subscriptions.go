@@ -95,6 +95,14 @@ type Subscriptions struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
+	// clock is the watchers' time source (tests drive a fake one, so that
+	// debounce and max-delay are checked step by step, not against the wall
+	// clock of a busy machine); stepped, when set, is called after every
+	// pass of a watcher's loop, so a test knows when a tick or an event has
+	// been handled.
+	clock   clock
+	stepped func()
+
 	mu        sync.Mutex
 	bySession map[string]map[string]subTarget // session id → uri → target
 	watchers  map[string]*classWatcher        // class → watcher
@@ -127,7 +135,7 @@ func NewSubscriptions(src SubscriptionSource, limits SubscriptionLimits, log zer
 		limits.SafetyPoll = d.SafetyPoll
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Subscriptions{src: src, limits: limits, log: log, ctx: ctx, cancel: cancel,
+	return &Subscriptions{src: src, limits: limits, log: log, ctx: ctx, cancel: cancel, clock: realClock{},
 		bySession: map[string]map[string]subTarget{}, watchers: map[string]*classWatcher{}, live: map[string]bool{}}
 }
 
@@ -385,12 +393,18 @@ func (w *classWatcher) run() {
 		d := max(lim.PollInterval, 5*cost)
 		return min(d, max(lim.PollInterval, maxPollInterval))
 	}
-	timer := time.NewTimer(idle())
+	clk := w.m.clock
+	timer := clk.NewTimer(idle())
 	defer timer.Stop()
-	due := time.Now().Add(idle())
+	due := clk.Now().Add(idle())
 	schedule := func(d time.Duration) {
-		resetTimer(timer, d)
-		due = time.Now().Add(d)
+		timer.Reset(d)
+		due = clk.Now().Add(d)
+	}
+	stepped := func() {
+		if w.m.stepped != nil {
+			w.m.stepped()
+		}
 	}
 	pending := map[string]bool{}
 	var firstChange, lastChange time.Time
@@ -408,17 +422,18 @@ func (w *classWatcher) run() {
 			}
 			// Look soon, but never push back a check that is already due:
 			// a continuous stream of events must not starve MaxDelay.
-			if time.Until(due) > lim.Debounce {
+			if due.Sub(clk.Now()) > lim.Debounce {
 				schedule(lim.Debounce)
 			}
+			stepped()
 			continue
-		case <-timer.C:
+		case <-timer.C():
 		}
 		sctx, cancel := context.WithTimeout(w.ctx, snapshotTimeout)
-		began := time.Now()
+		began := clk.Now()
 		snap, err := w.m.src.Snapshot(sctx, w.class)
 		cancel()
-		now := time.Now()
+		now := clk.Now()
 		cost = now.Sub(began)
 		switch {
 		case w.ctx.Err() != nil:
@@ -456,15 +471,36 @@ func (w *classWatcher) run() {
 		} else {
 			schedule(idle())
 		}
+		stepped()
 	}
 }
 
-func resetTimer(t *time.Timer, d time.Duration) {
-	if !t.Stop() {
-		select {
-		case <-t.C:
-		default:
-		}
-	}
-	t.Reset(d)
+// clock is the time source of the subscription watchers.
+type clock interface {
+	Now() time.Time
+	NewTimer(d time.Duration) clockTimer
 }
+
+// clockTimer is a one-shot timer of a clock. Reset re-arms it (a fire not
+// yet received is dropped); Stop disarms it.
+type clockTimer interface {
+	C() <-chan time.Time
+	Reset(d time.Duration)
+	Stop()
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }
+
+func (realClock) NewTimer(d time.Duration) clockTimer { return realTimer{time.NewTimer(d)} }
+
+type realTimer struct{ t *time.Timer }
+
+func (r realTimer) C() <-chan time.Time { return r.t.C }
+
+// Reset: since Go 1.23 a stopped or reset timer never delivers a stale
+// value, so no draining is needed.
+func (r realTimer) Reset(d time.Duration) { r.t.Reset(d) }
+
+func (r realTimer) Stop() { r.t.Stop() }
