@@ -184,6 +184,48 @@ func (s *mcpSession) rpc(id, method, paramsJSON string) map[string]any {
 	return msgs[len(msgs)-1]
 }
 
+// postRunning posts a tools/call that asks for progress and returns its
+// messages once the answer ends; running is closed when the first progress
+// notification arrives, i.e. once the server is running the call (the
+// server needs a short PARSE_MCP_PROGRESS_INTERVAL).
+func (s *mcpSession) postRunning(body string, running chan<- struct{}) []map[string]any {
+	req, err := http.NewRequest("POST", s.h.base+"/mcp", strings.NewReader(body))
+	if err != nil {
+		s.h.t.Error(err)
+		return nil
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range s.headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.h.t.Errorf("POST /mcp: %v", err)
+		return nil
+	}
+	defer resp.Body.Close()
+	var out []map[string]any
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 16<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if !strings.HasPrefix(line, "data: ") {
+			continue
+		}
+		var m map[string]any
+		if json.Unmarshal([]byte(line[6:]), &m) != nil {
+			continue
+		}
+		if m["method"] == "notifications/progress" && running != nil {
+			close(running)
+			running = nil
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
 // listen opens the session's GET stream and delivers its messages.
 func (s *mcpSession) listen(ctx context.Context) <-chan map[string]any {
 	s.h.t.Helper()
@@ -409,21 +451,31 @@ func TestHTTPProgressRouting(t *testing.T) {
 // session is untouched), and DELETE /mcp cancels every in-flight call of the
 // session (204); the server stays responsive and never answers -32603.
 func TestHTTPCancellation(t *testing.T) {
-	h := startHTTP(t, scratchEnv(t)...)
+	h := startHTTP(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=200ms")...)
 	a, b := h.session(nil), h.session(nil)
 
 	type result struct {
-		status int
-		msgs   []map[string]any
-		took   time.Duration
+		msgs []map[string]any
+		took time.Duration
 	}
+	// run starts a slow count and returns once the server is running it (its
+	// first heartbeat arrived): a cancel sent earlier could overtake the call
+	// on another connection. The ceiling is generous.
 	run := func(s *mcpSession, id string) <-chan result {
 		ch := make(chan result, 1)
+		running := make(chan struct{})
 		go func() {
 			start := time.Now()
-			status, msgs := s.post(slowCount(id, ""))
-			ch <- result{status, msgs, time.Since(start)}
+			msgs := s.postRunning(slowCount(id, `{"progressToken":"`+id+`-progress"}`), running)
+			ch <- result{msgs, time.Since(start)}
 		}()
+		select {
+		case <-running:
+		case r := <-ch:
+			t.Fatalf("the slow count ended before it was cancelled: %v", r.msgs)
+		case <-time.After(60 * time.Second):
+			t.Fatal("the slow count sent no heartbeat within 60 s")
+		}
 		return ch
 	}
 	// Same request id in two sessions; cancel only session a's.
@@ -442,7 +494,6 @@ func TestHTTPCancellation(t *testing.T) {
 	// (uncancelled, the slow count would answer long before it and fail
 	// the check).
 	const ended = 90 * time.Second
-	time.Sleep(1500 * time.Millisecond)
 	if status, msgs := a.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}`); status != 202 || len(msgs) != 0 {
 		t.Fatalf("cancel: %d %v", status, msgs)
 	}
@@ -453,7 +504,7 @@ func TestHTTPCancellation(t *testing.T) {
 				t.Fatalf("the cancelled call answered: %v", m)
 			}
 		}
-		t.Logf("cancelled call ended after %v with status %d", r.took, r.status)
+		t.Logf("cancelled call ended after %v", r.took)
 	case <-time.After(ended):
 		t.Fatal("the cancelled call did not end")
 	}
@@ -461,7 +512,6 @@ func TestHTTPCancellation(t *testing.T) {
 
 	// DELETE cancels the session's in-flight calls.
 	rb := run(b, "slow")
-	time.Sleep(1500 * time.Millisecond)
 	resp, _ := h.request("DELETE", "/mcp", "", b.headers)
 	if resp.StatusCode != 204 {
 		t.Fatalf("DELETE: %d", resp.StatusCode)

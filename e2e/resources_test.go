@@ -336,10 +336,11 @@ func TestResourceSubscriptionsStdio(t *testing.T) {
 	if u := r.updates(settle); len(u) != 0 {
 		t.Fatalf("archived insert notified %v", u)
 	}
-	// A burst of three visible writes: exactly one update per URI.
+	// A burst of three visible writes, back to back (well inside the 250 ms
+	// debounce even on a loaded machine): exactly one update per URI. The
+	// debounce itself is checked step by step in internal/server.
 	for range 3 {
 		insertSong(t, false, nil)
-		time.Sleep(50 * time.Millisecond)
 	}
 	if u := r.expectUpdates(2); strings.Join(u, " ") != "parse://Song/count parse://Song/samples" {
 		t.Fatalf("after a burst of writes: %v, want one update per subscribed URI", u)
@@ -416,7 +417,7 @@ func TestResourceSubscriptionsHTTP(t *testing.T) {
 	if resp, _ := h.request("DELETE", "/mcp", "", a.headers); resp.StatusCode != 204 {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for !strings.Contains(h.stderr.String(), "stopped watching class") {
 		if time.Now().After(deadline) {
 			t.Fatalf("the watcher was not stopped after DELETE:\n%s", h.stderr.String())
