@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"regexp"
 	"sort"
 	"strings"
 	"time"
@@ -279,7 +278,7 @@ func ParseErr(code int, format string, args ...any) *toolerror.Error {
 	return toolerror.New(toolerror.ParseError, "%s (Parse error %d)", fmt.Sprintf(format, args...), code)
 }
 
-var fieldNameRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]*$`)
+var fieldNameRe = NewNamePattern("", "A-Za-z", "A-Za-z0-9_", 0)
 
 // ValidFieldName reports whether name is a field name Parse accepts for a
 // custom field.
@@ -764,7 +763,7 @@ func ACLStorage(acl map[string]any) (rperm, wperm bson.A, legacy bson.D, err err
 	return rperm, wperm, legacy, nil
 }
 
-var aclRoleRe = regexp.MustCompile(`^role:[A-Za-z0-9_ -]{1,128}$`)
+var aclRoleRe = NewNamePattern("role:", "A-Za-z0-9_ -", "A-Za-z0-9_ -", 128)
 
 func validACLEntry(en string) bool {
 	return en == "*" || validObjectID(en) || aclRoleRe.MatchString(en)

@@ -3,7 +3,6 @@ package parsedb
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"sort"
 	"time"
 
@@ -366,7 +365,7 @@ func writeFilter(req *WriteRequest) bson.D {
 	return filter
 }
 
-var classNameWriteRe = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
+var classNameWriteRe = NewNamePattern("", "A-Za-z", "A-Za-z0-9_", 128)
 
 // schemaTypes are the REST types create_class accepts.
 var schemaTypes = map[string]bool{TypeString: true, TypeNumber: true, TypeBoolean: true, TypeDate: true, TypeObject: true,

@@ -3,7 +3,6 @@ package policy
 import (
 	"fmt"
 	"maps"
-	"regexp"
 	"slices"
 	"sort"
 
@@ -49,9 +48,9 @@ type ActionSpec struct {
 }
 
 var (
-	actionNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+	actionNameRe = parsedb.NewNamePattern("", "a-z", "a-z0-9_", 64)
 	actionKeys   = []string{"description", "class", "cloud_function", "operation", "params", "keys", "fixed", "tier", "supports_dry_run", "confirm"}
-	cloudFuncRe  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,127}$`)
+	cloudFuncRe  = parsedb.NewNamePattern("", "A-Za-z", "A-Za-z0-9_", 128)
 )
 
 // Validate checks arguments against the action's params schema. Extra

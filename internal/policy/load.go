@@ -7,7 +7,6 @@ import (
 	"maps"
 	"math"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -300,7 +299,7 @@ func integer(path string, v any, lo, hi int) (int, error) {
 }
 
 // nameList decodes a list of unique names matching re.
-func nameList(path string, v any, re *regexp.Regexp, what string) ([]string, error) {
+func nameList(path string, v any, re *parsedb.NamePattern, what string) ([]string, error) {
 	list, ok := v.([]any)
 	if !ok {
 		return nil, perr(path, "must be a list of %s names, got %s", what, describeValue(v))
@@ -332,7 +331,7 @@ func truncateText(s string, n int) string {
 	return s
 }
 
-var toolNameRe = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+var toolNameRe = parsedb.NewNamePattern("", "a-z", "a-z0-9_", 64)
 
 func decodeFile(raw any) (*File, error) {
 	top, err := object("", raw, topKeys)
@@ -686,8 +685,13 @@ func decodeSettings(v any, s *Settings) error {
 }
 
 // protectedAudienceRe matches the audiences of Parse's protectedFields: "*",
-// "authenticated", "role:Name", "userField:field" or a user objectId.
-var protectedAudienceRe = regexp.MustCompile(`^(\*|authenticated|role:[A-Za-z0-9_ -]{1,128}|userField:[A-Za-z][A-Za-z0-9_]{0,127}|[A-Za-z0-9]{1,64})$`)
+// "authenticated", "role:Name", "userField:field" or a user objectId
+// (^(\*|authenticated|role:[A-Za-z0-9_ -]{1,128}|userField:[A-Za-z][A-Za-z0-9_]{0,127}|[A-Za-z0-9]{1,64})$).
+var protectedAudienceRe = parsedb.NameChoice{Literals: []string{"*", "authenticated"}, Patterns: []*parsedb.NamePattern{
+	roleEntry, parsedb.NewNamePattern("userField:", "A-Za-z", "A-Za-z0-9_", 128), parsedb.NewNamePattern("", "A-Za-z0-9", "A-Za-z0-9", 64)}}
+
+// roleEntry is "role:Name" in an ACL or an audience.
+var roleEntry = parsedb.NewNamePattern("role:", "A-Za-z0-9_ -", "A-Za-z0-9_ -", 128)
 
 // decodeProtectedFields reads settings.protected_fields: class → audience →
 // field names, as Parse Server's protectedFields option.
@@ -813,7 +817,8 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 	return out, nil
 }
 
-var aclEntryRe = regexp.MustCompile(`^(\*|[A-Za-z0-9_-]{1,32}|role:[A-Za-z0-9_ -]{1,128})$`)
+// aclEntryRe is an ACL entry: ^(\*|[A-Za-z0-9_-]{1,32}|role:[A-Za-z0-9_ -]{1,128})$.
+var aclEntryRe = parsedb.NameChoice{Literals: []string{"*"}, Patterns: []*parsedb.NamePattern{parsedb.ObjectIDRe, roleEntry}}
 
 // decodeACL reads a Parse ACL object: entries "*", a user objectId or
 // "role:Name", each {read: bool, write: bool}.

@@ -12,8 +12,8 @@ import (
 )
 
 var (
-	promptNameRe  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,63}$`)
-	argNameRe     = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+	promptNameRe  = parsedb.NewNamePattern("", "A-Za-z", "A-Za-z0-9_-", 64)
+	argNameRe     = parsedb.NewNamePattern("", "A-Za-z", "A-Za-z0-9_", 64)
 	placeholderRe = regexp.MustCompile(`\{\{\s*([^{}]*?)\s*\}\}`)
 )
 

@@ -13,13 +13,13 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"regexp"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/server"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/internal/tools"
@@ -55,7 +55,21 @@ const SampleLimit = 5
 // MIMEType of every resource.
 const MIMEType = "application/json"
 
-var uriPattern = regexp.MustCompile(`^parse://([A-Za-z_][A-Za-z0-9_]{0,127})/([a-z]+)$`)
+// parseURI splits parse://{className}/{kind} (^parse://([A-Za-z_][A-Za-z0-9_]{0,127})/([a-z]+)$)
+// into the class name and the kind.
+func parseURI(uri string) (class, kind string, ok bool) {
+	rest, ok := strings.CutPrefix(uri, Scheme)
+	if !ok {
+		return "", "", false
+	}
+	class, kind, ok = strings.Cut(rest, "/")
+	if !ok || !parsedb.ClassNameRe.MatchString(class) || !uriKind.MatchString(kind) {
+		return "", "", false
+	}
+	return class, kind, true
+}
+
+var uriKind = parsedb.NewNamePattern("", "a-z", "a-z", 0)
 
 // Provider implements the resources surface over the tools' dependencies.
 type Provider struct {
@@ -163,25 +177,25 @@ func URI(class, kind string) string { return Scheme + class + "/" + kind }
 // must be one this session may see (hidden, internal and unknown classes are
 // refused alike, with "did you mean" drawn from visible classes only).
 func (p *Provider) Parse(ctx context.Context, uri string) (string, Kind, error) {
-	m := uriPattern.FindStringSubmatch(uri)
-	if m == nil {
+	className, kind, ok := parseURI(uri)
+	if !ok {
 		return "", Kind{}, server.InvalidParams("Invalid resource URI: expected parse://{className}/schema, /count or /samples with a Parse class name")
 	}
-	k, ok := p.kind(m[2])
+	k, ok := p.kind(kind)
 	if !ok {
-		return "", Kind{}, server.InvalidParams("Unknown resource kind %q: expected schema, count or samples", m[2])
+		return "", Kind{}, server.InvalidParams("Unknown resource kind %q: expected schema, count or samples", kind)
 	}
 	schema, err := p.d.Store.Schema.Get(ctx)
 	if err != nil {
 		return "", Kind{}, err
 	}
-	if _, err := p.d.Policy.ResolveClass(ctx, schema, m[1]); err != nil {
+	if _, err := p.d.Policy.ResolveClass(ctx, schema, className); err != nil {
 		if te, ok := toolerror.As(err); ok {
 			return "", Kind{}, server.InvalidParams("%s", te.Message)
 		}
 		return "", Kind{}, err
 	}
-	return m[1], k, nil
+	return className, k, nil
 }
 
 // read is resources/read for every kind.

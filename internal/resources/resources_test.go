@@ -8,12 +8,15 @@ import (
 
 func TestURIPattern(t *testing.T) {
 	for _, ok := range []string{"parse://Song/schema", "parse://_User/count", "parse://A_1/samples"} {
-		if uriPattern.FindStringSubmatch(ok) == nil {
+		if _, _, valid := parseURI(ok); !valid {
 			t.Errorf("%s refused", ok)
 		}
 	}
-	for _, bad := range []string{"parse://Song", "parse://Song/", "parse://1Song/count", "parse://Song/count/x", "parse://Song/count?x", "parse://_Join:a:B/count", "PARSE://Song/count", " parse://Song/count", "parse://Song/Count"} {
-		if uriPattern.FindStringSubmatch(bad) != nil {
+	if class, kind, _ := parseURI("parse://_User/count"); class != "_User" || kind != "count" {
+		t.Errorf("parse://_User/count: class %q, kind %q", class, kind)
+	}
+	for _, bad := range []string{"parse://Song", "parse://Song/", "parse:///count", "parse://" + strings.Repeat("a", 129) + "/count", "parse://1Song/count", "parse://Song/count/x", "parse://Song/count?x", "parse://_Join:a:B/count", "PARSE://Song/count", " parse://Song/count", "parse://Song/Count"} {
+		if _, _, valid := parseURI(bad); valid {
 			t.Errorf("%q accepted", bad)
 		}
 	}

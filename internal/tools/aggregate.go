@@ -39,6 +39,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -302,8 +303,12 @@ func dryRun(className string, params map[string]any, p bson.A) (any, error) {
 	}, nil
 }
 
-// hiddenRefRe finds "Class$id" references in server messages.
-var hiddenRefRe = regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]{0,127}\$[A-Za-z0-9_-]{1,32}`)
+// hiddenRefRe finds "Class$id" references in server messages. It is
+// compiled on first use (a failed pipeline), not at start-up: its counted
+// repetitions make a large program.
+var hiddenRefRe = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]{0,127}\$[A-Za-z0-9_-]{1,32}`)
+})
 
 // pipelineRunError maps a failure of a pipeline the server ran.
 func pipelineRunError(d *Deps, tool string, err error) error {
@@ -318,7 +323,7 @@ func pipelineRunError(d *Deps, tool string, err error) error {
 		return err
 	}
 	msg := se.Error()
-	msg = hiddenRefRe.ReplaceAllStringFunc(msg, func(ref string) string {
+	msg = hiddenRefRe().ReplaceAllStringFunc(msg, func(ref string) string {
 		cls, _, _ := strings.Cut(ref, "$")
 		if d.Policy.Hidden(cls) {
 			return "<redacted>"
@@ -499,7 +504,7 @@ type rowConverter struct {
 }
 
 // storagePointerID is the shape of an objectId inside a "Class$id" value.
-var storagePointerID = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var storagePointerID = parsedb.NewNamePattern("", "A-Za-z0-9_-", "A-Za-z0-9_-", 64)
 
 // storagePointer recognises a computed "Class$id" value of a visible class
 // (a hidden one is redacted by the codec instead).
