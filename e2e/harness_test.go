@@ -34,6 +34,10 @@ import (
 // Claude Desktop and MCP Inspector do.
 const ProtocolVersion = "2025-06-18"
 
+// buildTags are the Makefile's BUILD_TAGS: the binary under test is the one
+// `make build` produces (TestBuildTagsAsMakefile).
+const buildTags = "ferretdb_no_postgresql"
+
 var (
 	binary    string // the built parse-mcp
 	mongoURI  string // connection string including the test database
@@ -55,7 +59,7 @@ func runMain(m *testing.M) int {
 	defer os.RemoveAll(tmp)
 
 	binary = filepath.Join(tmp, "parse-mcp")
-	build := exec.Command("go", "build", "-o", binary, "..")
+	build := exec.Command("go", "build", "-tags", buildTags, "-o", binary, "..")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building parse-mcp:", err)
