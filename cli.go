@@ -115,13 +115,82 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 	}
 	// Indent the bytes as they are: re-marshalling through a map would sort
 	// the keys and lose the row order (objectId, createdAt, updatedAt first).
-	var out bytes.Buffer
-	if err := json.Indent(&out, raw, "", "  "); err != nil {
+	out, err := indentResult(raw)
+	if err != nil {
 		fmt.Fprintln(stdout, string(unescapeHTML(raw)))
 		return exitOK
 	}
-	fmt.Fprintln(stdout, string(unescapeHTML(out.Bytes())))
+	fmt.Fprintln(stdout, string(unescapeHTML(out)))
 	return exitOK
+}
+
+// indentResult indents a tool result for a person, keeping its member order,
+// with `columns` on one line and each of `rows` on a line of its own (as a
+// table reads), instead of one value per line.
+func indentResult(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		var out bytes.Buffer
+		err := json.Indent(&out, raw, "", "  ")
+		return out.Bytes(), err
+	}
+	var obj bytes.Buffer
+	obj.WriteByte('{')
+	lines := map[string]string{}
+	for dec.More() {
+		k, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := k.(string)
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, err
+		}
+		if obj.Len() > 1 {
+			obj.WriteByte(',')
+		}
+		kb, _ := json.Marshal(key)
+		obj.Write(kb)
+		obj.WriteByte(':')
+		var rows []json.RawMessage
+		if (key == "rows" || key == "columns") && json.Unmarshal(v, &rows) == nil {
+			placeholder := fmt.Sprintf("\x00%s\x00", key)
+			var b bytes.Buffer
+			if key == "columns" {
+				_ = json.Compact(&b, v)
+			} else {
+				b.WriteByte('[')
+				for i, r := range rows {
+					if i > 0 {
+						b.WriteByte(',')
+					}
+					b.WriteString("\n    ")
+					_ = json.Compact(&b, r)
+				}
+				if len(rows) > 0 {
+					b.WriteString("\n  ")
+				}
+				b.WriteByte(']')
+			}
+			lines[placeholder] = b.String()
+			pb, _ := json.Marshal(placeholder)
+			obj.Write(pb)
+			continue
+		}
+		obj.Write(v)
+	}
+	obj.WriteByte('}')
+	var out bytes.Buffer
+	if err := json.Indent(&out, obj.Bytes(), "", "  "); err != nil {
+		return nil, err
+	}
+	b := out.Bytes()
+	for placeholder, text := range lines {
+		pb, _ := json.Marshal(placeholder)
+		b = bytes.Replace(b, pb, []byte(text), 1)
+	}
+	return b, nil
 }
 
 func printJSON(w io.Writer, v any) int {

@@ -26,16 +26,6 @@ func aggClient(t testing.TB) *client.Client {
 	return stdioClient(t, policyFile(t, "demo"))
 }
 
-func aggList(v any) []any {
-	l, _ := v.([]any)
-	return l
-}
-
-func aggObj(v any) map[string]any {
-	m, _ := v.(map[string]any)
-	return m
-}
-
 // requireUnsupported checks the FerretDB answer for a feature it lacks, or
 // (real MongoDB) returns the successful result.
 func requireUnsupported(t *testing.T, c *client.Client, tool string, args map[string]any, feature string) map[string]any {
@@ -54,14 +44,14 @@ func requireUnsupported(t *testing.T, c *client.Client, tool string, args map[st
 func TestGroupByCountGenre(t *testing.T) {
 	c := aggClient(t)
 	out := callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "genre"})
-	groups := aggList(out["groups"])
+	groups := list(out["groups"])
 	if len(groups) != len(demo.ActiveSongsPerGenre) || aggNum(out["group_count"]) != len(groups) || out["operation"] != "count" || out["truncated"] != nil {
 		t.Fatalf("group_by genre: %v", out)
 	}
 	prev := math.MaxInt
 	for _, g := range groups {
-		key, _ := aggObj(g)["key"].(string)
-		v := aggNum(aggObj(g)["value"])
+		key, _ := obj(g)["key"].(string)
+		v := aggNum(obj(g)["value"])
 		if v != demo.ActiveSongsPerGenre[key] {
 			t.Errorf("%s: %d songs, want %d", key, v, demo.ActiveSongsPerGenre[key])
 		}
@@ -75,11 +65,11 @@ func TestGroupByCountGenre(t *testing.T) {
 	}
 	// limit and truncation, key order.
 	out = callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "genre", "sort": "key_asc", "limit": 3})
-	groups = aggList(out["groups"])
+	groups = list(out["groups"])
 	keys := make([]string, len(demo.Genres))
 	copy(keys, demo.Genres)
 	sort.Strings(keys)
-	if len(groups) != 3 || out["truncated"] != true || aggObj(groups[0])["key"] != keys[0] || aggObj(groups[2])["key"] != keys[2] {
+	if len(groups) != 3 || out["truncated"] != true || obj(groups[0])["key"] != keys[0] || obj(groups[2])["key"] != keys[2] {
 		t.Errorf("limit 3 key_asc: %v", out)
 	}
 }
@@ -87,21 +77,21 @@ func TestGroupByCountGenre(t *testing.T) {
 func TestGroupBySumAndFlatten(t *testing.T) {
 	c := aggClient(t)
 	out := callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "genre", "operation": "sum", "value_field": "plays"})
-	for _, g := range aggList(out["groups"]) {
-		key, _ := aggObj(g)["key"].(string)
-		got, _ := aggObj(g)["value"].(float64)
+	for _, g := range list(out["groups"]) {
+		key, _ := obj(g)["key"].(string)
+		got, _ := obj(g)["value"].(float64)
 		if want := float64(demo.ActiveSongPlaysPerGenre[key]); got != want {
 			t.Errorf("sum of plays for %s = %v, want %v", key, got, want)
 		}
 	}
 	out = callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "tags", "flatten_arrays": true})
-	if len(aggList(out["groups"])) != len(demo.ActiveSongsPerTag) {
+	if len(list(out["groups"])) != len(demo.ActiveSongsPerTag) {
 		t.Fatalf("tags: %v", out)
 	}
-	for _, g := range aggList(out["groups"]) {
-		key, _ := aggObj(g)["key"].(string)
-		if aggNum(aggObj(g)["value"]) != demo.ActiveSongsPerTag[key] {
-			t.Errorf("tag %s: %v, want %d", key, aggObj(g)["value"], demo.ActiveSongsPerTag[key])
+	for _, g := range list(out["groups"]) {
+		key, _ := obj(g)["key"].(string)
+		if aggNum(obj(g)["value"]) != demo.ActiveSongsPerTag[key] {
+			t.Errorf("tag %s: %v, want %d", key, obj(g)["value"], demo.ActiveSongsPerTag[key])
 		}
 	}
 }
@@ -117,12 +107,12 @@ func TestGroupByPointerAndHiddenPointer(t *testing.T) {
 		ids[id] = true
 	}
 	total := 0
-	for _, g := range aggList(out["groups"]) {
-		key, _ := aggObj(g)["key"].(string)
+	for _, g := range list(out["groups"]) {
+		key, _ := obj(g)["key"].(string)
 		if !ids[key] {
 			t.Errorf("key %q is not a bare Artist objectId", key)
 		}
-		total += aggNum(aggObj(g)["value"])
+		total += aggNum(obj(g)["value"])
 	}
 	if total != demo.SongActiveCount {
 		t.Errorf("songs over all artists: %d, want %d", total, demo.SongActiveCount)
@@ -143,13 +133,13 @@ func TestGroupByPointerAndHiddenPointer(t *testing.T) {
 	if _, ok := out["pointer_class"]; ok {
 		t.Errorf("pointer_class reported for a hidden class: %v", out)
 	}
-	groups := aggList(out["groups"])
+	groups := list(out["groups"])
 	total = 0
 	for _, g := range groups {
-		if k, present := aggObj(g)["key"]; !present || k != nil {
+		if k, present := obj(g)["key"]; !present || k != nil {
 			t.Errorf("hidden key not nulled: %v", g)
 		}
-		total += aggNum(aggObj(g)["value"])
+		total += aggNum(obj(g)["value"])
 	}
 	if len(groups) != demo.AuditLogDistinctSecretCount || total != demo.AuditLogCount {
 		t.Errorf("%d groups / %d logs, want %d / %d", len(groups), total, demo.AuditLogDistinctSecretCount, demo.AuditLogCount)
@@ -157,7 +147,7 @@ func TestGroupByPointerAndHiddenPointer(t *testing.T) {
 	// distinct on it: no values (hidden references read as null, and
 	// distinct leaves null out as Parse does), no pointer_class.
 	out = callOK(t, c, "distinct", map[string]any{"class_name": "AuditLog", "field": "secret"})
-	if vals := aggList(out["values"]); len(vals) != 0 || out["pointer_class"] != nil {
+	if vals := list(out["values"]); len(vals) != 0 || out["pointer_class"] != nil {
 		t.Errorf("distinct on a hidden pointer: %v", out)
 	}
 }
@@ -166,7 +156,7 @@ func TestDistinct(t *testing.T) {
 	c := aggClient(t)
 	out := callOK(t, c, "distinct", map[string]any{"class_name": "Song", "field": "genre"})
 	var got []string
-	for _, v := range aggList(out["values"]) {
+	for _, v := range list(out["values"]) {
 		got = append(got, v.(string))
 	}
 	want := append([]string{}, demo.Genres...)
@@ -175,11 +165,11 @@ func TestDistinct(t *testing.T) {
 		t.Errorf("distinct genre: %v, want %v", got, want)
 	}
 	out = callOK(t, c, "distinct", map[string]any{"class_name": "Song", "field": "tags", "sort": "desc", "limit": 2})
-	if vals := aggList(out["values"]); len(vals) != 2 || out["truncated"] != true || vals[0].(string) < vals[1].(string) {
+	if vals := list(out["values"]); len(vals) != 2 || out["truncated"] != true || vals[0].(string) < vals[1].(string) {
 		t.Errorf("distinct tags desc limit 2: %v", out)
 	}
 	out = callOK(t, c, "distinct", map[string]any{"class_name": "Song", "field": "album", "where": map[string]any{"objectId": demo.SongPublicID}})
-	if vals := aggList(out["values"]); len(vals) != 1 || out["pointer_class"] != "Album" || strings.Contains(vals[0].(string), "$") {
+	if vals := list(out["values"]); len(vals) != 1 || out["pointer_class"] != "Album" || strings.Contains(vals[0].(string), "$") {
 		t.Errorf("distinct pointer: %v", out)
 	}
 }
@@ -187,11 +177,11 @@ func TestDistinct(t *testing.T) {
 func TestGroupDryRun(t *testing.T) {
 	c := aggClient(t)
 	out := callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "genre", "operation": "avg", "value_field": "plays", "dry_run": true})
-	p := aggList(out["pipeline"])
-	if out["dry_run"] != true || out["class_name"] != "Song" || len(p) != 4 || out["hint"] == nil || aggObj(out["parameters"])["operation"] != "avg" {
+	p := list(out["pipeline"])
+	if out["dry_run"] != true || out["class_name"] != "Song" || len(p) != 4 || out["hint"] == nil || obj(out["parameters"])["operation"] != "avg" {
 		t.Fatalf("dry run: %v", out)
 	}
-	if m := aggObj(aggObj(p[0])["$match"]); m["archived"] == nil {
+	if m := obj(obj(p[0])["$match"]); m["archived"] == nil {
 		t.Errorf("the canonical filter is not in the dry-run pipeline: %v", p[0])
 	}
 	// A dry run is never an authorization bypass.
@@ -211,14 +201,14 @@ func TestAggregateMatchGroupSortLimit(t *testing.T) {
 		map[string]any{"$sort": map[string]any{"n": -1}},
 		map[string]any{"$limit": 2},
 	}})
-	rows := aggList(out["results"])
+	rows := rowObjects(out, "results")
 	if aggNum(out["result_count"]) != 2 || len(rows) != 2 || out["auto_limited"] != nil {
 		t.Fatalf("aggregate: %v", out)
 	}
-	if r := aggObj(rows[0]); r["objectId"] != "rock" || aggNum(r["n"]) != demo.ActiveSongsPerGenre["rock"] {
+	if r := obj(rows[0]); r["objectId"] != "rock" || aggNum(r["n"]) != demo.ActiveSongsPerGenre["rock"] {
 		t.Errorf("first group: %v", r)
 	}
-	if r := aggObj(rows[1]); r["objectId"] != "jazz" || aggNum(r["n"]) != demo.ActiveSongsPerGenre["jazz"] {
+	if r := obj(rows[1]); r["objectId"] != "jazz" || aggNum(r["n"]) != demo.ActiveSongsPerGenre["jazz"] {
 		t.Errorf("second group: %v", r)
 	}
 	stages := fmt.Sprint(out["pipeline_stages"])
@@ -231,7 +221,7 @@ func TestAggregateMatchGroupSortLimit(t *testing.T) {
 	// can be switched off.
 	out = callOK(t, c, "aggregate", map[string]any{"class_name": "Song", "apply_canonical_filter": false,
 		"pipeline": []any{map[string]any{"$match": map[string]any{"genre": "rock"}}, map[string]any{"$count": "n"}}})
-	if rows := aggList(out["results"]); len(rows) != 1 || aggNum(aggObj(rows[0])["n"]) != demo.SongsPerGenre["rock"] {
+	if rows := rowObjects(out, "results"); len(rows) != 1 || aggNum(obj(rows[0])["n"]) != demo.SongsPerGenre["rock"] {
 		t.Errorf("$count without the canonical filter: %v", out)
 	}
 }
@@ -242,15 +232,15 @@ func TestAggregateOrderedSort(t *testing.T) {
 	r.initialize()
 	resp := aggRPC(r, "sort", "aggregate", `{"class_name":"Song","pipeline":[{"$match":{"genre":{"$in":["rock","jazz"]}}},{"$sort":{"genre":1,"plays":-1}},{"$limit":3},{"$project":{"genre":1,"plays":1}}]}`)
 	out := aggToolResult(t, resp)
-	rows := aggList(out["results"])
+	rows := rowObjects(out, "results")
 	if len(rows) != 3 {
 		t.Fatalf("rows: %v", out)
 	}
 	for i, row := range rows {
-		if aggObj(row)["genre"] != "jazz" {
+		if obj(row)["genre"] != "jazz" {
 			t.Fatalf("row %d is not jazz: the $sort key order was lost: %v", i, rows)
 		}
-		if i > 0 && aggObj(row)["plays"].(float64) > aggObj(rows[i-1])["plays"].(float64) {
+		if i > 0 && obj(row)["plays"].(float64) > obj(rows[i-1])["plays"].(float64) {
 			t.Errorf("plays not descending within genre: %v", rows)
 		}
 	}
@@ -272,12 +262,12 @@ func TestAggregatePointerCompactionAndRedaction(t *testing.T) {
 	c := aggClient(t)
 	args := map[string]any{"class_name": "Song", "pipeline": []any{map[string]any{"$match": map[string]any{"objectId": demo.SongPublicID}}}}
 	out := callOK(t, c, "aggregate", args)
-	rows := aggList(out["results"])
+	rows := rowObjects(out, "results")
 	if len(rows) != 1 {
 		t.Fatalf("rows: %v", out)
 	}
-	row := aggObj(rows[0])
-	pc := aggObj(out["pointer_classes"])
+	row := obj(rows[0])
+	pc := obj(out["pointer_classes"])
 	if pc["artist"] != "Artist" || pc["album"] != "Album" {
 		t.Errorf("pointer_classes: %v", pc)
 	}
@@ -289,7 +279,7 @@ func TestAggregatePointerCompactionAndRedaction(t *testing.T) {
 	}
 	args["compact_pointers"] = false
 	out = callOK(t, c, "aggregate", args)
-	if p := aggObj(aggObj(aggList(out["results"])[0])["artist"]); p["__type"] != "Pointer" || p["className"] != "Artist" || out["pointer_classes"] != nil {
+	if p := obj(obj(rowObjects(out, "results")[0])["artist"]); p["__type"] != "Pointer" || p["className"] != "Artist" || out["pointer_classes"] != nil {
 		t.Errorf("compact_pointers false: %v", out)
 	}
 	// Hidden-class references are redacted at any depth.
@@ -308,10 +298,10 @@ func TestAggregatePointerCompactionAndRedaction(t *testing.T) {
 	}
 	// The hidden pointer column of AuditLog stays redacted (not compacted).
 	out = callOK(t, c, "aggregate", map[string]any{"class_name": "AuditLog", "pipeline": []any{map[string]any{"$limit": 3}}})
-	if pc := aggObj(out["pointer_classes"]); pc["secret"] != nil || pc["actor"] != "_User" {
+	if pc := obj(out["pointer_classes"]); pc["secret"] != nil || pc["actor"] != "_User" {
 		t.Errorf("AuditLog pointer_classes: %v", pc)
 	}
-	if s := aggObj(aggObj(aggList(out["results"])[0])["secret"]); s["__redacted"] != true {
+	if s := obj(obj(rowObjects(out, "results")[0])["secret"]); s["__redacted"] != true {
 		t.Errorf("AuditLog.secret: %v", s)
 	}
 }
@@ -334,13 +324,13 @@ func aggRPC(r *rawServer, id, tool, args string) map[string]any {
 
 func aggToolResult(t *testing.T, resp map[string]any) map[string]any {
 	t.Helper()
-	res := aggObj(resp["result"])
+	res := obj(resp["result"])
 	if res == nil || res["isError"] == true {
 		t.Fatalf("tool call failed: %v", resp)
 	}
 	var out map[string]any
-	content := aggList(res["content"])
-	if err := json.Unmarshal([]byte(aggObj(content[0])["text"].(string)), &out); err != nil {
+	content := list(res["content"])
+	if err := json.Unmarshal([]byte(obj(content[0])["text"].(string)), &out); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -372,7 +362,7 @@ func TestAggregateRefusalsThroughTheBinary(t *testing.T) {
 			tool = "distinct"
 		}
 		resp := aggRPC(r, id, tool, args)
-		e := aggObj(resp["error"])
+		e := obj(resp["error"])
 		if e == nil || e["code"] != float64(-32602) {
 			t.Errorf("%s: want JSON-RPC -32602, got %v", id, resp)
 			continue
@@ -388,9 +378,9 @@ func TestAggregateRefusalsThroughTheBinary(t *testing.T) {
 	tool := func(id, name, args, code, kind string) {
 		t.Helper()
 		resp := aggRPC(r, id, name, args)
-		res := aggObj(resp["result"])
-		meta := aggObj(res["_meta"])
-		if res["isError"] != true || meta["parse.error_code"] != code || (kind != "" && aggObj(meta["parse.details"])["kind"] != kind) {
+		res := obj(resp["result"])
+		meta := obj(res["_meta"])
+		if res["isError"] != true || meta["parse.error_code"] != code || (kind != "" && obj(meta["parse.details"])["kind"] != kind) {
 			t.Errorf("%s: want %s/%s, got %v", id, code, kind, resp)
 		}
 	}
@@ -416,30 +406,30 @@ func TestGroupByDate(t *testing.T) {
 		"where": where("2019-12-31T15:00:00Z", "2020-12-31T15:00:00Z")})
 	checkMonths(t, out, demo.ActiveSongsReleasedPerMonth2020Plus9)
 	out = callOK(t, c, "group_by_date", map[string]any{"class_name": "Song", "field": "releasedAt", "interval": "year"})
-	for _, g := range aggList(out["groups"]) {
-		key, _ := aggObj(g)["key"].(string)
+	for _, g := range list(out["groups"]) {
+		key, _ := obj(g)["key"].(string)
 		var y int
 		if key == "null" {
 			continue
 		}
 		fmt.Sscan(key, &y)
-		if aggNum(aggObj(g)["value"]) != demo.ActiveSongsPerReleaseYear[y] {
-			t.Errorf("year %s: %v, want %d", key, aggObj(g)["value"], demo.ActiveSongsPerReleaseYear[y])
+		if aggNum(obj(g)["value"]) != demo.ActiveSongsPerReleaseYear[y] {
+			t.Errorf("year %s: %v, want %d", key, obj(g)["value"], demo.ActiveSongsPerReleaseYear[y])
 		}
 	}
 }
 
 func checkMonths(t *testing.T, out map[string]any, want map[string]int) {
 	t.Helper()
-	groups := aggList(out["groups"])
+	groups := list(out["groups"])
 	if len(groups) != len(want) {
 		t.Fatalf("%d months, want %d: %v", len(groups), len(want), out)
 	}
 	prev := ""
 	for _, g := range groups {
-		key, _ := aggObj(g)["key"].(string)
-		if aggNum(aggObj(g)["value"]) != want[key] {
-			t.Errorf("%s: %v, want %d", key, aggObj(g)["value"], want[key])
+		key, _ := obj(g)["key"].(string)
+		if aggNum(obj(g)["value"]) != want[key] {
+			t.Errorf("%s: %v, want %d", key, obj(g)["value"], want[key])
 		}
 		if key < prev {
 			t.Errorf("not in key_asc order: %v", groups)
@@ -452,12 +442,12 @@ func TestGroupByAverage(t *testing.T) {
 	c := aggClient(t)
 	// On FerretDB (no $avg) the capability fallback answers.
 	out := callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "genre", "operation": "average", "value_field": "plays"})
-	if len(aggList(out["groups"])) != len(demo.ActiveSongsPerGenre) {
+	if len(list(out["groups"])) != len(demo.ActiveSongsPerGenre) {
 		t.Fatalf("groups: %v", out)
 	}
-	for _, g := range aggList(out["groups"]) {
-		key, _ := aggObj(g)["key"].(string)
-		got, _ := aggObj(g)["value"].(float64)
+	for _, g := range list(out["groups"]) {
+		key, _ := obj(g)["key"].(string)
+		got, _ := obj(g)["value"].(float64)
 		want := float64(demo.ActiveSongPlaysPerGenre[key]) / float64(demo.ActiveSongsPerGenre[key])
 		if math.Abs(got-want) > 1e-6*want {
 			t.Errorf("avg plays of %s = %v, want %v", key, got, want)
@@ -472,12 +462,12 @@ func TestAggregateLookup(t *testing.T) {
 		map[string]any{"$lookup": map[string]any{"from": "Artist", "localField": "artist", "foreignField": "objectId", "as": "artistDoc"}},
 		map[string]any{"$unwind": "$artistDoc"},
 	}}, "$lookup")
-	rows := aggList(out["results"])
+	rows := rowObjects(out, "results")
 	if len(rows) != 1 {
 		t.Fatalf("lookup rows: %v", out)
 	}
-	row := aggObj(rows[0])
-	joined := aggObj(row["artistDoc"])
+	row := obj(rows[0])
+	joined := obj(row["artistDoc"])
 	if joined["objectId"] != row["artist"] || joined["name"] == nil || joined["_rperm"] != nil || joined["ACL"] != nil {
 		t.Errorf("joined artist: %v (artist %v)", joined, row["artist"])
 	}

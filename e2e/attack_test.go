@@ -17,7 +17,7 @@ import (
 func violation(t *testing.T, r *rawServer, id, tool, args string, mustNotEcho ...string) {
 	t.Helper()
 	resp := aggRPC(r, id, tool, args)
-	e := aggObj(resp["error"])
+	e := obj(resp["error"])
 	if e == nil || e["code"] != float64(-32602) {
 		t.Errorf("%s: want JSON-RPC -32602, got %v", id, resp)
 		return
@@ -35,14 +35,14 @@ func violation(t *testing.T, r *rawServer, id, tool, args string, mustNotEcho ..
 func toolError(t *testing.T, r *rawServer, id, tool, args, code, kind string) string {
 	t.Helper()
 	resp := aggRPC(r, id, tool, args)
-	res := aggObj(resp["result"])
-	meta := aggObj(res["_meta"])
-	if res == nil || res["isError"] != true || meta["parse.error_code"] != code || (kind != "" && aggObj(meta["parse.details"])["kind"] != kind) {
+	res := obj(resp["result"])
+	meta := obj(res["_meta"])
+	if res == nil || res["isError"] != true || meta["parse.error_code"] != code || (kind != "" && obj(meta["parse.details"])["kind"] != kind) {
 		t.Errorf("%s: want %s/%s, got %v", id, code, kind, resp)
 		return ""
 	}
-	content := aggList(res["content"])
-	return aggObj(content[0])["text"].(string)
+	content := list(res["content"])
+	return obj(content[0])["text"].(string)
 }
 
 func TestAttackWhereOperatorsAndFields(t *testing.T) {
@@ -178,8 +178,8 @@ func TestAttackAllowlist(t *testing.T) {
 	toolError(t, r, "where-or", "count_objects", `{"class_name":"_User","where":{"$or":[{"plan":"free"},{"email":"x"}]}}`, "access_denied", "field_not_allowed")
 	toolError(t, r, "order", "query_class", `{"class_name":"_User","order":"-email"}`, "access_denied", "field_not_allowed")
 	resp := aggRPC(r, "details", "query_class", `{"class_name":"_User","keys":["email"]}`)
-	details := aggObj(aggObj(aggObj(resp["result"])["_meta"])["parse.details"])
-	if details["denied_field"] != "email" || len(aggList(details["allowed_fields"])) != 3 {
+	details := obj(obj(obj(resp["result"])["_meta"])["parse.details"])
+	if details["denied_field"] != "email" || len(list(details["allowed_fields"])) != 3 {
 		t.Errorf("details: %v", details)
 	}
 	// Rows never carry a field outside the allowlist.
@@ -223,7 +223,7 @@ func TestAttackTenantSpoofing(t *testing.T) {
 	toolError(t, r, "cross-get", "get_object", fmt.Sprintf(`{"class_name":"Song","object_id":%q}`, southSong), "access_denied", "tenant_scope")
 	toolError(t, r, "cross-gets", "get_objects", fmt.Sprintf(`{"class_name":"Song","ids":[%q,%q]}`, northSong, southSong), "access_denied", "tenant_scope")
 	got := aggToolResult(t, aggRPC(r, "own-get", "get_object", fmt.Sprintf(`{"class_name":"Song","object_id":%q}`, northSong)))
-	if aggObj(got["object"])["objectId"] != northSong {
+	if obj(got["object"])["objectId"] != northSong {
 		t.Errorf("own tenant's row: %v", got)
 	}
 	// Joins are refused while the tenant scope is active.
@@ -242,7 +242,7 @@ func firstSongOfOrg(t *testing.T, org string) string {
 	t.Helper()
 	c := stdioClient(t, policyFile(t, "demo"))
 	out := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"orgId": org}, "keys": []any{"orgId"}, "limit": 1})
-	rows := out["results"].([]any)
+	rows := rowObjects(out, "results")
 	if len(rows) == 0 {
 		t.Fatalf("no song of %s", org)
 	}

@@ -343,7 +343,7 @@ func TestBridgeConfirmation(t *testing.T) {
 
 	r.send(`{"jsonrpc":"2.0","id":"d1","method":"tools/call","params":{"name":"delete_object","arguments":{"class_name":"Note","object_id":"` + keep + `"}}}`)
 	m := answerElicitation(t, r, "d1", `{"action":"decline"}`, "rest_request", `"DELETE"`, "/classes/Note/"+keep, "********")
-	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["written"] != false {
+	if sc := obj(obj(m["result"])["structuredContent"]); sc["written"] != false {
 		t.Fatalf("declined delete: %v", m)
 	}
 	if status, _, _ := ps.Do("GET", "/classes/Note/"+keep, nil, parsetest.AsMaster); status != 200 {
@@ -351,7 +351,7 @@ func TestBridgeConfirmation(t *testing.T) {
 	}
 	r.send(`{"jsonrpc":"2.0","id":"d2","method":"tools/call","params":{"name":"delete_object","arguments":{"class_name":"Note","object_id":"` + gone + `"}}}`)
 	m = answerElicitation(t, r, "d2", `{"action":"accept","content":{"confirm":true}}`)
-	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["deleted"] != true {
+	if sc := obj(obj(m["result"])["structuredContent"]); sc["deleted"] != true {
 		t.Fatalf("accepted delete: %v", m)
 	}
 	waitAudit(t, ps, gone, "delete")
@@ -362,7 +362,7 @@ func TestBridgeConfirmation(t *testing.T) {
 	before := noteCount(t, ps)
 	r.send(`{"jsonrpc":"2.0","id":"f1","method":"tools/call","params":{"name":"call_action","arguments":{"action":"add_note","arguments":{"title":"asked"}}}}`)
 	m = answerElicitation(t, r, "f1", `{"action":"decline"}`, "addNote", `"asked"`)
-	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["run"] != false || noteCount(t, ps) != before {
+	if sc := obj(obj(m["result"])["structuredContent"]); sc["run"] != false || noteCount(t, ps) != before {
 		t.Fatalf("declined function: %v", m)
 	}
 }

@@ -35,7 +35,7 @@ func TestCompactValuesRoundTrip(t *testing.T) {
 		t.Run(key, func(t *testing.T) {
 			out := callOK(t, c, "query_class", map[string]any{"class_name": tc.class, "keys": []any{tc.field},
 				"where": map[string]any{key: map[string]any{"$exists": true}}, "limit": 1, "apply_canonical_filter": false})
-			rows := list(out["results"])
+			rows := rowObjects(out, "results")
 			if len(rows) != 1 {
 				t.Fatalf("no %s row with %s: %v", tc.class, key, out)
 			}
@@ -66,12 +66,12 @@ func TestCompactValuesRoundTrip(t *testing.T) {
 			} {
 				back := callOK(t, c, "query_class", map[string]any{"class_name": tc.class, "keys": []any{"objectId"}, "where": where, "limit": 1000, "apply_canonical_filter": false})
 				found := false
-				for _, r := range list(back["results"]) {
+				for _, r := range rowObjects(back, "results") {
 					found = found || obj(r)["objectId"] == id
 				}
 				if !found {
 					b, _ := json.Marshal(where)
-					t.Errorf("where %s does not find %v (%d rows)", b, id, len(list(back["results"])))
+					t.Errorf("where %s does not find %v (%d rows)", b, id, len(rowObjects(back, "results")))
 				}
 			}
 			// The REST shape of the same row is Parse's.

@@ -38,7 +38,7 @@ func TestExamplePolicyFileValidates(t *testing.T) {
 		t.Fatalf("archive_song not listed: %v", list["actions"])
 	}
 	song := callOK(t, w, "query_class", map[string]any{"class_name": "Song", "limit": 1, "keys": []any{"title"}})
-	id := song["results"].([]any)[0].(map[string]any)["objectId"].(string)
+	id := rowObjects(song, "results")[0].(map[string]any)["objectId"].(string)
 	dry := callOK(t, w, "call_action", map[string]any{"action": "archive_song", "object_id": id, "arguments": map[string]any{"tags": []any{"old"}}, "dry_run": true})
 	if !strings.Contains(mustJSON(t, dry["change"]), `"archived":true`) {
 		t.Fatalf("archive_song dry run: %v", dry)

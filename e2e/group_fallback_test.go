@@ -75,15 +75,15 @@ func TestGroupFallbackMinMaxSum(t *testing.T) {
 	}
 	for op, want := range map[string]map[string]float64{"min": minP, "max": maxP, "sum": sumP} {
 		out := callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "genre", "operation": op, "value_field": "plays", "sort": "key_asc"})
-		groups := aggList(out["groups"])
+		groups := list(out["groups"])
 		if len(groups) != len(want) {
 			t.Fatalf("%s: %d groups, want %d: %v", op, len(groups), len(want), out)
 		}
 		prev := ""
 		for _, g := range groups {
-			key, _ := aggObj(g)["key"].(string)
-			if v, _ := aggObj(g)["value"].(float64); v != want[key] {
-				t.Errorf("%s plays of %s = %v, want %v", op, key, aggObj(g)["value"], want[key])
+			key, _ := obj(g)["key"].(string)
+			if v, _ := obj(g)["value"].(float64); v != want[key] {
+				t.Errorf("%s plays of %s = %v, want %v", op, key, obj(g)["value"], want[key])
 			}
 			if key < prev {
 				t.Errorf("%s: not in key order: %v", op, groups)
@@ -93,11 +93,11 @@ func TestGroupFallbackMinMaxSum(t *testing.T) {
 	}
 	// max of a Date field: the date itself.
 	out := callOK(t, c, "group_by", map[string]any{"class_name": "Song", "field": "genre", "operation": "max", "value_field": "releasedAt"})
-	for _, g := range aggList(out["groups"]) {
-		key, _ := aggObj(g)["key"].(string)
-		iso, _ := aggObj(aggObj(g)["value"])["iso"].(string)
+	for _, g := range list(out["groups"]) {
+		key, _ := obj(g)["key"].(string)
+		iso, _ := obj(obj(g)["value"])["iso"].(string)
 		if want := latest[key].UTC().Format("2006-01-02T15:04:05.000Z"); iso != want {
-			t.Errorf("latest release of %s = %v, want %s", key, aggObj(g)["value"], want)
+			t.Errorf("latest release of %s = %v, want %s", key, obj(g)["value"], want)
 		}
 	}
 	// value_desc (the default): by value, ties by key.
@@ -111,8 +111,8 @@ func TestGroupFallbackMinMaxSum(t *testing.T) {
 		all = append(all, kv{k, v})
 	}
 	sort.Slice(all, func(i, j int) bool { return all[i].v > all[j].v || all[i].v == all[j].v && all[i].k < all[j].k })
-	groups := aggList(out["groups"])
-	if len(groups) != 2 || out["truncated"] != true || aggObj(groups[0])["key"] != all[0].k || aggObj(groups[1])["key"] != all[1].k {
+	groups := list(out["groups"])
+	if len(groups) != 2 || out["truncated"] != true || obj(groups[0])["key"] != all[0].k || obj(groups[1])["key"] != all[1].k {
 		t.Errorf("top 2 by max plays: %v, want %v", out, all[:2])
 	}
 }
@@ -143,9 +143,9 @@ func TestGroupByDateFallbackIntervals(t *testing.T) {
 		}
 		out := callOK(t, c, "group_by_date", map[string]any{"class_name": "Song", "field": "releasedAt", "interval": tc.interval, "timezone": tc.tz, "limit": 1000})
 		got := map[string]int{}
-		for _, g := range aggList(out["groups"]) {
-			key, _ := aggObj(g)["key"].(string)
-			got[key] = aggNum(aggObj(g)["value"])
+		for _, g := range list(out["groups"]) {
+			key, _ := obj(g)["key"].(string)
+			got[key] = aggNum(obj(g)["value"])
 		}
 		if fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s in %q:\n got %v\nwant %v", tc.interval, tc.tz, got, want)

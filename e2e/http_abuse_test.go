@@ -26,9 +26,9 @@ func TestHTTPAbuse(t *testing.T) {
 
 	call := func(s *mcpSession, id string) string {
 		m := s.rpc(id, "tools/call", `{"name":"count_objects","arguments":{"class_name":"Song"}}`)
-		res := aggObj(m["result"])
+		res := obj(m["result"])
 		if res["isError"] == true {
-			code, _ := aggObj(res["_meta"])["parse.error_code"].(string)
+			code, _ := obj(res["_meta"])["parse.error_code"].(string)
 			return code
 		}
 		return "ok"

@@ -136,8 +136,8 @@ func (w *parityWorld) parseFind(t *testing.T, q parityQuery, as parsetest.Caller
 		return parseAnswer{refused: true, detail: fmt.Sprintf("HTTP %d %v", status, body)}
 	}
 	var rows []map[string]any
-	for _, r := range aggList(body["results"]) {
-		rows = append(rows, aggObj(r))
+	for _, r := range rowObjects(body, "results") {
+		rows = append(rows, obj(r))
 	}
 	return parseAnswer{rows: rows}
 }
@@ -162,17 +162,17 @@ func mcpFind(t *testing.T, r *rawServer, q parityQuery) parseAnswer {
 	args["order"] = order
 	b, _ := json.Marshal(args)
 	resp := aggRPC(r, q.name, "query_class", string(b))
-	res := aggObj(resp["result"])
+	res := obj(resp["result"])
 	if resp["error"] != nil || res == nil || res["isError"] == true {
 		return parseAnswer{refused: true, detail: fmt.Sprint(resp["error"], res)}
 	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(aggObj(aggList(res["content"])[0])["text"].(string)), &out); err != nil {
+	if err := json.Unmarshal([]byte(obj(list(res["content"])[0])["text"].(string)), &out); err != nil {
 		t.Fatalf("%s: %v", q.name, err)
 	}
 	var rows []map[string]any
-	for _, r := range aggList(out["results"]) {
-		rows = append(rows, aggObj(r))
+	for _, r := range rowObjects(out, "results") {
+		rows = append(rows, obj(r))
 	}
 	return parseAnswer{rows: rows}
 }
@@ -375,7 +375,7 @@ func (w *parityWorld) parseDistinct(t *testing.T, field string) parseAnswer {
 	if err != nil || status/100 != 2 {
 		t.Fatalf("Parse distinct %s: HTTP %d %v %v", field, status, body, err)
 	}
-	return parseAnswer{rows: []map[string]any{{"values": sortedValues(aggList(body["results"]))}}}
+	return parseAnswer{rows: []map[string]any{{"values": sortedValues(rowObjects(body, "results"))}}}
 }
 
 func mcpDistinct(t *testing.T, r *rawServer, field string) parseAnswer {
@@ -384,7 +384,7 @@ func mcpDistinct(t *testing.T, r *rawServer, field string) parseAnswer {
 	if refused != "" {
 		return parseAnswer{refused: true, detail: refused}
 	}
-	return parseAnswer{rows: []map[string]any{{"values": sortedValues(aggList(out["values"]))}}}
+	return parseAnswer{rows: []map[string]any{{"values": sortedValues(list(out["values"]))}}}
 }
 
 // sortedValues orders values by their JSON text (distinct order is not
@@ -400,12 +400,12 @@ func mcpCall(t *testing.T, r *rawServer, id, tool string, args map[string]any) (
 	t.Helper()
 	b, _ := json.Marshal(args)
 	resp := aggRPC(r, id, tool, string(b))
-	res := aggObj(resp["result"])
+	res := obj(resp["result"])
 	if resp["error"] != nil || res == nil || res["isError"] == true {
 		return nil, fmt.Sprint(resp["error"], res)
 	}
 	var out map[string]any
-	if err := json.Unmarshal([]byte(aggObj(aggList(res["content"])[0])["text"].(string)), &out); err != nil {
+	if err := json.Unmarshal([]byte(obj(list(res["content"])[0])["text"].(string)), &out); err != nil {
 		t.Fatalf("%s: %v", id, err)
 	}
 	return out, ""

@@ -31,6 +31,40 @@ func obj(v any) map[string]any {
 	return m
 }
 
+// rowObjects are the rows of a result as objects: the columnar layout
+// (columns + rows, the default) turned back into objects — a null cell is
+// left out, as a missing field — or the objects under key (shape
+// "objects"/"rest").
+func rowObjects(out map[string]any, key string) []any {
+	cols, ok := out["columns"].([]any)
+	if !ok {
+		return list(out[key])
+	}
+	var rows []any
+	for _, r := range list(out["rows"]) {
+		m := map[string]any{}
+		for i, v := range list(r) {
+			if v != nil && i < len(cols) {
+				m[cols[i].(string)] = v
+			}
+		}
+		rows = append(rows, m)
+	}
+	return rows
+}
+
+// objectsByID is get_objects' result keyed by objectId, in either layout.
+func objectsByID(out map[string]any) map[string]any {
+	if _, ok := out["columns"]; !ok {
+		return objectsByID(out)
+	}
+	m := map[string]any{}
+	for _, r := range rowObjects(out, "") {
+		m[obj(r)["objectId"].(string)] = r
+	}
+	return m
+}
+
 func num(v any) int {
 	f, _ := v.(float64)
 	return int(f)
@@ -42,7 +76,7 @@ func TestQueryClassDefaultsAndDisplayCap(t *testing.T) {
 	if out["class_name"] != "Song" || num(out["result_count"]) != 100 {
 		t.Fatalf("class_name/result_count: %v %v", out["class_name"], out["result_count"])
 	}
-	if n := len(list(out["results"])); n != 50 {
+	if n := len(rowObjects(out, "results")); n != 50 {
 		t.Errorf("results shows %d rows, want the display cap of 50", n)
 	}
 	if out["truncated"] != true || !strings.Contains(fmt.Sprint(out["truncated_note"]), "50") {
@@ -58,13 +92,13 @@ func TestQueryClassDefaultsAndDisplayCap(t *testing.T) {
 		t.Errorf("next_call = %v (continues after the rows shown)", nc)
 	}
 	// The canonical filter applies by default: no archived rows.
-	for _, r := range list(out["results"]) {
+	for _, r := range rowObjects(out, "results") {
 		if obj(r)["archived"] == true {
 			t.Fatalf("archived row returned by default: %v", obj(r)["objectId"])
 		}
 	}
 	// Rows are REST-shaped: no storage or ACL fields.
-	b, _ := json.Marshal(out["results"])
+	b, _ := json.Marshal(rowObjects(out, "results"))
 	for _, bad := range []string{`"_p_`, `"_rperm"`, `"_wperm"`, `"_acl"`, `"ACL"`, `"_id"`, `"_created_at"`} {
 		if strings.Contains(string(b), bad) {
 			t.Errorf("results contain %s", bad)
@@ -72,16 +106,16 @@ func TestQueryClassDefaultsAndDisplayCap(t *testing.T) {
 	}
 	// A small limit fits: no display truncation, next_call at skip+limit.
 	out = callOK(t, c, "query_class", map[string]any{"class_name": "Song", "limit": 10, "skip": 5})
-	if len(list(out["results"])) != 10 || out["truncated"] != nil || out["truncated_note"] != nil {
-		t.Errorf("limit 10: %d rows, truncated %v", len(list(out["results"])), out["truncated"])
+	if len(rowObjects(out, "results")) != 10 || out["truncated"] != nil || out["truncated_note"] != nil {
+		t.Errorf("limit 10: %d rows, truncated %v", len(rowObjects(out, "results")), out["truncated"])
 	}
 	if num(obj(obj(out["next_call"])["arguments"])["skip"]) != 15 {
 		t.Errorf("next_call skip = %v, want 15", obj(out["next_call"])["arguments"])
 	}
 	// The last page has no next_call.
 	out = callOK(t, c, "query_class", map[string]any{"class_name": "Song", "limit": 10, "skip": demo.SongActiveCount - 5})
-	if len(list(out["results"])) != 5 || out["next_call"] != nil || out["has_more"] != false {
-		t.Errorf("last page: %d rows, next_call %v, has_more %v", len(list(out["results"])), out["next_call"], out["has_more"])
+	if len(rowObjects(out, "results")) != 5 || out["next_call"] != nil || out["has_more"] != false {
+		t.Errorf("last page: %d rows, next_call %v, has_more %v", len(rowObjects(out, "results")), out["next_call"], out["has_more"])
 	}
 }
 
@@ -140,7 +174,7 @@ func TestQueryClassPaginationWalk(t *testing.T) {
 		for {
 			out := callOK(t, c, "query_class", args)
 			pages++
-			for _, r := range list(out["results"]) {
+			for _, r := range rowObjects(out, "results") {
 				id := obj(r)["objectId"].(string)
 				if seen[id] {
 					t.Fatalf("row %s seen twice", id)
@@ -170,7 +204,7 @@ func TestQueryClassWhereOrderKeys(t *testing.T) {
 		t.Errorf("result_count = %v, want %d", out["result_count"], demo.ActiveSongsPerGenre["rock"])
 	}
 	prev := -1.0
-	for _, r := range list(out["results"]) {
+	for _, r := range rowObjects(out, "results") {
 		row := obj(r)
 		var keys []string
 		for k := range row {
@@ -216,7 +250,7 @@ func TestQueryClassInclude(t *testing.T) {
 	c := demoClient(t)
 	out := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"objectId": demo.SongPublicID},
 		"include": []any{"artist", "album.artist"}, "keys": []any{"title", "artist", "album.title", "album.artist.name"}})
-	rows := list(out["results"])
+	rows := rowObjects(out, "results")
 	if len(rows) != 1 {
 		t.Fatalf("%d rows", len(rows))
 	}
@@ -242,7 +276,7 @@ func TestQueryClassInclude(t *testing.T) {
 	// shape rest: Parse's REST JSON, included objects as {"__type":"Object"}.
 	rest := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"objectId": demo.SongPublicID},
 		"include": []any{"artist", "album.artist"}, "keys": []any{"title", "artist", "album.title", "album.artist.name"}, "shape": "rest"})
-	ra := obj(obj(list(rest["results"])[0])["album"])
+	ra := obj(obj(rowObjects(rest, "results")[0])["album"])
 	if ra["__type"] != "Object" || ra["className"] != "Album" || obj(ra["artist"])["__type"] != "Object" || rest["pointer_classes"] != nil {
 		t.Errorf("rest include = %v", rest)
 	}
@@ -254,7 +288,7 @@ func TestQueryClassInclude(t *testing.T) {
 	}
 	// Includes over many rows: every pointer is expanded.
 	out = callOK(t, c, "query_class", map[string]any{"class_name": "Song", "include": []any{"artist"}, "keys": []any{"artist"}, "limit": 50})
-	for _, r := range list(out["results"]) {
+	for _, r := range rowObjects(out, "results") {
 		if a := obj(obj(r)["artist"]); a != nil && a["name"] == nil {
 			t.Fatalf("artist not expanded: %v", a)
 		}
@@ -276,7 +310,7 @@ func TestQueryClassJoinFields(t *testing.T) {
 	if fmt.Sprint(tif["artist"]) != "[name]" {
 		t.Fatalf("truncated_include_fields = %v", out["truncated_include_fields"])
 	}
-	for _, r := range list(out["results"]) {
+	for _, r := range rowObjects(out, "results") {
 		a := obj(obj(r)["artist"])
 		if a["name"] == nil || a["country"] != nil || a["genres"] != nil {
 			t.Errorf("artist not projected to join_fields: %v", a)
@@ -287,7 +321,7 @@ func TestQueryClassJoinFields(t *testing.T) {
 func TestQueryClassTextFormats(t *testing.T) {
 	c := demoClient(t)
 	base := map[string]any{"class_name": "Song", "keys": []any{"title", "genre", "plays"}, "order": "title", "limit": 5}
-	rows := list(callOK(t, c, "query_class", base)["results"])
+	rows := rowObjects(callOK(t, c, "query_class", base), "results")
 	for _, format := range []string{"csv", "markdown", "table"} {
 		args := map[string]any{"format": format}
 		maps.Copy(args, base)
@@ -295,7 +329,7 @@ func TestQueryClassTextFormats(t *testing.T) {
 		if out["format"] != format || num(out["row_count"]) != 5 || fmt.Sprint(out["headers"]) != "[title genre plays]" {
 			t.Errorf("%s envelope: %v", format, out)
 		}
-		for _, k := range []string{"results", "result_count", "pagination"} {
+		for _, k := range []string{"results", "columns", "rows", "result_count", "pagination"} {
 			if _, ok := out[k]; ok {
 				t.Errorf("%s envelope has %s", format, k)
 			}
@@ -353,13 +387,13 @@ func TestQueryClassByteCap(t *testing.T) {
 			t.Errorf("stale %s kept", k)
 		}
 	}
-	for _, r := range list(out["results"]) {
+	for _, r := range rowObjects(out, "results") {
 		if obj(r)["lyrics"] != nil {
 			t.Fatal("lyrics still present")
 		}
 	}
-	if num(tr["kept_count"]) != len(list(out["results"])) || num(tr["original_count"]) < num(tr["kept_count"]) {
-		t.Errorf("kept/original = %v/%v with %d rows", tr["kept_count"], tr["original_count"], len(list(out["results"])))
+	if num(tr["kept_count"]) != len(rowObjects(out, "results")) || num(tr["original_count"]) < num(tr["kept_count"]) {
+		t.Errorf("kept/original = %v/%v with %d rows", tr["kept_count"], tr["original_count"], len(rowObjects(out, "results")))
 	}
 
 	// Rows too large even without the heaviest field: rows are trimmed and
@@ -423,16 +457,16 @@ func TestGetObject(t *testing.T) {
 	var jazzID, rockID string
 	for _, g := range []string{"jazz", "rock"} {
 		r := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"genre": g}, "limit": 1, "keys": []any{"title"}})
-		if g == "jazz" && len(list(r["results"])) == 1 {
-			jazzID = obj(list(r["results"])[0])["objectId"].(string)
+		if g == "jazz" && len(rowObjects(r, "results")) == 1 {
+			jazzID = obj(rowObjects(r, "results")[0])["objectId"].(string)
 		}
-		if g == "rock" && len(list(r["results"])) != 0 {
+		if g == "rock" && len(rowObjects(r, "results")) != 0 {
 			t.Fatalf("agent filter not applied: %v", r)
 		}
 	}
 	plain := demoClient(t)
 	r := callOK(t, plain, "query_class", map[string]any{"class_name": "Song", "where": map[string]any{"genre": "rock"}, "limit": 1, "keys": []any{"title"}})
-	rockID = obj(list(r["results"])[0])["objectId"].(string)
+	rockID = obj(rowObjects(r, "results")[0])["objectId"].(string)
 	callOK(t, c, "get_object", map[string]any{"class_name": "Song", "object_id": jazzID})
 	res := call(t, c, "get_object", map[string]any{"class_name": "Song", "object_id": rockID})
 	missing := call(t, c, "get_object", map[string]any{"class_name": "Song", "object_id": "zzzzzzzzzz"})
@@ -448,7 +482,7 @@ func TestGetObjects(t *testing.T) {
 	c := demoClient(t)
 	ids := []any{demo.SongPublicID, "missingOne", demo.SongStarACLID, demo.SongPublicID, demo.SongArchivedID}
 	out := callOK(t, c, "get_objects", map[string]any{"class_name": "Song", "ids": ids, "keys": []any{"title"}})
-	objs := obj(out["objects"])
+	objs := objectsByID(out)
 	if out["requested"] != nil || num(out["found"]) != 3 || len(objs) != 3 || fmt.Sprint(out["missing"]) != "[missingOne]" {
 		t.Errorf("envelope: %v", out)
 	}
@@ -459,7 +493,7 @@ func TestGetObjects(t *testing.T) {
 	}
 	// [] → empty result, no query.
 	out = callOK(t, c, "get_objects", map[string]any{"class_name": "Song", "ids": []any{}})
-	if num(out["found"]) != 0 || len(obj(out["objects"])) != 0 || out["missing"] != nil {
+	if num(out["found"]) != 0 || len(objectsByID(out)) != 0 || out["missing"] != nil {
 		t.Errorf("empty ids: %v", out)
 	}
 	// 50 ids ok, 51 refused.
@@ -481,12 +515,12 @@ func TestGetObjects(t *testing.T) {
 func TestGetSampleObjects(t *testing.T) {
 	c := demoClient(t)
 	out := callOK(t, c, "get_sample_objects", map[string]any{"class_name": "Song"})
-	samples := list(out["samples"])
+	samples := rowObjects(out, "samples")
 	if num(out["sample_count"]) != 5 || len(samples) != 5 || out["note"] == nil {
 		t.Fatalf("envelope: %v", out)
 	}
 	newest := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "order": "-createdAt", "limit": 5, "keys": []any{"title"}})
-	for i, r := range list(newest["results"]) {
+	for i, r := range rowObjects(newest, "results") {
 		if obj(samples[i])["objectId"] != obj(r)["objectId"] {
 			t.Errorf("sample %d is %v, want the %d-th newest %v", i, obj(samples[i])["objectId"], i, obj(r)["objectId"])
 		}

@@ -25,7 +25,7 @@ func TestToolSchemas(t *testing.T) {
 
 	// An objectId to fetch.
 	first := result(t, r.rpc("id", "tools/call", `{"name":"query_class","arguments":{"class_name":"Song","limit":1,"keys":["title"]}}`))
-	id := first["structuredContent"].(map[string]any)["results"].([]any)[0].(map[string]any)["objectId"].(string)
+	id := rowObjects(first["structuredContent"].(map[string]any), "results")[0].(map[string]any)["objectId"].(string)
 
 	calls := []string{
 		`{"name":"query_class","arguments":{"class_name":"Song","limit":3}}`,

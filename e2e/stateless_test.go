@@ -215,7 +215,7 @@ func TestStatelessScaleOut(t *testing.T) {
 			t.Fatalf("page %d on instance %d: %d %v", i, i%2, status, res)
 		}
 		sc, _ := res["structuredContent"].(map[string]any)
-		rows, _ := sc["results"].([]any)
+		rows := rowObjects(sc, "results")
 		if len(rows) == 0 {
 			t.Fatalf("page %d: no rows in %v", i, sc)
 		}

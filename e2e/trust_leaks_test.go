@@ -34,10 +34,10 @@ func rpc(r *rawServer, id, method, params string) map[string]any {
 // the whole result (isError, _meta, every content text), as one string.
 func answer(resp map[string]any) string {
 	v := map[string]any{"error": resp["error"], "result": resp["result"]}
-	if res := aggObj(resp["result"]); res != nil {
+	if res := obj(resp["result"]); res != nil {
 		var texts []string
-		for _, c := range aggList(res["content"]) {
-			if s, ok := aggObj(c)["text"].(string); ok {
+		for _, c := range list(res["content"]) {
+			if s, ok := obj(c)["text"].(string); ok {
 				texts = append(texts, s)
 			}
 		}

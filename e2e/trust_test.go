@@ -114,12 +114,12 @@ func trustServer(t *testing.T, extraEnv ...string) *rawServer {
 func okResult(t *testing.T, r *rawServer, id, tool, args string) string {
 	t.Helper()
 	resp := aggRPC(r, id, tool, args)
-	res := aggObj(resp["result"])
+	res := obj(resp["result"])
 	if res == nil || res["isError"] == true {
 		t.Errorf("%s: want success, got %v", id, resp)
 		return ""
 	}
-	return aggObj(aggList(res["content"])[0])["text"].(string)
+	return obj(list(res["content"])[0])["text"].(string)
 }
 
 // TestTrustMasterOnlyClasses: _Installation find/count and every sub-read
@@ -211,7 +211,7 @@ func TestTrustProtectedEmail(t *testing.T) {
 	}
 	// A pipeline cannot read it either (it is outside the visible fields).
 	resp := aggRPC(r, "agg", "aggregate", `{"class_name":"_User","pipeline":[{"$group":{"_id":"$email"}}]}`)
-	if res := aggObj(resp["result"]); resp["error"] == nil && (res == nil || res["isError"] != true) {
+	if res := obj(resp["result"]); resp["error"] == nil && (res == nil || res["isError"] != true) {
 		t.Errorf("aggregate on email: %v", resp)
 	}
 

@@ -166,11 +166,11 @@ func TestWriteAttacks(t *testing.T) {
 	}
 
 	// The one allowed write: the tenant is forced on create.
-	res := aggObj(aggRPC(r, "tenant-forced", "create_object", `{"class_name":"Ticket","fields":{"title":"new"}}`)["result"])
+	res := obj(aggRPC(r, "tenant-forced", "create_object", `{"class_name":"Ticket","fields":{"title":"new"}}`)["result"])
 	if res["isError"] == true {
 		t.Fatalf("create in the tenant: %v", res)
 	}
-	id := aggObj(res["structuredContent"])["object_id"].(string)
+	id := obj(res["structuredContent"])["object_id"].(string)
 	if doc := stored(t, db, "Ticket", id); doc["orgId"] != "org1" {
 		t.Errorf("the tenant field was not forced: %v", doc)
 	}

@@ -48,7 +48,7 @@ func answerElicitation(t *testing.T, r *rawServer, callID, answer string, mustSh
 	for {
 		m := r.next()
 		if m["method"] == "elicitation/create" {
-			msg, _ := aggObj(m["params"])["message"].(string)
+			msg, _ := obj(m["params"])["message"].(string)
 			for _, s := range mustShow {
 				if !strings.Contains(msg, s) {
 					t.Errorf("the question does not show %q: %s", s, msg)
@@ -76,7 +76,7 @@ func TestWriteConfirmSessionEra(t *testing.T) {
 	// Accepted: the object is deleted; the question showed the exact filter.
 	r.send(`{"jsonrpc":"2.0","id":"d1","method":"tools/call","params":{"name":"delete_object","arguments":{"class_name":"Memo","object_id":"m1"}}}`)
 	m := answerElicitation(t, r, "d1", `{"action":"accept","content":{"confirm":true}}`, "delete object on Memo m1", `"filter"`, `"m1"`)
-	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["deleted"] != true || exists("m1") {
+	if sc := obj(obj(m["result"])["structuredContent"]); sc["deleted"] != true || exists("m1") {
 		t.Fatalf("accepted delete: %v", m)
 	}
 	// Declined and cancelled: nothing written, a clear result.
@@ -84,14 +84,14 @@ func TestWriteConfirmSessionEra(t *testing.T) {
 		id := fmt.Sprintf("d%d", i+2)
 		r.send(`{"jsonrpc":"2.0","id":"` + id + `","method":"tools/call","params":{"name":"delete_object","arguments":{"class_name":"Memo","object_id":"m2"}}}`)
 		m := answerElicitation(t, r, id, answer)
-		res := aggObj(m["result"])
-		if sc := aggObj(res["structuredContent"]); res["isError"] == true || sc["written"] != false || !exists("m2") {
+		res := obj(m["result"])
+		if sc := obj(res["structuredContent"]); res["isError"] == true || sc["written"] != false || !exists("m2") {
 			t.Fatalf("%s: %v", answer, m)
 		}
 	}
 	// A non-destructive write is not asked under the default.
 	r.send(`{"jsonrpc":"2.0","id":"u1","method":"tools/call","params":{"name":"update_object","arguments":{"class_name":"Memo","object_id":"m3","fields":{"title":"t"}}}}`)
-	if m := r.next(); aggObj(aggObj(m["result"])["structuredContent"])["updated"] != true {
+	if m := r.next(); obj(obj(m["result"])["structuredContent"])["updated"] != true {
 		t.Fatalf("update under confirm_writes destructive: %v", m)
 	}
 
@@ -122,13 +122,13 @@ func TestWriteConfirmStatelessEra(t *testing.T) {
 	}
 	args := `{"class_name":"Memo","object_id":"m5","fields":{"title":"confirmed"}}`
 	m := call("s1", args, "", `{"elicitation":{}}`)
-	res := aggObj(m["result"])
+	res := obj(m["result"])
 	state, _ := res["requestState"].(string)
-	ir := aggObj(aggObj(res["inputRequests"])["confirm"])
+	ir := obj(obj(res["inputRequests"])["confirm"])
 	if res["resultType"] != "input_required" || state == "" || ir["method"] != "elicitation/create" {
 		t.Fatalf("first call: %v", m)
 	}
-	if msg, _ := aggObj(ir["params"])["message"].(string); !strings.Contains(msg, `"confirmed"`) || !strings.Contains(msg, "$set") {
+	if msg, _ := obj(ir["params"])["message"].(string); !strings.Contains(msg, `"confirmed"`) || !strings.Contains(msg, "$set") {
 		t.Errorf("the question does not show the update: %s", msg)
 	}
 	if !exists("m5") {
@@ -136,22 +136,22 @@ func TestWriteConfirmStatelessEra(t *testing.T) {
 	}
 	// Declined: nothing written.
 	m = call("s2", args, `,"inputResponses":{"confirm":{"action":"decline"}},"requestState":"`+state+`"`, `{"elicitation":{}}`)
-	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["written"] != false {
+	if sc := obj(obj(m["result"])["structuredContent"]); sc["written"] != false {
 		t.Fatalf("declined: %v", m)
 	}
 	// Accepted: written.
 	m = call("s3", args, `,"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},"requestState":"`+state+`"`, `{"elicitation":{}}`)
-	if sc := aggObj(aggObj(m["result"])["structuredContent"]); sc["updated"] != true {
+	if sc := obj(obj(m["result"])["structuredContent"]); sc["updated"] != true {
 		t.Fatalf("accepted: %v", m)
 	}
 	// The answer replayed onto another write is not taken: asked anew.
 	m = call("s4", `{"class_name":"Memo","object_id":"m6","fields":{"title":"replayed"}}`, `,"inputResponses":{"confirm":{"action":"accept","content":{"confirm":true}}},"requestState":"`+state+`"`, `{"elicitation":{}}`)
-	if aggObj(m["result"])["resultType"] != "input_required" {
+	if obj(m["result"])["resultType"] != "input_required" {
 		t.Fatalf("a replayed answer was taken: %v", m)
 	}
 	// No elicitation capability: refused.
 	m = call("s5", args, "", `{}`)
-	if meta := aggObj(aggObj(m["result"])["_meta"]); meta["parse.error_code"] != "access_denied" {
+	if meta := obj(obj(m["result"])["_meta"]); meta["parse.error_code"] != "access_denied" {
 		t.Fatalf("2026-07-28 client without elicitation: %v", m)
 	}
 }

@@ -299,8 +299,8 @@ func TestWriteAuditEvent(t *testing.T) {
 	_, uri := writeDB(t, bson.D{{Key: "_id", Value: "Memo"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}})
 	r := startRaw(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, noConfirm), "PARSE_MCP_LOG_LEVEL=info")...)
 	r.initialize()
-	res := aggObj(aggRPC(r, "c", "create_object", `{"class_name":"Memo","fields":{"title":"SECRETTITLE","body":"SECRETBODY"},"acl":{"*":{"read":true}}}`)["result"])
-	id, _ := aggObj(res["structuredContent"])["object_id"].(string)
+	res := obj(aggRPC(r, "c", "create_object", `{"class_name":"Memo","fields":{"title":"SECRETTITLE","body":"SECRETBODY"},"acl":{"*":{"read":true}}}`)["result"])
+	id, _ := obj(res["structuredContent"])["object_id"].(string)
 	aggRPC(r, "d", "update_object", `{"class_name":"Memo","object_id":"`+id+`","fields":{"title":"SECRET2"},"dry_run":true}`)
 	var events []map[string]any
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline) && len(events) < 2; time.Sleep(50 * time.Millisecond) {

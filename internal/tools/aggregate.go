@@ -883,10 +883,11 @@ func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	compactShape, err := shapeArg(args)
+	shape, err := shapeArg(args)
 	if err != nil {
 		return nil, err
 	}
+	compactShape := shape.compact()
 	compact = compact && compactShape
 	applyCanonical, err := args.Bool("apply_canonical_filter", true)
 	if err != nil {
@@ -920,16 +921,23 @@ func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if compact {
 		ptrClasses = compactPointers(rows)
 	}
-	results := make([]json.Marshaler, len(rows))
+	var objects []byte
 	for i, r := range rows {
-		results[i] = r
+		b, err := r.MarshalJSON()
+		if err != nil {
+			return nil, err
+		}
+		if i > 0 {
+			objects = append(objects, ',')
+		}
+		objects = append(objects, b...)
 	}
 	out := map[string]any{
 		"class_name":      plan.cls.Name,
 		"pipeline_stages": stageNames(plan.pipeline),
 		"result_count":    len(rows),
-		"results":         results,
 	}
+	rowsMember(out, shape, "results", objects)
 	if legend != nil {
 		legend.Merge("", &parsedb.Legend{PointerClasses: ptrClasses})
 		legendMap(out, legend)

@@ -47,7 +47,7 @@ func exportData(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := readInputArgs(args, true)
+	in, err := readInputArgs(args, true, false)
 	if err != nil {
 		return nil, err
 	}

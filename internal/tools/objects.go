@@ -53,7 +53,7 @@ func getObject(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := readInputArgs(args, false)
+	in, err := readInputArgs(args, false, true)
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +119,7 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := readInputArgs(args, false)
+	in, err := readInputArgs(args, false, false)
 	if err != nil {
 		return nil, err
 	}
@@ -127,6 +127,9 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 		_, cls, err := d.resolveClass(ctx, name)
 		if err != nil {
 			return nil, err
+		}
+		if in.shape == shapeColumns {
+			return map[string]any{"class_name": cls.Name, "found": 0, "columns": []string{}, "rows": []any{}}, nil
 		}
 		return map[string]any{"class_name": cls.Name, "objects": map[string]any{}, "found": 0}, nil
 	}
@@ -149,13 +152,24 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Columnar: one row per found object, in the order of ids. Objects:
+	// an object keyed by objectId.
 	objs := newJSONObject()
+	var rows []byte
 	missing := []string{}
 	for _, id := range ids {
-		if row, ok := found[id]; ok {
-			objs.raw(id, row)
-		} else {
+		row, ok := found[id]
+		if !ok {
 			missing = append(missing, id)
+			continue
+		}
+		if p.shape == shapeColumns {
+			if len(rows) > 0 {
+				rows = append(rows, ',')
+			}
+			rows = append(rows, row...)
+		} else {
+			objs.raw(id, row)
 		}
 	}
 	o := newJSONObject()
@@ -166,7 +180,13 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 	}
 	p.addIncludeNote(o)
 	addLegend(o, p.rowLegend())
-	o.raw("objects", objs.done())
+	if p.shape == shapeColumns {
+		if err := writeColumns(o, rows); err != nil {
+			return nil, err
+		}
+	} else {
+		o.raw("objects", objs.done())
+	}
 	return o.done(), nil
 }
 
@@ -179,11 +199,11 @@ func getSampleObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	compact, err := shapeArg(args)
+	shape, err := shapeArg(args)
 	if err != nil {
 		return nil, err
 	}
-	in := planInput{applyCanonical: true, order: []parsedb.OrderKey{{Field: "createdAt", Desc: true}}, dropLarge: true, compact: compact}
+	in := planInput{applyCanonical: true, order: []parsedb.OrderKey{{Field: "createdAt", Desc: true}}, dropLarge: true, compact: shape.compact(), shape: shape}
 	p, err := newReadPlan(ctx, d, name, in)
 	if err != nil {
 		return nil, err
@@ -208,7 +228,7 @@ func getSampleObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 		o.str("note", "Newest first. Large fields left out: "+strings.Join(large, ", ")+" (read them with get_object).")
 	}
 	addLegend(o, p.rowLegend())
-	o.rawArray("samples", rows)
+	writeRows(o, shape, "samples", rows)
 	return o.done(), nil
 }
 

@@ -16,20 +16,23 @@ const (
 		`"_truncated":{"type":"object","properties":{"reason":{"type":"string"},"kept_count":{"type":"integer"},"original_count":{"type":"integer"},"next_skip":{"type":"integer"},"dropped_fields":{"type":"array","items":{"type":"string"}},"hint":{"type":"string"}}}`
 	osText = `"format":{"type":"string","enum":["json","csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"}`
 	osRows = `{"type":"array","items":{"type":"object"}}`
+	// osColumns: the columnar layout (shape "columns"), one value array per
+	// row in the order of columns.
+	osColumns = `"columns":{"type":"array","items":{"type":"string"}},"rows":{"type":"array","items":{"type":"array"}}`
 )
 
 // queryClassOut: JSON rows (results, result_count, has_more) or a text format
 // (format, headers, row_count, output).
 const queryClassOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,` + osNext + `,` + osTrunc + `,` + osText +
-	`,"results":` + osRows + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["results"]},{"required":["output"]}]}`
+	`,"results":` + osRows + `,` + osColumns + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["rows"]},{"required":["results"]},{"required":["output"]}]}`
 
 const countOut = `{"type":"object","properties":{` + osClass + `,"count":{"type":"integer"},"constraints":{"type":"object"}},"required":["class_name","count"]}`
 
 const getObjectOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"object":{"type":"object"}},"required":["class_name","object"]}`
 
-const getObjectsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}}},"required":["class_name","found","objects"]}`
+const getObjectsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"],"anyOf":[{"required":["rows"]},{"required":["objects"]}]}`
 
-const samplesOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `},"required":["class_name","sample_count","samples"]}`
+const samplesOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `,` + osColumns + `},"required":["class_name","sample_count"],"anyOf":[{"required":["rows"]},{"required":["samples"]}]}`
 
 // exportOut: the text of the rows and, when row_cap cut it, how many rows
 // there were and how to get the rest.
@@ -60,7 +63,7 @@ func groupOut(byDate bool) string {
 
 const listToolsOut = `{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"category":{"type":"string"},"description":{"type":"string"}},"required":["name","category"]}},"categories":{"type":"object","additionalProperties":{"type":"string"}},"actions":{"type":"array","items":{"type":"object"}}},"required":["tools"]}`
 
-const aggregateOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"pipeline_stages":{"type":"array","items":{"type":"string"}},"result_count":{"type":"integer"},"results":` + osRows + `,"truncated":{"type":"boolean"},"auto_limited":{"type":"boolean"},"auto_limit":{"type":"integer"},"hint":{"type":"string"}},"required":["class_name","results"]}`
+const aggregateOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"pipeline_stages":{"type":"array","items":{"type":"string"}},"result_count":{"type":"integer"},"results":` + osRows + `,` + osColumns + `,"truncated":{"type":"boolean"},"auto_limited":{"type":"boolean"},"auto_limit":{"type":"integer"},"hint":{"type":"string"}},"required":["class_name"],"anyOf":[{"required":["rows"]},{"required":["results"]}]}`
 
 const explainOut = `{"type":"object","properties":{` + osClass + `,"constraints":{"type":"object"},"explanation":{"type":"object","properties":{"summary":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"indexed_fields":{"type":"array","items":{"type":"string"}},"plan":{}},"required":["summary"]}},"required":["class_name","explanation"]}`
 

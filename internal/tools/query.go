@@ -57,7 +57,7 @@ func QueryTools() []*Tool {
 		},
 		{
 			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
-			Description:  "Find objects of a class with a Parse where, keys, include, order and paging; JSON or csv/markdown/table. Rows (also of get_object(s), get_sample_objects, aggregate) are compact: pointers as objectIds (pointer_classes), dates as ISO strings (date_fields), files by name, GeoPoints as [lat,lng]; where takes them back as shown; shape \"rest\" gives Parse REST JSON.",
+			Description:  "Find objects of a class with a Parse where, keys, include, order and paging; JSON or csv/markdown/table. Rows (also of get_objects, get_sample_objects, aggregate) come as columns + rows (one value array per row, null = missing); values are compact: pointers as objectIds (pointer_classes), dates as ISO strings (date_fields), files by name, GeoPoints as [lat,lng]; where takes them back as shown. shape \"objects\": one object per row; \"rest\": Parse REST JSON.",
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"type":"string","enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`),
 			OutputSchema: queryClassOut,
 			ReadOnly:     true,
@@ -66,7 +66,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("get_object", policy.OpGet, true, 10*time.Second),
 			Description:  "Fetch one object by objectId.",
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`),
+			InputSchema:  withObjectShape(`{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`),
 			OutputSchema: getObjectOut,
 			ReadOnly:     true,
 			Handler:      getObject,
@@ -137,7 +137,7 @@ func queryClass(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	in, err := readInputArgs(args, true)
+	in, err := readInputArgs(args, true, false)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 		}
 		p.addIncludeNote(o)
 		addLegend(o, p.rowLegend())
-		o.rawArray("results", pg.rows)
+		writeRows(o, p.shape, "results", pg.rows)
 		return o.done(), nil
 	}
 	// Over the byte cap: drop the heaviest field, then trim rows.
@@ -223,7 +223,7 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 	o.val("_truncated", p.truncation(dropped, pg2.kept, pg2.n, skip, more))
 	p2.addIncludeNote(o)
 	addLegend(o, p2.rowLegend())
-	o.rawArray("results", pg2.rows)
+	writeRows(o, p2.shape, "results", pg2.rows)
 	return o.done(), nil
 }
 

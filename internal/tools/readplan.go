@@ -158,11 +158,13 @@ type planInput struct {
 	order          []parsedb.OrderKey
 	noSort         bool // lookups by id need no order
 	dropLarge      bool // leave the class's large_fields out (samples)
-	compact        bool // compact row shape (README "Row shapes")
+	compact        bool     // compact values (README "Row shapes")
+	shape          rowShape // the layout asked for
 }
 
-// readInputArgs reads keys and include (and where/order when full).
-func readInputArgs(args Args, full bool) (planInput, error) {
+// readInputArgs reads keys, include and shape (and where/order when full);
+// single is get_object's shape argument (objects or rest).
+func readInputArgs(args Args, full, single bool) (planInput, error) {
 	var in planInput
 	var err error
 	if in.keys, err = args.FieldList("keys", MaxKeys); err != nil {
@@ -171,9 +173,15 @@ func readInputArgs(args Args, full bool) (planInput, error) {
 	if in.include, err = args.FieldList("include", MaxIncludes); err != nil {
 		return in, err
 	}
-	if in.compact, err = shapeArg(args); err != nil {
+	if single {
+		in.shape, err = objectShapeArg(args)
+	} else {
+		in.shape, err = shapeArg(args)
+	}
+	if err != nil {
 		return in, err
 	}
+	in.compact = in.shape.compact()
 	if !full {
 		return in, nil
 	}
@@ -209,6 +217,7 @@ type readPlan struct {
 	// class's and one per include node).
 	compact bool
 	legend  *parsedb.Legend
+	shape   rowShape
 }
 
 // resetLegend forgets what the encoders recorded (before a second read of
@@ -264,7 +273,7 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 			return nil, err
 		}
 	}
-	p := &readPlan{d: d, schema: schema, userKeys: in.keys, incEnc: map[*parsedb.IncludeNode]*parsedb.RowEncoder{}}
+	p := &readPlan{d: d, schema: schema, userKeys: in.keys, shape: in.shape, incEnc: map[*parsedb.IncludeNode]*parsedb.RowEncoder{}}
 	p.includes, err = parsedb.BuildIncludeTree(cls, in.include, func(from *parsedb.Class, f *parsedb.Field, path string) (*parsedb.Class, error) {
 		return d.Policy.CheckInclude(ctx, schema, from, f.Name)
 	})

@@ -9,28 +9,66 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
-// shapeProperty is the input-schema property of the shape argument
-// (query_class's description says what the shapes are; tools/list stays
-// small).
-const shapeProperty = `"shape":{"type":"string","enum":["compact","rest"]}`
+// rowShape is how rows are laid out and rendered (README "Row shapes").
+type rowShape int
 
-// withShape adds the shape property as the last property of a tool's input
-// schema (an object schema ending with its "required" list).
-func withShape(schema string) string {
+const (
+	// shapeColumns: compact values, one list of column names and one
+	// array per row (the default of the multi-row tools).
+	shapeColumns rowShape = iota
+	// shapeObjects: compact values, one object per row (get_object's
+	// default).
+	shapeObjects
+	// shapeREST: Parse's REST JSON, one object per row.
+	shapeREST
+)
+
+// compact reports whether values are rendered compactly.
+func (s rowShape) compact() bool { return s != shapeREST }
+
+// The input-schema property of the shape argument of the multi-row tools
+// and of get_object (query_class's description says what the shapes are;
+// tools/list stays small).
+const (
+	rowsShapeProperty   = `"shape":{"type":"string","enum":["columns","objects","rest"]}`
+	objectShapeProperty = `"shape":{"type":"string","enum":["objects","rest"]}`
+)
+
+// withShape adds the multi-row shape property as the last property of a
+// tool's input schema (an object schema ending with its "required" list).
+func withShape(schema string) string { return withProperty(schema, rowsShapeProperty) }
+
+// withObjectShape adds get_object's shape property.
+func withObjectShape(schema string) string { return withProperty(schema, objectShapeProperty) }
+
+func withProperty(schema, property string) string {
 	i := strings.LastIndex(schema, `},"required":`)
 	if i < 0 {
-		panic("withShape: unexpected input schema " + schema)
+		panic("withProperty: unexpected input schema " + schema)
 	}
-	return schema[:i] + "," + shapeProperty + schema[i:]
+	return schema[:i] + "," + property + schema[i:]
 }
 
-// shapeArg reports whether rows are compact (the default) or REST.
-func shapeArg(args Args) (compact bool, err error) {
-	s, err := enumArg(args, "shape", "compact", "compact", "rest")
-	if err != nil {
-		return false, err
+// shapeArg reads the shape argument of a multi-row tool (default columns).
+func shapeArg(args Args) (rowShape, error) {
+	s, err := enumArg(args, "shape", "columns", "columns", "objects", "rest")
+	return shapeOf(s), err
+}
+
+// objectShapeArg reads get_object's shape argument (default objects).
+func objectShapeArg(args Args) (rowShape, error) {
+	s, err := enumArg(args, "shape", "objects", "objects", "rest")
+	return shapeOf(s), err
+}
+
+func shapeOf(s string) rowShape {
+	switch s {
+	case "columns":
+		return shapeColumns
+	case "rest":
+		return shapeREST
 	}
-	return s == "compact", nil
+	return shapeObjects
 }
 
 // addLegend writes pointer_classes and date_fields, when there are any.

@@ -1,0 +1,227 @@
+package tools
+
+// Columnar rows (README "Row shapes"): a run of JSON row objects becomes
+// one list of column names and one array of values per row, so field names
+// are not repeated on every row — the largest share of what a model reads
+// in a multi-row answer. Values are copied byte for byte from the encoded
+// rows (compact or REST values alike); only the object framing changes.
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
+)
+
+// errNotRowObject is returned when a row is not a JSON object (the encoders
+// never produce one; the caller then keeps the object rows).
+var errNotRowObject = errors.New("columnar: row is not a JSON object")
+
+// columnarRows turns comma-separated JSON objects (as the row encoders
+// write them) into columns and the comma-separated row arrays. Columns are
+// the union of the rows' keys in first-seen order, so objectId (first in
+// every row) leads; a row without a column has null there. n is the number
+// of rows.
+func columnarRows(objects []byte) (columns []string, rows []byte, n int, err error) {
+	type cell struct{ col, start, end int }
+	index := map[string]int{}
+	var cells []cell
+	var rowEnds []int // len(cells) after each row
+	i := 0
+	for {
+		i = skipSpace(objects, i)
+		if i >= len(objects) {
+			break
+		}
+		if objects[i] == ',' {
+			i++
+			continue
+		}
+		if objects[i] != '{' {
+			return nil, nil, 0, errNotRowObject
+		}
+		i++
+		for {
+			i = skipSpace(objects, i)
+			if i >= len(objects) {
+				return nil, nil, 0, errNotRowObject
+			}
+			if objects[i] == '}' {
+				i++
+				break
+			}
+			if objects[i] == ',' {
+				i++
+				continue
+			}
+			kStart := i
+			kEnd, err := skipValue(objects, i)
+			if err != nil || objects[kStart] != '"' {
+				return nil, nil, 0, errNotRowObject
+			}
+			key, err := unquoteKey(objects[kStart:kEnd])
+			if err != nil {
+				return nil, nil, 0, errNotRowObject
+			}
+			i = skipSpace(objects, kEnd)
+			if i >= len(objects) || objects[i] != ':' {
+				return nil, nil, 0, errNotRowObject
+			}
+			vStart := skipSpace(objects, i+1)
+			vEnd, err := skipValue(objects, vStart)
+			if err != nil {
+				return nil, nil, 0, errNotRowObject
+			}
+			col, ok := index[key]
+			if !ok {
+				col = len(columns)
+				index[key] = col
+				columns = append(columns, key)
+			}
+			cells = append(cells, cell{col, vStart, vEnd})
+			i = vEnd
+		}
+		rowEnds = append(rowEnds, len(cells))
+	}
+	// Each row: its cells in column order, null where it has none.
+	vals := make([][2]int, len(columns))
+	rows = make([]byte, 0, len(objects))
+	first := 0
+	for r, end := range rowEnds {
+		for c := range vals {
+			vals[c] = [2]int{-1, -1}
+		}
+		for _, c := range cells[first:end] {
+			vals[c.col] = [2]int{c.start, c.end}
+		}
+		first = end
+		if r > 0 {
+			rows = append(rows, ',')
+		}
+		rows = append(rows, '[')
+		for c, v := range vals {
+			if c > 0 {
+				rows = append(rows, ',')
+			}
+			if v[0] < 0 {
+				rows = append(rows, "null"...)
+				continue
+			}
+			rows = append(rows, objects[v[0]:v[1]]...)
+		}
+		rows = append(rows, ']')
+	}
+	return columns, rows, len(rowEnds), nil
+}
+
+// writeRows writes rows (comma-separated JSON objects) into o in the
+// requested layout: columns + rows, or the objects under objectsKey.
+// Columnar rows are used unless they would be larger than the objects
+// (very sparse rows, where the nulls cost more than the repeated names).
+func writeRows(o *jsonObject, shape rowShape, objectsKey string, objects []byte) {
+	if shape == shapeColumns {
+		cols, rows, _, err := columnarRows(objects)
+		if err == nil {
+			colsJSON, _ := jsonenc.Marshal(append([]string{}, cols...))
+			if len(colsJSON)+len(rows)+len(`,"columns":,"rows":[]`) <= len(objects)+len(objectsKey)+len(`"":[]`) || len(cols) == 0 {
+				o.raw("columns", colsJSON)
+				o.rawArray("rows", rows)
+				return
+			}
+		}
+	}
+	o.rawArray(objectsKey, objects)
+}
+
+// unquoteKey decodes a JSON string; field names rarely hold escapes.
+func unquoteKey(q []byte) (string, error) {
+	if !bytes.ContainsRune(q, '\\') {
+		return string(q[1 : len(q)-1]), nil
+	}
+	var s string
+	err := json.Unmarshal(q, &s)
+	return s, err
+}
+
+// writeColumns writes rows as columns + rows, whatever their density
+// (get_objects: at most 50 rows, and its object layout is keyed by id).
+func writeColumns(o *jsonObject, objects []byte) error {
+	cols, rows, _, err := columnarRows(objects)
+	if err != nil {
+		return err
+	}
+	colsJSON, _ := jsonenc.Marshal(append([]string{}, cols...))
+	o.raw("columns", colsJSON)
+	o.rawArray("rows", rows)
+	return nil
+}
+
+// rowsMember is writeRows for a result built as a map.
+func rowsMember(out map[string]any, shape rowShape, objectsKey string, objects []byte) {
+	o := newJSONObject()
+	writeRows(o, shape, objectsKey, objects)
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(o.done(), &members); err == nil {
+		for k, v := range members {
+			out[k] = v
+		}
+	}
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+var errBadJSON = errors.New("columnar: malformed JSON")
+
+// skipValue returns the index just past the JSON value starting at b[i].
+func skipValue(b []byte, i int) (int, error) {
+	if i >= len(b) {
+		return 0, errBadJSON
+	}
+	switch b[i] {
+	case '"':
+		for j := i + 1; j < len(b); j++ {
+			switch b[j] {
+			case '\\':
+				j++
+			case '"':
+				return j + 1, nil
+			}
+		}
+		return 0, errBadJSON
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end, err := skipValue(b, j)
+				if err != nil {
+					return 0, err
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				depth--
+				if depth == 0 {
+					return j + 1, nil
+				}
+			}
+		}
+		return 0, errBadJSON
+	default: // number, true, false, null
+		j := i
+		for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\n' {
+			j++
+		}
+		if j == i {
+			return 0, errBadJSON
+		}
+		return j, nil
+	}
+}
