@@ -156,8 +156,8 @@ type planInput struct {
 	keys           []string
 	include        []string
 	order          []parsedb.OrderKey
-	noSort         bool // lookups by id need no order
-	dropLarge      bool // leave the class's large_fields out (samples)
+	noSort         bool     // lookups by id need no order
+	dropLarge      bool     // leave the class's large_fields out (samples)
 	compact        bool     // compact values (README "Row shapes")
 	shape          rowShape // the layout asked for
 }
