@@ -146,3 +146,43 @@ func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {
 	}
 	return bson.D{{Key: "$and", Value: and}}
 }
+
+// NamesInvisibleClass reports whether a where or $match value names a class
+// that invisible reports (hidden or missing) inside a literal: an embedded
+// object whose className is one (a Pointer object, say), or a string
+// starting with "Class$" nested in a literal object or array. Equality or
+// order of a whole Object or Array value with such a literal would
+// otherwise test a guessed id against a hidden reference stored below the
+// path, where the not-a-hidden-reference conjunct (which covers the path
+// and its prefixes) does not reach. Any suffix counts: "VaultSecret$b~"
+// orders against a stored "VaultSecret$abc" as well as an id would. Strings
+// at the top of the value (inLiteral false) are left to that conjunct, so a
+// plain string constraint is never refused here.
+func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) bool) bool {
+	if entries, ok := Entries(v); ok {
+		for _, e := range entries {
+			if c, ok := e.Value.(string); ok && e.Key == "className" && invisible(c) {
+				return true
+			}
+		}
+		for _, e := range entries {
+			if NamesInvisibleClass(e.Value, inLiteral || !strings.HasPrefix(e.Key, "$"), invisible) {
+				return true
+			}
+		}
+		return false
+	}
+	if a, ok := whereArray(v); ok {
+		for _, x := range a {
+			if NamesInvisibleClass(x, inLiteral, invisible) {
+				return true
+			}
+		}
+		return false
+	}
+	if str, ok := v.(string); ok && inLiteral {
+		class, _, found := strings.Cut(str, "$")
+		return found && ClassNameRe.MatchString(class) && invisible(class)
+	}
+	return false
+}

@@ -401,39 +401,11 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 }
 
 // nestedInvisibleRef reports whether a where value names a hidden or missing
-// class inside a literal: an embedded object whose className is one (a
-// Pointer object, say), or a "Class$id" string nested in a literal object or
-// array. Equality of a whole Object or Array value with such a literal would
-// otherwise test a guessed id against a hidden reference stored below the
-// path, where the not-a-hidden-reference conjunct (which covers the path and
-// its prefixes) does not reach. Hidden and missing classes are refused alike
-// (SECURITY.md "Hidden references"). Top-level strings of the value are left
-// to that conjunct, so a plain string constraint is never refused here.
+// class inside a literal (NamesInvisibleClass, shared with the pipeline
+// validator's $match): hidden and missing classes are refused alike
+// (SECURITY.md "Hidden references").
 func (t *whereTranslator) nestedInvisibleRef(v any, inLiteral bool) bool {
-	if m, ok := whereMap(v); ok {
-		if c, ok := m["className"].(string); ok && t.targetInvisible(c) {
-			return true
-		}
-		for k, x := range m {
-			if t.nestedInvisibleRef(x, inLiteral || !strings.HasPrefix(k, "$")) {
-				return true
-			}
-		}
-		return false
-	}
-	if a, ok := whereArray(v); ok {
-		for _, x := range a {
-			if t.nestedInvisibleRef(x, inLiteral) {
-				return true
-			}
-		}
-		return false
-	}
-	if str, ok := v.(string); ok && inLiteral {
-		class, id, found := strings.Cut(str, "$")
-		return found && ClassNameRe.MatchString(class) && ObjectIDRe.MatchString(id) && t.targetInvisible(class)
-	}
-	return false
+	return NamesInvisibleClass(v, inLiteral, t.targetInvisible)
 }
 
 // targetInvisible reports a pointer target that is hidden or, when the

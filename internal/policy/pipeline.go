@@ -120,8 +120,13 @@ type ValidatedPipeline struct {
 	// while documents are still the class's own, each once. The caller
 	// keeps rows whose value there is a reference to a hidden class out of
 	// the pipeline (parsedb.HiddenRefs.NotHiddenRefFilter), so no
-	// expression or filter can take such a reference apart.
+	// expression or filter can take such a reference apart. They include
+	// the paths a stage reads through a copy of the class's values (a
+	// renamed, included, unwound, grouped or accumulated field).
 	RefPaths []string
+	// JoinRefPaths are, per joined class, the paths of its rows that the
+	// stages read; the caller adds the same conjunct to the join's scope.
+	JoinRefPaths map[string][]string
 }
 
 // ValidatePipeline checks an aggregation pipeline for class cls. Elements
@@ -140,12 +145,11 @@ func (e *Engine) ValidatePipeline(ctx context.Context, schema *parsedb.Schema, c
 	if err := parsedb.CheckSizeLimits(pipeline); err != nil {
 		return ValidatedPipeline{}, err
 	}
-	rootState := pv.classState(cls)
-	rootState.rootDocs = true
+	rootState := pv.classState(cls, false)
 	if _, err := pv.pipeline(rootState, pipeline, "pipeline"); err != nil {
 		return ValidatedPipeline{}, err
 	}
-	return ValidatedPipeline{Stages: pipeline, Joins: pv.joins, RefPaths: pv.refPaths}, nil
+	return ValidatedPipeline{Stages: pipeline, Joins: pv.joins, RefPaths: pv.refPaths, JoinRefPaths: pv.joinRefs}, nil
 }
 
 type pipelineValidator struct {
@@ -155,23 +159,13 @@ type pipelineValidator struct {
 	root   *parsedb.Class
 	joins  []*parsedb.Class
 	seen   map[string]bool
-	// refPaths: see ValidatedPipeline.RefPaths.
+	// refPaths, joinRefs: see ValidatedPipeline.RefPaths, JoinRefPaths.
 	refPaths []string
+	joinRefs map[string][]string
 	refSeen  map[string]bool
-}
-
-// noteRootRef records a path of the pipeline's own class read by a stage.
-func (pv *pipelineValidator) noteRootRef(s *fieldState, path string) {
-	if !s.rootDocs || s.cls == nil || path == "_id" {
-		return
-	}
-	if pv.refSeen == nil {
-		pv.refSeen = map[string]bool{}
-	}
-	if !pv.refSeen[path] {
-		pv.refSeen[path] = true
-		pv.refPaths = append(pv.refPaths, path)
-	}
+	// prev is a frozen copy of prevOf as the current stage started: the
+	// state values read by the stage refer to (pipeline_values.go).
+	prev, prevOf *fieldState
 }
 
 // ---------------------------------------------------------------------------
@@ -324,13 +318,20 @@ type fieldState struct {
 	pristine bool
 	// intro are roots introduced by earlier stages.
 	intro map[string]bool
-	// rootDocs: the documents are the pipeline's own class's stored rows
-	// (not a joined class's, not reshaped).
-	rootDocs bool
+	// shapes: where the fields not bound in alias come from (the stored
+	// rows of a class, an earlier state, a document value); several after
+	// $unionWith.
+	shapes []vref
+	// alias: fields (dotted keys too) bound by stages to the values they
+	// copy; an empty list is a computed value (pipeline_values.go).
+	alias map[string][]vref
 }
 
-func (pv *pipelineValidator) classState(cls *parsedb.Class) *fieldState {
-	s := &fieldState{cls: cls, pristine: true, usable: map[string]bool{}, intro: map[string]bool{}}
+// classState is the state of a class's stored rows: the pipeline's own
+// class, or a joined class (join).
+func (pv *pipelineValidator) classState(cls *parsedb.Class, join bool) *fieldState {
+	s := &fieldState{cls: cls, pristine: true, usable: map[string]bool{}, intro: map[string]bool{},
+		shapes: []vref{{cls: cls, join: join}}, alias: map[string][]vref{}}
 	if cp := pv.e.Class(cls.Name); cp != nil && len(cp.AgentFields) > 0 {
 		s.restricted = true
 		for _, f := range append([]string{"objectId", "createdAt", "updatedAt"}, cp.AgentFields...) {
@@ -350,6 +351,11 @@ func (s *fieldState) clone() *fieldState {
 	for k := range s.intro {
 		c.intro[k] = true
 	}
+	c.shapes = slices.Clone(s.shapes)
+	c.alias = make(map[string][]vref, len(s.alias))
+	for k, v := range s.alias {
+		c.alias[k] = v
+	}
 	return &c
 }
 
@@ -362,9 +368,10 @@ func (s *fieldState) introduce(root string) {
 // reset replaces the set: only roots are usable afterwards.
 func (s *fieldState) reset(roots ...string) {
 	s.cls = nil
-	s.rootDocs = false
 	s.pristine = false
 	s.anyRoot = false
+	s.shapes = nil
+	s.alias = map[string][]vref{}
 	s.usable = map[string]bool{"_id": true}
 	s.intro = map[string]bool{"_id": true}
 	for _, r := range roots {
@@ -442,11 +449,7 @@ func (pv *pipelineValidator) checkRef(s *fieldState, path, dollar string) error 
 		if strings.HasPrefix(root, "_") {
 			return pv.notAllowed(s, root)
 		}
-		if err := pv.e.CheckReadField(s.cls, root); err != nil {
-			return err
-		}
-		pv.noteRootRef(s, path)
-		return nil
+		return pv.e.CheckReadField(s.cls, root)
 	}
 	if s.restricted && !s.anyRoot && !s.usable[root] {
 		return pv.notAllowed(s, root)
@@ -454,7 +457,6 @@ func (pv *pipelineValidator) checkRef(s *fieldState, path, dollar string) error 
 	if s.cls != nil && strings.HasPrefix(root, "_") {
 		return pv.notAllowed(s, root)
 	}
-	pv.noteRootRef(s, path)
 	return nil
 }
 
@@ -527,6 +529,10 @@ func (pv *pipelineValidator) pipeline(s *fieldState, stages []any, where string)
 
 // stage validates one stage and advances s.
 func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where string) error {
+	savedPrev, savedOf := pv.prev, pv.prevOf
+	pv.prev, pv.prevOf = s.clone(), s
+	defer func() { pv.prev, pv.prevOf = savedPrev, savedOf }()
+	prev := pv.prev
 	switch name {
 	case "$match":
 		return pv.filter(s, arg, where, true)
@@ -537,8 +543,13 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			return invalidPipeline("%s needs an object of field: 1 or -1", where)
 		}
 		for _, e := range entries {
-			if err := pv.checkRef(s, e.Key, ""); err != nil {
+			v, err := pv.ref(s, e.Key, "")
+			if err != nil {
 				return err
+			}
+			if v.opaque {
+				// Its place in the order would compare what lies inside.
+				return opaqueOperand(v, "a $sort key")
 			}
 		}
 		return nil
@@ -569,7 +580,8 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		if err := pv.checkOutputName(s, n, where); err != nil {
 			return err
 		}
-		s.reset(n)
+		s.reset()
+		s.bind(nil, n, exprVal{})
 		return nil
 
 	case "$project":
@@ -580,16 +592,19 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		if !ok || len(entries) == 0 {
 			return invalidPipeline("%s needs an object of new fields", where)
 		}
-		for _, e := range entries {
+		vals := make([]exprVal, len(entries))
+		for i, e := range entries {
 			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
 			}
-			if err := pv.expr(s, e.Value); err != nil {
+			v, err := pv.value(s, e.Value)
+			if err != nil {
 				return err
 			}
+			vals[i] = v
 		}
-		for _, e := range entries {
-			s.introduce(rootOf(e.Key))
+		for i, e := range entries {
+			s.bind(prev, e.Key, vals[i])
 		}
 		return nil
 
@@ -628,7 +643,8 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		if !ok || !strings.HasPrefix(p, "$") || strings.HasPrefix(p, "$$") {
 			return invalidPipeline("%s needs a field path such as \"$tags\"", where)
 		}
-		if err := pv.checkRef(s, p[1:], "$"); err != nil {
+		// The unwound field holds its elements: the same stored paths.
+		if _, err := pv.ref(s, p[1:], "$"); err != nil {
 			return err
 		}
 		if idx, ok := parsedb.EntryValue(entries, "includeArrayIndex"); ok {
@@ -639,7 +655,7 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			if err := pv.checkOutputName(s, n, where); err != nil {
 				return err
 			}
-			s.introduce(rootOf(n))
+			s.bind(prev, n, exprVal{})
 		}
 		return nil
 
@@ -652,10 +668,12 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		if !ok {
 			return invalidPipeline("%s needs an _id (the grouping key, e.g. \"$genre\", or null for one group)", where)
 		}
-		if err := pv.expr(s, id); err != nil {
+		idVal, err := pv.value(s, id)
+		if err != nil {
 			return err
 		}
 		var outs []string
+		var vals []exprVal
 		for _, e := range entries {
 			if e.Key == "_id" {
 				continue
@@ -670,12 +688,18 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			if !ok || !parsedb.IsOperatorObject(acc) {
 				return invalidPipeline("%s: %s must be an accumulator such as {\"$sum\":1}", where, truncateText(e.Key, 60))
 			}
-			if err := pv.expr(s, e.Value); err != nil {
+			v, err := pv.accumulator(s, acc[0].Key, acc[0].Value)
+			if err != nil {
 				return err
 			}
 			outs = append(outs, e.Key)
+			vals = append(vals, v)
 		}
 		s.reset(outs...)
+		s.bind(nil, "_id", idVal)
+		for i, o := range outs {
+			s.bind(nil, o, vals[i])
+		}
 		return nil
 
 	case "$bucket", "$bucketAuto":
@@ -687,34 +711,51 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		if !ok {
 			return invalidPipeline("%s needs groupBy", where)
 		}
-		if err := pv.expr(s, gb); err != nil {
+		// Buckets compare the value with the boundaries.
+		if err := pv.operand(s, gb, name+" groupBy"); err != nil {
 			return err
 		}
 		outs := []string{"count"}
+		vals := []exprVal{{}}
 		if out, ok := parsedb.EntryValue(entries, "output"); ok {
 			oe, ok := parsedb.Entries(out)
 			if !ok {
 				return invalidPipeline("%s: output must be an object of accumulators", where)
 			}
-			outs = outs[:0]
+			outs, vals = outs[:0], vals[:0]
 			for _, e := range oe {
 				if err := pv.checkOutputName(s, e.Key, where); err != nil {
 					return err
 				}
-				if err := pv.expr(s, e.Value); err != nil {
+				var v exprVal
+				var err error
+				if acc, ok := parsedb.Entries(e.Value); ok && parsedb.IsOperatorObject(acc) {
+					v, err = pv.accumulator(s, acc[0].Key, acc[0].Value)
+				} else {
+					err = pv.operand(s, e.Value, "a "+name+" output")
+				}
+				if err != nil {
 					return err
 				}
 				outs = append(outs, e.Key)
+				vals = append(vals, v)
 			}
 		}
 		s.reset(outs...)
+		for i, o := range outs {
+			s.bind(nil, o, vals[i])
+		}
 		return nil
 
 	case "$sortByCount":
-		if err := pv.expr(s, arg); err != nil {
+		// A group key: the value is copied whole into _id.
+		v, err := pv.value(s, arg)
+		if err != nil {
 			return err
 		}
 		s.reset("count")
+		s.bind(nil, "_id", v)
+		s.bind(nil, "count", exprVal{})
 		return nil
 
 	case "$replaceRoot", "$replaceWith":
@@ -728,7 +769,8 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 				return invalidPipeline("%s needs {\"newRoot\": …}", where)
 			}
 		}
-		if err := pv.expr(s, root); err != nil {
+		v, err := pv.value(s, root)
+		if err != nil {
 			return err
 		}
 		if lit, ok := parsedb.Entries(root); ok && !parsedb.IsOperatorObject(lit) {
@@ -740,14 +782,18 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 				outs = append(outs, rootOf(e.Key))
 			}
 			s.reset(outs...)
+			s.shapes = v.refs
 			return nil
 		}
 		s.reset()
 		s.anyRoot = true
+		// The new documents are the value's: its fields come from where
+		// its fields came from (nothing, for a computed root).
+		s.shapes = v.refs
 		return nil
 
 	case "$redact":
-		return pv.expr(s, arg)
+		return pv.operand(s, arg, "a $redact condition")
 
 	case "$facet":
 		entries, ok := parsedb.Entries(arg)
@@ -755,6 +801,7 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			return invalidPipeline("%s needs an object of named sub-pipelines", where)
 		}
 		var outs []string
+		var ends []*fieldState
 		for _, e := range entries {
 			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
@@ -763,12 +810,17 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			if !ok {
 				return invalidPipeline("%s.%s must be an array of stages", where, truncateText(e.Key, 40))
 			}
-			if _, err := pv.pipeline(s.clone(), branch, where+"."+e.Key); err != nil {
+			end, err := pv.pipeline(s.clone(), branch, where+"."+e.Key)
+			if err != nil {
 				return err
 			}
 			outs = append(outs, e.Key)
+			ends = append(ends, end)
 		}
 		s.reset(outs...)
+		for i, o := range outs {
+			s.bind(nil, o, exprVal{refs: []vref{{st: ends[i]}}})
+		}
 		return nil
 
 	case "$lookup":
@@ -806,7 +858,9 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 		}
 		return nil
 	}
+	prev := pv.frozen(s)
 	outs := []string{}
+	var binds []binding
 	for _, e := range entries {
 		if e.Key == "_id" {
 			if isExclusionValue(e.Value) {
@@ -815,24 +869,30 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 		}
 		switch {
 		case isInclusionValue(e.Value):
-			if err := pv.checkRef(s, e.Key, ""); err != nil {
+			// The field as it was (the root: a dotted inclusion keeps
+			// part of it).
+			if _, err := pv.ref(s, e.Key, ""); err != nil {
 				return err
 			}
+			binds = append(binds, binding{rootOf(e.Key), exprVal{refs: []vref{{st: prev, path: rootOf(e.Key)}}}})
 		case parsedb.IsSubProjection(e.Value):
 			// {"meta": {"source": 1}}: a projection inside a field.
-			if err := pv.checkRef(s, e.Key, ""); err != nil {
+			if _, err := pv.ref(s, e.Key, ""); err != nil {
 				return err
 			}
-			if err := pv.nestedProjection(s, e.Value); err != nil {
+			binds = append(binds, binding{rootOf(e.Key), exprVal{refs: []vref{{st: prev, path: rootOf(e.Key)}}}})
+			if err := pv.nestedProjection(s, e.Key, e.Value, &binds); err != nil {
 				return err
 			}
 		default:
 			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
 			}
-			if err := pv.expr(s, e.Value); err != nil {
+			v, err := pv.value(s, e.Value)
+			if err != nil {
 				return err
 			}
+			binds = append(binds, binding{e.Key, v})
 		}
 		outs = append(outs, rootOf(e.Key))
 	}
@@ -841,24 +901,37 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 	cls := s.cls
 	s.reset(outs...)
 	s.cls = cls
+	for _, b := range binds {
+		s.bind(prev, b.key, b.v)
+	}
 	return nil
 }
 
-func (pv *pipelineValidator) nestedProjection(s *fieldState, v any) error {
+// binding is an output field of a stage and the value it gets.
+type binding struct {
+	key string
+	v   exprVal
+}
+
+// nestedProjection checks a sub-projection's computed values: output
+// fields below the projected field (path), copies like $project's.
+func (pv *pipelineValidator) nestedProjection(s *fieldState, path string, v any, binds *[]binding) error {
 	entries, _ := parsedb.Entries(v)
 	for _, e := range entries {
 		if isInclusionValue(e.Value) || isExclusionValue(e.Value) {
 			continue
 		}
 		if parsedb.IsSubProjection(e.Value) {
-			if err := pv.nestedProjection(s, e.Value); err != nil {
+			if err := pv.nestedProjection(s, path+"."+e.Key, e.Value, binds); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := pv.expr(s, e.Value); err != nil {
+		ev, err := pv.value(s, e.Value)
+		if err != nil {
 			return err
 		}
+		*binds = append(*binds, binding{path + "." + e.Key, ev})
 	}
 	return nil
 }
@@ -898,7 +971,7 @@ func (pv *pipelineValidator) filter(s *fieldState, v any, where string, top bool
 				}
 			}
 		case e.Key == "$expr":
-			if err := pv.expr(s, e.Value); err != nil {
+			if err := pv.operand(s, e.Value, "used in $expr"); err != nil {
 				return err
 			}
 		case parseOnlyOperators[e.Key]:
@@ -908,10 +981,7 @@ func (pv *pipelineValidator) filter(s *fieldState, v any, where string, top bool
 		case strings.HasPrefix(e.Key, "$"):
 			return invalidPipeline("%s: unknown operator %s at the top of a filter (allowed there: $and, $or, $nor, $expr, $text, $comment)", where, truncateText(e.Key, 40))
 		default:
-			if err := pv.checkRef(s, e.Key, ""); err != nil {
-				return err
-			}
-			if err := pv.fieldOperators(e.Value, where); err != nil {
+			if err := pv.fieldFilter(s, e.Key, e.Value, where); err != nil {
 				return err
 			}
 		}
@@ -919,8 +989,26 @@ func (pv *pipelineValidator) filter(s *fieldState, v any, where string, top bool
 	return nil
 }
 
-// fieldOperators looks into a $match field's value for Parse-only operators.
-func (pv *pipelineValidator) fieldOperators(v any, where string) error {
+// fieldFilter checks one `path: condition` of a $match, with the where
+// rules: every stored path it reads gets the not-a-hidden-reference
+// conjunct (so do the sub-paths an $elemMatch tests), and on a value that
+// may hold an Object or Array a literal naming a hidden or missing class is
+// refused, as the where translator refuses it.
+func (pv *pipelineValidator) fieldFilter(s *fieldState, path string, cond any, where string) error {
+	v, err := pv.ref(s, path, "")
+	if err != nil {
+		return err
+	}
+	if v.opaque && pv.namesInvisibleClass(cond) {
+		return invalidPipeline("%s: %s: the value refers to a class that does not exist or is not accessible: it cannot be used in a $match", where, truncateText(path, 60))
+	}
+	return pv.fieldOperators(s, path, cond, where)
+}
+
+// fieldOperators looks into a $match field's condition: Parse-only
+// operators are refused; $elemMatch conditions on element sub-paths are
+// field conditions of path.sub.
+func (pv *pipelineValidator) fieldOperators(s *fieldState, path string, v any, where string) error {
 	entries, ok := parsedb.Entries(v)
 	if !ok {
 		return nil
@@ -929,84 +1017,67 @@ func (pv *pipelineValidator) fieldOperators(v any, where string) error {
 		if parseOnlyOperators[e.Key] {
 			return parseOnlyError(e.Key, where)
 		}
-		if e.Key == "$not" {
-			if err := pv.fieldOperators(e.Value, where); err != nil {
+		switch e.Key {
+		case "$not":
+			if err := pv.fieldOperators(s, path, e.Value, where); err != nil {
 				return err
+			}
+		case "$elemMatch":
+			sub, ok := parsedb.Entries(e.Value)
+			if !ok {
+				continue
+			}
+			for _, se := range sub {
+				switch {
+				case se.Key == "$and" || se.Key == "$or" || se.Key == "$nor":
+					arr, _ := parsedb.ArrayValues(se.Value)
+					for _, br := range arr {
+						if err := pv.fieldOperators(s, path, bsonDoc("$elemMatch", br), where); err != nil {
+							return err
+						}
+					}
+				case se.Key == "$expr" || se.Key == "$where":
+					return invalidPipeline("%s: %s is not supported inside $elemMatch", where, se.Key)
+				case strings.HasPrefix(se.Key, "$"):
+					if err := pv.fieldOperators(s, path, bsonDoc(se.Key, se.Value), where); err != nil {
+						return err
+					}
+				default:
+					if err := pv.fieldFilter(s, path+"."+se.Key, se.Value, where); err != nil {
+						return err
+					}
+				}
 			}
 		}
 	}
 	return nil
 }
+
+func bsonDoc(key string, v any) map[string]any { return map[string]any{key: v} }
 
 func parseOnlyError(op, where string) error {
 	return invalidPipeline("%s: %s is a Parse where operator; pipelines use MongoDB syntax (use $lookup to join, or query_class/count_objects for where constraints)", where, op)
 }
 
-// expr walks an aggregation expression and checks its field references.
-func (pv *pipelineValidator) expr(s *fieldState, v any) error {
-	switch x := v.(type) {
-	case string:
-		if strings.HasPrefix(x, "$$") {
-			name, path, hasPath := strings.Cut(x[2:], ".")
-			if hasPath && (name == "ROOT" || name == "CURRENT") {
-				return pv.checkRef(s, path, "$")
-			}
-			if name == "ROOT" || name == "CURRENT" {
-				// The whole document: every visible field is read.
-				if s.rootDocs && s.cls != nil {
-					for _, f := range pv.e.VisibleFields(s.cls) {
-						pv.noteRootRef(s, f.Name)
-					}
-				}
-				return nil
-			}
-			if hasInternalSegment(x) {
-				return toolerror.Violationf("internal field referenced in a pipeline")
-			}
-			return nil
-		}
-		if strings.HasPrefix(x, "$") {
-			return pv.checkRef(s, x[1:], "$")
-		}
-		return nil
+// accumulator checks one $group/$bucket accumulator: the copying ones take
+// any value whole (their output holds copies of it), the others compute on
+// their input.
+func (pv *pipelineValidator) accumulator(s *fieldState, op string, arg any) (exprVal, error) {
+	if copyAccumulators[op] {
+		return pv.value(s, arg)
 	}
-	if entries, ok := parsedb.Entries(v); ok {
-		if parsedb.IsOperatorObject(entries) {
-			op, arg := entries[0].Key, entries[0].Value
-			switch op {
-			case "$literal":
-				return nil
-			case "$getField", "$setField", "$unsetField":
-				return pv.fieldOperatorExpr(s, op, arg)
-			}
-			return pv.expr(s, arg)
-		}
-		for _, e := range entries {
-			if err := pv.expr(s, e.Value); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if arr, ok := parsedb.ArrayValues(v); ok {
-		for _, el := range arr {
-			if err := pv.expr(s, el); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
+	return pv.operator(s, op, arg)
 }
 
 // fieldOperatorExpr checks $getField/$setField/$unsetField: a literal field
 // name read from the current document ($$ROOT/$$CURRENT or no input) is a
-// field reference.
-func (pv *pipelineValidator) fieldOperatorExpr(s *fieldState, op string, arg any) error {
+// field reference; $getField of it is that field's value.
+func (pv *pipelineValidator) fieldOperatorExpr(s *fieldState, op string, arg any) (exprVal, error) {
 	if err := scanFieldOperator(op, arg); err != nil {
-		return err
+		return exprVal{}, err
 	}
 	if name, ok := arg.(string); ok {
-		return pv.checkRef(s, name, "")
+		return pv.ref(s, name, "")
 	}
 	entries, _ := parsedb.Entries(arg)
 	field, _ := parsedb.EntryValue(entries, "field")
@@ -1015,23 +1086,35 @@ func (pv *pipelineValidator) fieldOperatorExpr(s *fieldState, op string, arg any
 	}
 	name, _ := field.(string)
 	input, hasInput := parsedb.EntryValue(entries, "input")
+	var result exprVal
+	onRoot := false
 	if in, ok := input.(string); !hasInput || (ok && (in == "$$ROOT" || in == "$$CURRENT")) {
+		onRoot = true
 		if op == "$getField" {
-			if err := pv.checkRef(s, name, ""); err != nil {
-				return err
-			}
-		} else if err := pv.checkOutputName(s, name, op); err != nil {
-			return err
+			return pv.ref(s, name, "")
 		}
+		if err := pv.checkOutputName(s, name, op); err != nil {
+			return exprVal{}, err
+		}
+		// $setField/$unsetField on the current document rebuild it: the
+		// result holds the document's other fields as they were.
+		r, err := pv.value(s, "$$CURRENT")
+		if err != nil {
+			return exprVal{}, err
+		}
+		result = r
 	}
 	for _, e := range entries {
+		if e.Key == "input" && onRoot {
+			continue
+		}
 		if e.Key == "input" || e.Key == "value" {
-			if err := pv.expr(s, e.Value); err != nil {
-				return err
+			if err := pv.operand(s, e.Value, "an operand of "+op); err != nil {
+				return exprVal{}, err
 			}
 		}
 	}
-	return nil
+	return result, nil
 }
 
 // ---------------------------------------------------------------------------
@@ -1095,10 +1178,13 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 		if !ok1 || !ok2 {
 			return invalidPipeline("%s: localField and foreignField must be field names", where)
 		}
-		if err := pv.checkRef(s, l, ""); err != nil {
+		// An equality join: both stored paths are read (and get the
+		// conjunct), whole values included.
+		if _, err := pv.ref(s, l, ""); err != nil {
 			return err
 		}
-		if err := pv.checkRef(pv.classState(jc), f, ""); err != nil {
+		js := pv.classState(jc, true)
+		if _, err := pv.resolveChecked(js, f); err != nil {
 			return err
 		}
 	}
@@ -1107,12 +1193,15 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 		if !ok {
 			return invalidPipeline("%s: let must be an object of variables", where)
 		}
+		// Variables are not tracked: they take values that may be
+		// computed on, so an opaque one is refused.
 		for _, e := range le {
-			if err := pv.expr(s, e.Value); err != nil {
+			if err := pv.operand(s, e.Value, "a $lookup let variable"); err != nil {
 				return err
 			}
 		}
 	}
+	joined := vref{cls: jc, join: true}
 	sub, hasPipeline := parsedb.EntryValue(entries, "pipeline")
 	if !hasLF && !hasPipeline {
 		return invalidPipeline("%s needs localField/foreignField or a pipeline", where)
@@ -1123,9 +1212,11 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 			return invalidPipeline("%s.pipeline must be an array of stages", where)
 		}
 		if len(arr) > 0 {
-			if _, err := pv.pipeline(pv.classState(jc), arr, where+".pipeline"); err != nil {
+			end, err := pv.pipeline(pv.classState(jc, true), arr, where+".pipeline")
+			if err != nil {
 				return err
 			}
+			joined = vref{st: end}
 		}
 	}
 	for _, e := range entries {
@@ -1135,7 +1226,8 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 			return invalidPipeline("%s: unsupported option %s", where, truncateText(e.Key, 40))
 		}
 	}
-	s.introduce(rootOf(asName))
+	// as holds the joined documents: their fields are the joined class's.
+	s.bind(pv.frozen(s), asName, exprVal{refs: []vref{joined}})
 	return nil
 }
 
@@ -1149,18 +1241,20 @@ func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) e
 	if err != nil {
 		return err
 	}
-	js := pv.classState(jc)
+	js := pv.classState(jc, true)
 	for _, k := range []string{"startWith", "connectFromField", "connectToField", "as"} {
 		if _, ok := parsedb.EntryValue(entries, k); !ok {
 			return invalidPipeline("%s needs %s", where, k)
 		}
 	}
-	var asName string
+	var asName, depthField string
 	for _, e := range entries {
 		switch e.Key {
 		case "from", "maxDepth":
 		case "startWith":
-			if err := pv.expr(s, e.Value); err != nil {
+			// Compared for equality with connectToField, like a
+			// localField: a whole value is fine.
+			if _, err := pv.value(s, e.Value); err != nil {
 				return err
 			}
 		case "connectFromField", "connectToField":
@@ -1168,7 +1262,7 @@ func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) e
 			if !ok {
 				return invalidPipeline("%s: %s must be a field name", where, e.Key)
 			}
-			if err := pv.checkRef(js, f, ""); err != nil {
+			if _, err := pv.resolveChecked(js, f); err != nil {
 				return err
 			}
 		case "as", "depthField":
@@ -1181,6 +1275,8 @@ func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) e
 			}
 			if e.Key == "as" {
 				asName = n
+			} else {
+				depthField = n
 			}
 		case "restrictSearchWithMatch":
 			// It filters the joined class's raw documents, before any
@@ -1195,7 +1291,12 @@ func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) e
 			return invalidPipeline("%s: unsupported option %s", where, truncateText(e.Key, 40))
 		}
 	}
-	s.introduce(rootOf(asName))
+	// as holds joined documents (with depthField, computed, in each).
+	found := &fieldState{shapes: []vref{{cls: jc, join: true}}, alias: map[string][]vref{}, usable: map[string]bool{}, intro: map[string]bool{}}
+	if depthField != "" {
+		found.bind(nil, depthField, exprVal{})
+	}
+	s.bind(pv.frozen(s), asName, exprVal{refs: []vref{{st: found}}})
 	return nil
 }
 
@@ -1233,16 +1334,23 @@ func (pv *pipelineValidator) unionWith(s *fieldState, arg any, where string) err
 	if err != nil {
 		return err
 	}
+	union := vref{cls: jc, join: true}
 	if hasPipeline {
 		arr, ok := parsedb.ArrayValues(sub)
 		if !ok {
 			return invalidPipeline("%s.pipeline must be an array of stages", where)
 		}
 		if len(arr) > 0 {
-			if _, err := pv.pipeline(pv.classState(jc), arr, where+".pipeline"); err != nil {
+			end, err := pv.pipeline(pv.classState(jc, true), arr, where+".pipeline")
+			if err != nil {
 				return err
 			}
+			union = vref{st: end}
 		}
 	}
+	// The joined class's documents flow on next to the pipeline's own: a
+	// field comes from either, whatever earlier stages bound it to.
+	s.shapes = []vref{{st: pv.frozen(s)}, union}
+	s.alias = map[string][]vref{}
 	return nil
 }

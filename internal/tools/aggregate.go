@@ -166,10 +166,21 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 		return nil, err
 	}
 	joins := map[string]*parsedb.JoinScope{}
+	hidden := d.Policy.HiddenRefs(schema)
 	for _, jc := range vp.Joins {
 		f, err := d.Policy.JoinScope(ctx, schema, jc)
 		if err != nil {
 			return nil, err
+		}
+		// Joined rows whose value at a path the stages read is a reference
+		// to a hidden class are left out of the join, as the pipeline's
+		// own rows are (SECURITY.md, "Hidden references").
+		if nh := hidden.NotHiddenRefFilter(jc, vp.JoinRefPaths[jc.Name]); nh != nil {
+			if len(f) == 0 {
+				f = nh
+			} else {
+				f = bson.D{{Key: "$and", Value: append(bson.A{f}, nh[0].Value.(bson.A)...)}}
+			}
 		}
 		joins[jc.Name] = &parsedb.JoinScope{Filter: f, Fields: parsedb.VisibleProjectionFields(jc, d.Policy.VisibleFields(jc))}
 	}
@@ -191,7 +202,7 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 	// Rows whose value at a path the stages read is a reference to a hidden
 	// class never enter the caller's stages (SECURITY.md, "Hidden
 	// references"): no expression or filter can take it apart.
-	if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, vp.RefPaths); nh != nil {
+	if nh := hidden.NotHiddenRefFilter(cls, vp.RefPaths); nh != nil {
 		full = append(full, bson.D{{Key: "$match", Value: nh}})
 	}
 	full = append(full, user[:at]...)
