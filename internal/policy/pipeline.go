@@ -793,6 +793,12 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 		return nil
 
 	case "$redact":
+		// $$DESCEND evaluates the condition again inside every embedded
+		// document, where "$objectId" is an embedded pointer's id: the
+		// paths would read below Object and Array values.
+		if mentionsString(arg, "$$DESCEND") {
+			return invalidPipeline("%s: $$DESCEND is not supported (it evaluates the condition inside embedded documents, below Object and Array values); decide with $$KEEP or $$PRUNE for the whole document", where)
+		}
 		return pv.operand(s, arg, "a $redact condition")
 
 	case "$facet":
@@ -1298,6 +1304,25 @@ func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) e
 	}
 	s.bind(pv.frozen(s), asName, exprVal{refs: []vref{{st: found}}})
 	return nil
+}
+
+// mentionsString reports whether the string str appears as a value
+// anywhere in v.
+func mentionsString(v any, str string) bool {
+	if s, ok := v.(string); ok {
+		return s == str
+	}
+	if entries, ok := parsedb.Entries(v); ok {
+		for _, e := range entries {
+			if mentionsString(e.Value, str) {
+				return true
+			}
+		}
+	}
+	if arr, ok := parsedb.ArrayValues(v); ok {
+		return slices.ContainsFunc(arr, func(x any) bool { return mentionsString(x, str) })
+	}
+	return false
 }
 
 // mentionsExpr reports whether $expr appears anywhere in v.

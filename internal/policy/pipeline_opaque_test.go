@@ -328,6 +328,17 @@ func TestPipelineConjunctFollowsCopies(t *testing.T) {
 	}
 }
 
+// $redact with $$DESCEND evaluates its condition inside embedded
+// documents, where "$objectId" is an embedded pointer's id: refused.
+func TestPipelineRedactDescend(t *testing.T) {
+	runPipeCases(t, pipeEngine(t, nil), []pipeCase{
+		{"$$DESCEND", "", `[{"$redact":{"$cond":[{"$eq":["$objectId","abc"]},"$$PRUNE","$$DESCEND"]}}]`, "invalid_query"},
+		{"$$DESCEND through $let", "", `[{"$redact":{"$let":{"vars":{"d":"$$DESCEND"},"in":"$$d"}}}]`, "invalid_query"},
+		{"$$DESCEND in a $facet branch", "", `[{"$facet":{"a":[{"$redact":{"$cond":[true,"$$DESCEND","$$PRUNE"]}}]}}]`, "invalid_query"},
+		{"top-level decision", "", `[{"$redact":{"$cond":[{"$eq":["$genre","rock"]},"$$KEEP","$$PRUNE"]}}]`, "ok"},
+	})
+}
+
 // Typical pipelines keep working.
 func TestPipelineOpaqueAccepts(t *testing.T) {
 	runPipeCases(t, pipeEngine(t, nil), []pipeCase{
