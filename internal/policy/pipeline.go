@@ -55,6 +55,12 @@ package policy
 //     restrictSearchWithMatch is invalid_query (it filters raw documents).
 //   - A dotted path into a Pointer field, and any reference to a Relation
 //     field, is invalid_query with a hint ($lookup first / $relatedTo).
+//   - Hidden references (pipeline_values.go): the pass tracks the stored
+//     paths every value copies, so each path read gets the
+//     not-a-hidden-reference conjunct (RefPaths, JoinRefPaths), and a value
+//     that may hold an Object or Array is opaque: it flows whole, never as
+//     an operand of an expression operator or a $sort key (invalid_query).
+//     $redact with $$DESCEND is invalid_query.
 
 import (
 	"context"
