@@ -11,7 +11,7 @@ import (
 // the idle TTL; and the rate limit is per session and per process (4×), so
 // opening new sessions does not reset it.
 func TestHTTPAbuse(t *testing.T) {
-	h := startHTTP(t, writePolicy(t, "settings: {rate_limit: {requests: 3, window: 60s}}\n"))
+	h := startHTTP(t, policyEnv(t, "settings: {rate_limit: {requests: 3, window: 60s}}\n"))
 	var sessions []*mcpSession
 	for range 17 {
 		sessions = append(sessions, h.session(nil)) // fails the test on a refusal

@@ -493,21 +493,26 @@ func TestHTTPCancellation(t *testing.T) {
 	// of a response carrying its id; the wait is only a generous ceiling
 	// (uncancelled, the slow count would answer long before it and fail
 	// the check).
-	const ended = 90 * time.Second
+	endsUnanswered := func(ch <-chan result, what string) {
+		select {
+		case r := <-ch:
+			for _, m := range r.msgs {
+				if e, ok := m["error"].(map[string]any); ok && e["code"] == float64(-32603) {
+					t.Fatalf("-32603 for %s: %v", what, m)
+				}
+				if m["id"] != nil {
+					t.Fatalf("%s answered: %v", what, m)
+				}
+			}
+			t.Logf("%s ended after %v", what, r.took)
+		case <-time.After(90 * time.Second):
+			t.Fatalf("%s did not end", what)
+		}
+	}
 	if status, msgs := a.post(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow"}}`); status != 202 || len(msgs) != 0 {
 		t.Fatalf("cancel: %d %v", status, msgs)
 	}
-	select {
-	case r := <-ra:
-		for _, m := range r.msgs {
-			if m["id"] != nil {
-				t.Fatalf("the cancelled call answered: %v", m)
-			}
-		}
-		t.Logf("cancelled call ended after %v", r.took)
-	case <-time.After(ended):
-		t.Fatal("the cancelled call did not end")
-	}
+	endsUnanswered(ra, "the cancelled call")
 	quick(a)
 
 	// DELETE cancels the session's in-flight calls.
@@ -516,19 +521,6 @@ func TestHTTPCancellation(t *testing.T) {
 	if resp.StatusCode != 204 {
 		t.Fatalf("DELETE: %d", resp.StatusCode)
 	}
-	select {
-	case r := <-rb:
-		for _, m := range r.msgs {
-			if e, ok := m["error"].(map[string]any); ok && e["code"] == float64(-32603) {
-				t.Fatalf("-32603 after DELETE: %v", m)
-			}
-			if m["id"] != nil {
-				t.Fatalf("the call of a deleted session answered: %v", m)
-			}
-		}
-		t.Logf("call of the deleted session ended after %v", r.took)
-	case <-time.After(ended):
-		t.Fatal("DELETE did not end the in-flight call")
-	}
+	endsUnanswered(rb, "the call of the deleted session")
 	quick(a)
 }

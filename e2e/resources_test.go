@@ -260,24 +260,7 @@ func insertSong(t testing.TB, archived bool, rperm []string) {
 // notifications/resources/updated among them (anything else fails).
 func (r *rawServer) updates(d time.Duration) []string {
 	r.t.Helper()
-	var uris []string
-	deadline := time.After(d)
-	for {
-		select {
-		case line, ok := <-r.lines:
-			if !ok {
-				r.t.Fatal("server closed stdout")
-			}
-			m := decodeLine(r.t, line)
-			if m["method"] != "notifications/resources/updated" {
-				r.t.Fatalf("unexpected message %v", m)
-			}
-			uris = append(uris, params(m)["uri"].(string))
-		case <-deadline:
-			sort.Strings(uris)
-			return uris
-		}
-	}
+	return r.collectUpdates(0, d)
 }
 
 // settle is how long a test waits to be sure that a write is NOT notified:
@@ -289,12 +272,20 @@ const settle = 3500 * time.Millisecond
 // duplicate, and returns them sorted.
 func (r *rawServer) expectUpdates(n int) []string {
 	r.t.Helper()
+	return r.collectUpdates(n, 1500*time.Millisecond)
+}
+
+// collectUpdates reads the URIs of notifications/resources/updated (anything
+// else fails) until n have arrived, then for extra more, and returns them
+// sorted; the wait for the n is capped at 30 s.
+func (r *rawServer) collectUpdates(n int, extra time.Duration) []string {
+	r.t.Helper()
 	var uris []string
 	deadline := time.After(30 * time.Second)
-	var extra <-chan time.Time
+	var after <-chan time.Time
 	for {
-		if len(uris) >= n && extra == nil {
-			extra = time.After(1500 * time.Millisecond)
+		if len(uris) >= n && after == nil {
+			after = time.After(extra)
 		}
 		select {
 		case line, ok := <-r.lines:
@@ -309,7 +300,7 @@ func (r *rawServer) expectUpdates(n int) []string {
 		case <-deadline:
 			sort.Strings(uris)
 			return uris
-		case <-extra:
+		case <-after:
 			sort.Strings(uris)
 			return uris
 		}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -219,21 +217,10 @@ func TestTrustProtectedEmail(t *testing.T) {
 	if s := okResult(t, m, "master", "query_class", `{"class_name":"_User"}`); !strings.Contains(s, bobEmail) || !strings.Contains(s, aliceEmail) {
 		t.Errorf("master posture: %s", s)
 	}
-	off := trustServer(t, "PARSE_MCP_SESSION_TOKEN="+demo.AliceSessionToken, writePolicy(t, "settings: {protected_fields: {}}\n"))
+	off := trustServer(t, "PARSE_MCP_SESSION_TOKEN="+demo.AliceSessionToken, policyEnv(t, "settings: {protected_fields: {}}\n"))
 	if s := okResult(t, off, "off", "get_object", `{"class_name":"_User","object_id":"`+demo.UserBobID+`"}`); !strings.Contains(s, bobEmail) {
 		t.Errorf("protected_fields {}: %s", s)
 	}
-}
-
-// writePolicy writes a policy file and returns its PARSE_MCP_POLICY_FILE
-// setting.
-func writePolicy(t testing.TB, yml string) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(path, []byte(yml), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return "PARSE_MCP_POLICY_FILE=" + path
 }
 
 // TestTrustCrossClassFieldRules (leak class 5): every cross-class operator

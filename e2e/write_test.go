@@ -57,8 +57,10 @@ func writeDB(t *testing.T, schemas ...bson.D) (*mongo.Database, string) {
 var writeEnv = []string{"PARSE_MCP_PERMISSIONS=admin", "PARSE_AGENT_ALLOW_WRITE_TOOLS=true", "PARSE_AGENT_ALLOW_RAW_CRUD=true",
 	"PARSE_AGENT_ALLOW_SCHEMA_OPS=true", "PARSE_AGENT_ALLOW_RAW_SCHEMA=true"}
 
-// policyEnv writes a policy file and returns its setting.
-func policyEnv(t *testing.T, doc string) string {
+// policyEnv writes a small policy of the test's own (not a variant of the
+// demo policy: see policyFile) and returns its PARSE_MCP_POLICY_FILE
+// setting.
+func policyEnv(t testing.TB, doc string) string {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(path, []byte(doc), 0o600); err != nil {

@@ -14,7 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
-	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // aclStore is the demo app seeded once into an embedded FerretDB (or
@@ -35,21 +35,17 @@ func aclStore(t testing.TB) *Store {
 		t.Skip("needs a database")
 	}
 	aclOnce.Do(func() {
-		uri := os.Getenv("PARSE_MCP_TEST_MONGODB_URI")
-		if uri == "" {
-			dir, err := os.MkdirTemp("", "parsedb-acl-")
-			if err != nil {
-				aclErr = err
-				return
-			}
-			srv, err := embeddeddb.Start(dir, nil)
-			if err != nil {
-				aclErr = err
-				return
-			}
-			uri = srv.URI
-			aclClose = func() { srv.Stop(); os.RemoveAll(dir) }
+		dir, err := os.MkdirTemp("", "parsedb-acl-")
+		if err != nil {
+			aclErr = err
+			return
 		}
+		uri, _, stop, err := parsetest.Database(dir)
+		if err != nil {
+			aclErr = err
+			return
+		}
+		aclClose = func() { stop(); os.RemoveAll(dir) }
 		aclURI = uri
 		cl, err := mongo.Connect(options.Client().ApplyURI(uri))
 		if err != nil {

@@ -4,16 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
-	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 )
 
 var genres = []string{"rock", "ambient", "jazz", "pop", "hip-hop"}
@@ -193,15 +191,7 @@ func TestBytesPerRowRatio(t *testing.T) {
 //   - bsonM: the baseline, cur.Decode into bson.M then encoding/json
 func BenchmarkQuery1000(b *testing.B) {
 	ctx := context.Background()
-	uri := os.Getenv("PARSE_MCP_TEST_MONGODB_URI")
-	if uri == "" {
-		srv, err := embeddeddb.Start(b.TempDir(), nil)
-		if err != nil {
-			b.Skipf("embedded FerretDB: %v", err)
-		}
-		b.Cleanup(srv.Stop)
-		uri = srv.URI
-	}
+	uri := parsetest.MongoURI(b)
 	client, err := mongo.Connect(options.Client().ApplyURI(uri))
 	if err != nil {
 		b.Fatal(err)

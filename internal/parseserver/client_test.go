@@ -7,29 +7,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
-
-func mongoURI(t *testing.T) string {
-	if uri := os.Getenv("PARSE_MCP_TEST_MONGODB_URI"); uri != "" {
-		return uri
-	}
-	srv, err := embeddeddb.Start(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv.URI
-}
 
 func TestSecretNeverPrints(t *testing.T) {
 	s := parseserver.NewSecret("super-secret-master-key")
@@ -105,7 +91,7 @@ func TestPreviewMasksSecrets(t *testing.T) {
 }
 
 func TestCheck(t *testing.T) {
-	ps := parsetest.Start(t, parsetest.Options{MongoURI: mongoURI(t)})
+	ps := parsetest.Start(t, parsetest.Options{MongoURI: parsetest.MongoURI(t)})
 	_, token := ps.SignUp(t, "alice", "pw")
 	ctx := context.Background()
 	check := func(url, app, key string, id parseserver.Identity) error {
@@ -150,7 +136,7 @@ func TestCheck(t *testing.T) {
 // TestWritesThroughParse: create/update/delete objects and classes through
 // the real Parse Server, with triggers, validation, ACL and error mapping.
 func TestWritesThroughParse(t *testing.T) {
-	ps := parsetest.Start(t, parsetest.Options{MongoURI: mongoURI(t)})
+	ps := parsetest.Start(t, parsetest.Options{MongoURI: parsetest.MongoURI(t)})
 	c, err := parseserver.New(parseserver.Config{URL: ps.URL, ApplicationID: ps.AppID, MasterKey: parseserver.NewSecret(ps.MasterKey)})
 	if err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 // TestLiveQueryACL: a session identity's LiveQuery subscription receives the
 // public note's event and never the private note's.
 func TestLiveQueryACL(t *testing.T) {
-	ps := parsetest.Start(t, parsetest.Options{MongoURI: mongoURI(t), LiveQueryClasses: []string{"Note"}})
+	ps := parsetest.Start(t, parsetest.Options{MongoURI: parsetest.MongoURI(t), LiveQueryClasses: []string{"Note"}})
 	ps.CreateClass(t, "Note", map[string]string{"title": "String"}, nil)
 	aliceID, alice := ps.SignUp(t, "alice", "pw")
 	_, bob := ps.SignUp(t, "bob", "pw")

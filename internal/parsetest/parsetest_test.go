@@ -6,22 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
-
-// mongoURI is PARSE_MCP_TEST_MONGODB_URI or a fresh embedded FerretDB.
-func mongoURI(t *testing.T) string {
-	if uri := os.Getenv("PARSE_MCP_TEST_MONGODB_URI"); uri != "" {
-		return uri
-	}
-	srv, err := embeddeddb.Start(t.TempDir(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(srv.Stop)
-	return srv.URI
-}
 
 func TestNodeVersionOK(t *testing.T) {
 	for v, want := range map[string]bool{
@@ -50,7 +36,7 @@ func TestInstall(t *testing.T) {
 // TestCloudCodeRuns checks the harness end to end: the default Cloud Code's
 // triggers, validation error, function, and ACL enforcement.
 func TestCloudCodeRuns(t *testing.T) {
-	ps := parsetest.Start(t, parsetest.Options{MongoURI: mongoURI(t)})
+	ps := parsetest.Start(t, parsetest.Options{MongoURI: parsetest.MongoURI(t)})
 	ps.CreateClass(t, "Note", map[string]string{"title": "String", "priority": "Number", "checkedBy": "String"}, nil)
 	ps.CreateClass(t, "NoteAudit", map[string]string{"noteId": "String", "action": "String", "user": "String"}, nil)
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/demo"
-	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // The demo app in an embedded FerretDB (or PARSE_MCP_TEST_MONGODB_URI), for
@@ -38,20 +38,14 @@ func secDB(t testing.TB) *parsedb.Store {
 		t.Skip("needs a database")
 	}
 	secDBOnce.Do(func() {
-		uri := os.Getenv("PARSE_MCP_TEST_MONGODB_URI")
-		secDBReal = uri != ""
-		if uri == "" {
-			dir, err := os.MkdirTemp("", "policy-db-")
-			if err != nil {
-				secDBErr = err
-				return
-			}
-			srv, err := embeddeddb.Start(dir, nil)
-			if err != nil {
-				secDBErr = err
-				return
-			}
-			uri = srv.URI
+		dir, err := os.MkdirTemp("", "policy-db-")
+		if err != nil {
+			secDBErr = err
+			return
+		}
+		var uri string
+		if uri, secDBReal, _, secDBErr = parsetest.Database(dir); secDBErr != nil {
+			return
 		}
 		cl, err := mongo.Connect(options.Client().ApplyURI(uri))
 		if err != nil {

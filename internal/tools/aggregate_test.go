@@ -13,6 +13,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -110,22 +111,6 @@ func dryPipeline(t testing.TB, d *Deps, h Handler, argsJSON string) string {
 	return string(p)
 }
 
-func errOutcome(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	if _, ok := toolerror.AsViolation(err); ok {
-		return "violation"
-	}
-	if te, ok := toolerror.As(err); ok {
-		if te.Code == toolerror.AccessDenied && te.Details != nil {
-			return "access_denied:" + te.Details.Kind
-		}
-		return string(te.Code)
-	}
-	return "internal: " + err.Error()
-}
-
 const songProjection = `{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"archived":1,"_p_artist":1,"genre":1,"meta":1,"plays":1,"releasedAt":1,"tags":1,"title":1}}`
 
 func TestAggregatePipelineGolden(t *testing.T) {
@@ -182,7 +167,7 @@ func TestAggregateScopedIdentityAndTenant(t *testing.T) {
 	}
 	// Joins touching the tenant-scoped class are refused.
 	_, err := aggCall(t, d, aggregateTool, `{"class_name":"Scoped","pipeline":[{"$lookup":{"from":"Artist","pipeline":[],"as":"a"}}]}`)
-	if errOutcome(err) != "access_denied:tenant_join_denied" {
+	if parsetest.Outcome(err) != "access_denied:tenant_join_denied" {
 		t.Fatalf("tenant join: %v", err)
 	}
 }
@@ -221,7 +206,7 @@ func TestAggregateGates(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := aggCall(t, d, aggregateTool, c.args)
-		if got := errOutcome(err); got != c.want {
+		if got := parsetest.Outcome(err); got != c.want {
 			t.Errorf("%s: got %s (%v), want %s", c.args, got, err, c.want)
 		}
 	}
@@ -245,7 +230,7 @@ func TestOrderedArgument(t *testing.T) {
 		t.Fatal("found without raw arguments")
 	}
 	deep := `{"p":` + strings.Repeat("[", 100) + strings.Repeat("]", 100) + `}`
-	if _, _, err := OrderedArgument(withRawArguments(context.Background(), json.RawMessage(deep)), "p"); errOutcome(err) != "violation" {
+	if _, _, err := OrderedArgument(withRawArguments(context.Background(), json.RawMessage(deep)), "p"); parsetest.Outcome(err) != "violation" {
 		t.Fatalf("deep nesting: %v", err)
 	}
 	// A pipeline sent as a JSON string is decoded with its order.

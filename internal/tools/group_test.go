@@ -6,6 +6,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 const activeSong = `{"$match":{"archived":{"$ne":true}}}`
@@ -134,7 +135,7 @@ func TestGroupGates(t *testing.T) {
 	}
 	for _, c := range cases {
 		_, err := aggCall(t, d, c.h, c.args)
-		if got := errOutcome(err); got != c.want {
+		if got := parsetest.Outcome(err); got != c.want {
 			t.Errorf("%s: got %s (%v), want %s", c.args, got, err, c.want)
 		}
 	}
@@ -147,7 +148,7 @@ func TestGroupTenantScope(t *testing.T) {
 		t.Fatalf("tenant filter missing: %s", got)
 	}
 	_, err := aggCall(t, d, groupByTool, `{"class_name":"Scoped","field":"name","where":{"orgId":"org_south"},"dry_run":true}`)
-	if got := errOutcome(err); !strings.HasPrefix(got, "access_denied") {
+	if got := parsetest.Outcome(err); !strings.HasPrefix(got, "access_denied") {
 		t.Fatalf("other tenant in where: %s (%v)", got, err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"github.com/parse-mcp/parse-mcp/internal/policy"
 )
 
@@ -66,7 +67,7 @@ func TestPipelineStagesAgree(t *testing.T) {
 		"$currentOp", "$listSessions", "$changeStream", "$documents", "$planCacheStats", "$out", "$merge"} {
 		args := fmt.Sprintf(`{"class_name":"Song","pipeline":[{%q:{}}],"dry_run":true}`, stage)
 		_, err := aggCall(t, d, aggregateTool, args)
-		if got := errOutcome(err); got != "violation" && got != "invalid_query" {
+		if got := parsetest.Outcome(err); got != "violation" && got != "invalid_query" {
 			t.Errorf("%s outside the table: %s, want a refusal", stage, got)
 		}
 	}
