@@ -43,8 +43,9 @@ type Dispatcher struct {
 	log zerolog.Logger
 	// workers bounds concurrent tools/call executions.
 	workers chan struct{}
-	// fair gives each HTTP session at most a share of the workers.
-	fair fairSlots
+	// fair gives each HTTP session, fairClients each HTTP client, at most
+	// a share of the workers.
+	fair, fairClients fairSlots
 
 	mu       sync.Mutex
 	inflight map[string]*inflightCall // sessionID + "\x00" + request id
@@ -60,7 +61,7 @@ func NewDispatcher(s *mcpserver.MCPServer, workers int, log zerolog.Logger) *Dis
 	if workers < 1 {
 		workers = 1
 	}
-	return &Dispatcher{mcp: s, log: log, workers: make(chan struct{}, workers), fair: fairSlots{share: sessionShare(workers)}, inflight: map[string]*inflightCall{}}
+	return &Dispatcher{mcp: s, log: log, workers: make(chan struct{}, workers), fair: fairSlots{share: sessionShare(workers)}, fairClients: fairSlots{share: clientShare(workers)}, inflight: map[string]*inflightCall{}}
 }
 
 // MCPServer returns the wrapped server.
@@ -206,6 +207,13 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 				return nil // cancelled while waiting for the session's share
 			}
 			defer release()
+			if sess.client != "" {
+				release, ok := d.fairClients.acquire(ctx, sess.client)
+				if !ok {
+					return nil // cancelled while waiting for the client's share
+				}
+				defer release()
+			}
 		}
 		select {
 		case d.workers <- struct{}{}:

@@ -5,15 +5,22 @@ import (
 	"sync"
 )
 
-// Fair scheduling of tool calls between HTTP sessions: one session may run
-// at most sessionShare of the tool workers at once; its further calls wait
-// for one of its own slots before they compete for a worker, so a session
-// flooding slow calls cannot take every worker from the others. The stdio
-// session (a single client) and stateless requests (a session each) are
-// not limited beyond the pool.
+// Fair scheduling of tool calls between HTTP sessions and clients: one
+// session may run at most sessionShare of the tool workers at once, one
+// client (remote IP) at most clientShare over all its sessions and
+// stateless requests; further calls wait for a slot of their own before
+// they compete for a worker, so a session or client flooding slow calls
+// cannot take every worker from the others. The stdio session (a single
+// client) is not limited beyond the pool.
 
 // sessionShare is how many tool calls one HTTP session may run at once.
 func sessionShare(workers int) int { return max(1, workers/4) }
+
+// clientShare is how many tool calls one HTTP client (remote IP) may run at
+// once over all its sessions and stateless (2026-07-28) requests — without
+// it, a client opening several sessions, or sending stateless requests
+// (each its own session), would take every worker.
+func clientShare(workers int) int { return max(1, workers/2) }
 
 type fairSlots struct {
 	mu    sync.Mutex

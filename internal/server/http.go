@@ -439,6 +439,7 @@ func (h *HTTPHandler) newSession(client string) (*httpSession, error) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), client: client, lastUsed: time.Now(), ctx: ctx, cancel: cancel}
+	s.Session.client = client
 	h.mu.Lock()
 	victims, ok := h.evictionsFor(client)
 	if ok {

@@ -22,7 +22,8 @@ import (
 //     (the listening stream, which lives as long as the session, clears both
 //     deadlines); idle keep-alive connections close after httpIdleTimeout.
 //   - Fairness: the dispatcher gives one session at most a share of the tool
-//     workers (Dispatcher.sessionShare).
+//     workers (sessionShare), one client at most a larger one over all its
+//     sessions and stateless requests (clientShare).
 
 const (
 	maxSessionsPerClient = 16

@@ -79,6 +79,7 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	sess := NewSession("stateless-" + hex.EncodeToString(b[:]))
+	sess.client = clientOf(r)
 	ctx := r.Context()
 	var extra func(context.Context, func([]byte))
 	if env.Method == string(mcp.MethodSubscriptionsListen) {

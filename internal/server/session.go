@@ -18,7 +18,10 @@ import (
 // is how a request's notifications are written before its response and reach
 // the HTTP stream of the request that caused them.
 type Session struct {
-	id          string
+	id string
+	// client is the HTTP client the session belongs to (its remote IP;
+	// "" on stdio): the unit of the per-client share of the tool workers.
+	client      string
 	initialized atomic.Bool
 	unsolicited chan mcp.JSONRPCNotification
 
