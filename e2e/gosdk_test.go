@@ -187,15 +187,22 @@ func sdkScenario(t *testing.T, transport, version string) {
 	if err := cs.Subscribe(ctx, &sdk.SubscribeParams{URI: "parse://Song/count"}); err != nil {
 		t.Fatalf("subscribe: %v", err)
 	}
-	time.Sleep(500 * time.Millisecond) // let a listen stream open
-	insertSong(t, false, nil)
-	select {
-	case uri := <-ev.updates:
-		if uri != "parse://Song/count" {
-			t.Fatalf("update for %s", uri)
+	// The SDK opens its listen stream on its own schedule, and an update
+	// sent before it is open reaches nobody: write again until one arrives
+	// (every write changes the count), within a generous ceiling.
+	ceiling := time.After(60 * time.Second)
+	for got := false; !got; {
+		insertSong(t, false, nil)
+		select {
+		case uri := <-ev.updates:
+			if uri != "parse://Song/count" {
+				t.Fatalf("update for %s", uri)
+			}
+			got = true
+		case <-time.After(5 * time.Second):
+		case <-ceiling:
+			t.Fatalf("no notifications/resources/updated within 60s of writes")
 		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no notifications/resources/updated within 30s")
 	}
 	if err := cs.Unsubscribe(ctx, &sdk.UnsubscribeParams{URI: "parse://Song/count"}); err != nil {
 		t.Fatalf("unsubscribe: %v", err)
