@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // TestHTTPAbuse (leak class 8) through the binary over HTTP: a client that
@@ -54,5 +56,46 @@ func TestHTTPAbuse(t *testing.T) {
 	m := sessions[16].rpc("sub", "resources/subscribe", `{"uri":"parse://Song/count"}`)
 	if m["error"] == nil {
 		t.Errorf("subscribe past the rate limit: %v", m)
+	}
+}
+
+// TestHTTPStreamsCannotLockOut (leak class 8) through the binary: one
+// client holding a listening stream on every session it may open (16, all
+// on loopback, so every local client counts as the same one) does not lock
+// a newcomer out: the newcomer's initialize succeeds and the session with
+// the oldest stream ends (its stream closes; it can reconnect).
+func TestHTTPStreamsCannotLockOut(t *testing.T) {
+	h := startHTTP(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var streams []<-chan map[string]any
+	var sessions []*mcpSession
+	for range 16 {
+		s := h.session(nil)
+		sessions = append(sessions, s)
+		streams = append(streams, s.listen(ctx))
+		// The stream is open once the server answers on the session (a
+		// ping after the GET is accepted), so the next one is newer.
+		if m := s.rpc("p", "ping", ""); m["result"] == nil {
+			t.Fatalf("ping: %v", m)
+		}
+	}
+	newcomer := h.session(nil) // fails the test on a refusal
+	if m := newcomer.rpc("p", "ping", ""); m["result"] == nil {
+		t.Fatalf("newcomer ping: %v", m)
+	}
+	select {
+	case _, open := <-streams[0]:
+		for open {
+			_, open = <-streams[0]
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the oldest stream was not ended")
+	}
+	if status, _ := sessions[0].post(`{"jsonrpc":"2.0","id":"q","method":"ping"}`); status != 404 {
+		t.Errorf("the session whose stream ended should be gone, got HTTP %d", status)
+	}
+	if m := sessions[15].rpc("q", "ping", ""); m["result"] == nil {
+		t.Errorf("a newer streaming session was ended: %v", m)
 	}
 }

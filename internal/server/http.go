@@ -61,8 +61,9 @@ type HTTPHandler struct {
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
-	// listens counts open stateless listen streams per client (http_limits.go).
-	listens map[string]int
+	// listens are the open stateless listen streams (http_limits.go).
+	listens   map[*listenStream]bool
+	listenSeq uint64
 }
 
 type httpSession struct {
@@ -70,8 +71,10 @@ type httpSession struct {
 	client    string // remote IP, for the per-client session cap
 	lastUsed  time.Time
 	streaming bool
-	ctx       context.Context
-	cancel    context.CancelFunc
+	// streamSince is when the open listening stream began.
+	streamSince time.Time
+	ctx         context.Context
+	cancel      context.CancelFunc
 }
 
 // NewHTTPHandler builds the handler. loopback says whether the server is
@@ -384,7 +387,7 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "a listening stream is already open for this session", http.StatusConflict)
 		return
 	}
-	sess.streaming = true
+	sess.streaming, sess.streamSince = true, time.Now()
 	h.mu.Unlock()
 	streamForever(w)
 	defer func() {

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"net"
 	"net/http"
@@ -37,7 +38,8 @@ const (
 	httpIdleTimeout     = 2 * time.Minute
 )
 
-// errTooManySessions: every session is streaming; nothing can be evicted.
+// errTooManySessions: nothing can be evicted (unreachable while the caps
+// are positive: a streaming session is evicted when no idle one is left).
 var errTooManySessions = errors.New("too many sessions")
 
 // applyServerTimeouts sets the connection timeouts of the HTTP server.
@@ -83,15 +85,26 @@ func (h *HTTPHandler) evictionsFor(client string) (victims []*httpSession, ok bo
 			own = append(own, s)
 		}
 	}
+	// pick is the least recently used idle session of list or, when every
+	// one holds a listening stream, the one whose stream is oldest: a
+	// newcomer is never refused, so sessions parked on open streams cannot
+	// lock other clients out (the ended client can reconnect; a refused
+	// newcomer could not).
 	pick := func(list []*httpSession, skip map[*httpSession]bool) *httpSession {
-		var lru *httpSession
+		var lru, oldestStream *httpSession
 		for _, s := range list {
-			if s.streaming || skip[s] {
-				continue
-			}
-			if lru == nil || s.lastUsed.Before(lru.lastUsed) {
+			switch {
+			case skip[s]:
+			case s.streaming:
+				if oldestStream == nil || s.streamSince.Before(oldestStream.streamSince) {
+					oldestStream = s
+				}
+			case lru == nil || s.lastUsed.Before(lru.lastUsed):
 				lru = s
 			}
+		}
+		if lru == nil {
+			return oldestStream
 		}
 		return lru
 	}
@@ -118,28 +131,61 @@ func (h *HTTPHandler) evictionsFor(client string) (victims []*httpSession, ok bo
 	return victims, true
 }
 
-// admitListen counts one open stateless listen stream of client, refusing
-// past maxListensPerClient or maxListens (an open stream is in use: none is
-// evicted). release must be called when the stream ends.
-func (h *HTTPHandler) admitListen(client string) (release func(), ok bool) {
+// listenStream is one open stateless listen stream.
+type listenStream struct {
+	client string
+	seq    uint64 // admission order
+	end    context.CancelFunc
+}
+
+// admitListen admits one stateless listen stream of client, whose request
+// ends when end is called. Past maxListensPerClient the client's own oldest
+// stream ends; past maxListens the oldest stream of any client ends — so
+// streams held open cannot lock a newcomer out. release must be called when
+// the stream ends.
+func (h *HTTPHandler) admitListen(client string, end context.CancelFunc) (release func()) {
 	h.mu.Lock()
-	defer h.mu.Unlock()
 	if h.listens == nil {
-		h.listens = map[string]int{}
+		h.listens = map[*listenStream]bool{}
 	}
-	total := 0
-	for _, n := range h.listens {
-		total += n
+	oldest := func(ofClient bool) *listenStream {
+		var o *listenStream
+		for l := range h.listens {
+			if (!ofClient || l.client == client) && (o == nil || l.seq < o.seq) {
+				o = l
+			}
+		}
+		return o
 	}
-	if h.listens[client] >= maxListensPerClient || total >= maxListens {
-		return nil, false
+	own := 0
+	for l := range h.listens {
+		if l.client == client {
+			own++
+		}
 	}
-	h.listens[client]++
+	var victims []*listenStream
+	if own >= maxListensPerClient {
+		victims = append(victims, oldest(true))
+	}
+	for _, v := range victims {
+		delete(h.listens, v)
+	}
+	if len(h.listens) >= maxListens {
+		v := oldest(false)
+		delete(h.listens, v)
+		victims = append(victims, v)
+	}
+	h.listenSeq++
+	l := &listenStream{client: client, seq: h.listenSeq, end: end}
+	h.listens[l] = true
+	h.mu.Unlock()
+	for _, v := range victims {
+		h.log.Info().Str("client", v.client).Msg("listen stream cap: ending the oldest listening stream")
+		v.end()
+	}
 	return func() {
 		h.mu.Lock()
 		defer h.mu.Unlock()
-		if h.listens[client]--; h.listens[client] <= 0 {
-			delete(h.listens, client)
-		}
-	}, true
+		delete(h.listens, l)
+	}
 }

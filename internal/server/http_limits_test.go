@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"testing"
 	"time"
+
+	"github.com/rs/zerolog"
 )
 
 func limitsHandler(sessions ...*httpSession) *HTTPHandler {
@@ -17,13 +19,16 @@ func limitsHandler(sessions ...*httpSession) *HTTPHandler {
 }
 
 func fakeHTTPSession(id, client string, age time.Duration, streaming bool) *httpSession {
-	return &httpSession{Session: NewSession(id), client: client, lastUsed: time.Now().Add(-age), streaming: streaming}
+	return &httpSession{Session: NewSession(id), client: client, lastUsed: time.Now().Add(-age), streaming: streaming, streamSince: time.Now().Add(-age)}
 }
 
 // TestSessionCapsEvictInsteadOfLockingOut (leak class 8): a client at its
 // cap loses its own least recently used idle session, never another
 // client's; a full process loses its least recently used idle session;
-// only when nothing idle is left is a new session refused.
+// when nothing idle is left the session with the oldest listening stream
+// ends — a newcomer is never refused (streams held open by one local
+// process would otherwise lock out every other client for as long as it
+// lives).
 func TestSessionCapsEvictInsteadOfLockingOut(t *testing.T) {
 	var mine []*httpSession
 	for i := range maxSessionsPerClient {
@@ -43,11 +48,20 @@ func TestSessionCapsEvictInsteadOfLockingOut(t *testing.T) {
 	if v, ok := h.evictionsFor("10.0.0.1"); !ok || len(v) != 1 || v[0].SessionID() != fmt.Sprint("a", maxSessionsPerClient-2) {
 		t.Fatalf("skip streaming: %v %v", ids(v), ok)
 	}
-	for _, s := range mine {
+	for i, s := range mine {
 		s.streaming = true
+		s.streamSince = time.Now().Add(-time.Duration(maxSessionsPerClient-i) * time.Minute) // a0's stream is oldest
 	}
-	if _, ok := h.evictionsFor("10.0.0.1"); ok {
-		t.Fatal("every session of the client streams: must refuse")
+	if v, ok := h.evictionsFor("10.0.0.1"); !ok || len(v) != 1 || v[0].SessionID() != "a0" {
+		t.Fatalf("every session of the client streams: the oldest stream must end, got %v %v", ids(v), ok)
+	}
+	// Every session of the process streams: the oldest stream of all ends.
+	var streams []*httpSession
+	for i := range maxHTTPSessions {
+		streams = append(streams, fakeHTTPSession(fmt.Sprint("t", i), fmt.Sprint("10.2.", i/8, ".", i%8), time.Duration(i)*time.Second, true))
+	}
+	if v, ok := limitsHandler(streams...).evictionsFor("10.9.9.8"); !ok || len(v) != 1 || v[0].SessionID() != fmt.Sprint("t", maxHTTPSessions-1) {
+		t.Fatalf("all streaming: %v %v", ids(v), ok)
 	}
 	// A full process: many clients; a newcomer evicts the global LRU idle.
 	var all []*httpSession
@@ -121,43 +135,44 @@ func TestServerTimeouts(t *testing.T) {
 }
 
 // TestListenStreamCaps: stateless listen streams are capped per client and
-// in total, and a closed stream frees its place.
+// in total by ending the oldest stream (the client's own past its cap, any
+// client's past the total), never by refusing the newcomer; a closed stream
+// frees its place.
 func TestListenStreamCaps(t *testing.T) {
-	h := &HTTPHandler{}
+	h := &HTTPHandler{log: zerolog.Nop()}
+	ended := map[string]bool{}
+	admit := func(client, name string) func() {
+		return h.admitListen(client, func() { ended[name] = true })
+	}
 	var releases []func()
 	for i := range maxListensPerClient {
-		rel, ok := h.admitListen("10.0.0.1")
-		if !ok {
-			t.Fatalf("stream %d refused", i)
-		}
-		releases = append(releases, rel)
+		releases = append(releases, admit("10.0.0.1", fmt.Sprint("a", i)))
 	}
-	if _, ok := h.admitListen("10.0.0.1"); ok {
-		t.Fatal("a client past its cap")
+	if len(ended) != 0 {
+		t.Fatalf("ended under the cap: %v", ended)
 	}
-	if rel, ok := h.admitListen("10.0.0.2"); !ok {
-		t.Fatal("another client refused")
-	} else {
-		rel()
+	rel := admit("10.0.0.1", "a-new")
+	if !ended["a0"] || len(ended) != 1 {
+		t.Fatalf("past the client cap the client's oldest stream must end, ended %v", ended)
 	}
-	releases[0]()
-	if rel, ok := h.admitListen("10.0.0.1"); !ok {
-		t.Fatal("a closed stream did not free its place")
-	} else {
-		rel()
+	rel()
+	other := admit("10.0.0.2", "b0")
+	if len(ended) != 1 {
+		t.Fatalf("another client's stream ended one: %v", ended)
 	}
-	for _, rel := range releases[1:] {
+	other()
+	for _, rel := range releases {
 		rel()
 	}
 	if len(h.listens) != 0 {
 		t.Fatalf("not cleaned up: %v", h.listens)
 	}
+	clear(ended)
 	for i := range maxListens {
-		if _, ok := h.admitListen(fmt.Sprint("c", i)); !ok {
-			t.Fatalf("total %d refused", i)
-		}
+		releases = append(releases, admit(fmt.Sprint("c", i), fmt.Sprint("c", i)))
 	}
-	if _, ok := h.admitListen("late"); ok {
-		t.Fatal("past the total cap")
+	admit("late", "late")
+	if !ended["c0"] || len(ended) != 1 || len(h.listens) != maxListens {
+		t.Fatalf("past the total the oldest stream must end: ended %v, %d open", ended, len(h.listens))
 	}
 }

@@ -83,12 +83,12 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 	ctx := r.Context()
 	var extra func(context.Context, func([]byte))
 	if env.Method == string(mcp.MethodSubscriptionsListen) {
-		release, ok := h.admitListen(clientOf(r))
-		if !ok {
-			writeJSON(w, http.StatusServiceUnavailable, ErrorResponse(id, codeInternalError, "Too many listening streams"))
-			return
-		}
-		defer release()
+		// A newer stream past the caps ends this one (its client can listen
+		// again); nothing is refused.
+		var end context.CancelFunc
+		ctx, end = context.WithCancel(ctx)
+		defer end()
+		defer h.admitListen(clientOf(r), end)()
 		// A listen stream is the one stateless request that receives
 		// notifications belonging to no request (resource updates): its
 		// session is registered while the stream is open, and those
