@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -31,6 +32,165 @@ var pipeFuzzSeeds = []string{
 	`[{"$bucket":{"groupBy":"$plays","boundaries":[0,10],"default":"o","output":{"n":{"$sum":1}}}}]`,
 	`[{"$match":{"$expr":{"$regexMatch":{"input":"$title","regex":"^a"}}}}]`,
 	`[{"$lookup":{"from":"_User","let":{"d":"$$ROOT"},"pipeline":[{"$match":{"$expr":{"$eq":["$username","$$d.title"]}}}],"as":"u"}}]`,
+	// Values below an Object/Array taken apart (opaqueLeak).
+	`[{"$project":{"x":{"$objectToArray":"$meta"}}}]`,
+	`[{"$addFields":{"x":{"$arrayElemAt":["$tags",0]}}}]`,
+	`[{"$match":{"$expr":{"$eq":[{"$getField":{"field":"objectId","input":"$meta.credential"}},"abc"]}}}]`,
+	`[{"$group":{"_id":{"$toString":"$$ROOT"}}}]`,
+	`[{"$sort":{"meta":1}}]`,
+	`[{"$project":{"meta":1,"n":{"$size":"$tags"}}},{"$group":{"_id":"$meta","all":{"$push":"$tags"}}}]`,
+}
+
+// opaqueLeak returns why a pipeline accepted on Song computes on a value
+// that may hold an Object or Array in its first stage (where documents are
+// still Song's rows and references mean Song's fields): a direct operand
+// of an expression operator other than the shape-only ones, or a $sort
+// key (SECURITY.md "Hidden references").
+func opaqueLeak(stages []any) string {
+	if len(stages) == 0 {
+		return ""
+	}
+	entries, ok := parsedb.Entries(stages[0])
+	if !ok || len(entries) != 1 {
+		return ""
+	}
+	name, arg := entries[0].Key, entries[0].Value
+	args, _ := parsedb.Entries(arg)
+	switch name {
+	case "$sort":
+		for _, e := range args {
+			if isOpaqueSongRef("$" + e.Key) {
+				return "$sort by " + e.Key
+			}
+		}
+	case "$match":
+		if x, ok := parsedb.EntryValue(args, "$expr"); ok {
+			return exprOpaqueLeak(x, "")
+		}
+	case "$project", "$addFields", "$set":
+		for _, e := range args {
+			if r := exprOpaqueLeak(e.Value, ""); r != "" {
+				return r
+			}
+		}
+	case "$group", "$bucket", "$bucketAuto":
+		for _, e := range args {
+			switch e.Key {
+			case "_id", "boundaries", "default", "buckets":
+				if r := exprOpaqueLeak(e.Value, ""); r != "" {
+					return r
+				}
+			case "groupBy":
+				if isOpaqueSongRef(e.Value) {
+					return name + " groupBy " + e.Value.(string)
+				}
+				if r := exprOpaqueLeak(e.Value, ""); r != "" {
+					return r
+				}
+			default:
+				accs := []parsedb.Entry{e}
+				if e.Key == "output" {
+					accs, _ = parsedb.Entries(e.Value)
+				}
+				for _, a := range accs {
+					acc, ok := parsedb.Entries(a.Value)
+					if ok && len(acc) == 1 && copyAccumulators[acc[0].Key] {
+						if r := exprOpaqueLeak(acc[0].Value, ""); r != "" {
+							return r
+						}
+						continue
+					}
+					if r := exprOpaqueLeak(a.Value, ""); r != "" {
+						return r
+					}
+				}
+			}
+		}
+	case "$sortByCount", "$replaceWith", "$redact":
+		return exprOpaqueLeak(arg, "")
+	case "$replaceRoot":
+		if x, ok := parsedb.EntryValue(args, "newRoot"); ok {
+			return exprOpaqueLeak(x, "")
+		}
+	}
+	return ""
+}
+
+// isOpaqueSongRef: a reference to Song's Object/Array fields, below them,
+// to a field missing from its schema, or to the whole document.
+func isOpaqueSongRef(v any) bool {
+	s, ok := v.(string)
+	if !ok || !strings.HasPrefix(s, "$") {
+		return false
+	}
+	if s == "$$ROOT" || s == "$$CURRENT" {
+		return true
+	}
+	s = strings.TrimPrefix(strings.TrimPrefix(strings.TrimPrefix(s, "$$ROOT."), "$$CURRENT."), "$")
+	root := rootOf(s)
+	return root == "meta" || root == "tags" || root == "notInSchema"
+}
+
+// exprOpaqueLeak walks an expression; op is the operator v is an operand
+// of ("" for a position that copies v whole).
+func exprOpaqueLeak(v any, op string) string {
+	if op != "" && !shapeOperators[op] && isOpaqueSongRef(v) {
+		return fmt.Sprintf("%v is an operand of %s", v, op)
+	}
+	if entries, ok := parsedb.Entries(v); ok {
+		if parsedb.IsOperatorObject(entries) {
+			o, arg := entries[0].Key, entries[0].Value
+			switch o {
+			case "$literal":
+				return ""
+			case "$getField", "$setField", "$unsetField":
+				// A literal field of the current document is a reference.
+				if a, ok := parsedb.Entries(arg); ok {
+					if in, ok := parsedb.EntryValue(a, "input"); ok && in != "$$ROOT" && in != "$$CURRENT" {
+						if r := exprOpaqueLeak(in, o); r != "" {
+							return r
+						}
+					}
+					if val, ok := parsedb.EntryValue(a, "value"); ok {
+						return exprOpaqueLeak(val, o)
+					}
+				}
+				return ""
+			}
+			if arr, ok := parsedb.ArrayValues(arg); ok {
+				for _, el := range arr {
+					if r := exprOpaqueLeak(el, o); r != "" {
+						return r
+					}
+				}
+				return ""
+			}
+			if named, ok := parsedb.Entries(arg); ok && !parsedb.IsOperatorObject(named) {
+				for _, e := range named {
+					if r := exprOpaqueLeak(e.Value, o); r != "" {
+						return r
+					}
+				}
+				return ""
+			}
+			return exprOpaqueLeak(arg, o)
+		}
+		for _, e := range entries {
+			// An object literal inside an operand is part of the operand.
+			if r := exprOpaqueLeak(e.Value, op); r != "" {
+				return r
+			}
+		}
+		return ""
+	}
+	if arr, ok := parsedb.ArrayValues(v); ok {
+		for _, el := range arr {
+			if r := exprOpaqueLeak(el, op); r != "" {
+				return r
+			}
+		}
+	}
+	return ""
 }
 
 // nameFields are, per stage, the options that hold field names (not "$"
@@ -140,6 +300,11 @@ func FuzzValidatePipeline(f *testing.F) {
 			if r := pipelineLeak(p, hidden); r != "" {
 				t.Fatalf("accepted on %s but %s: %s", class, r, data)
 			}
+			if class == "Song" {
+				if r := opaqueLeak(p); r != "" {
+					t.Fatalf("accepted on Song but %s: %s", r, data)
+				}
+			}
 			// The translated pipeline keeps the invariant too.
 			joins := map[string]*parsedb.JoinScope{}
 			for _, jc := range vp.Joins {
@@ -164,6 +329,20 @@ func FuzzValidatePipeline(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestOpaqueLeakChecker makes sure the opaque-value oracle sees attacks and
+// lets whole-value flows through.
+func TestOpaqueLeakChecker(t *testing.T) {
+	n := len(pipeFuzzSeeds)
+	for i, s := range pipeFuzzSeeds[n-6:] {
+		var p []any
+		_ = json.Unmarshal([]byte(s), &p)
+		r := opaqueLeak(p)
+		if (r == "") != (i == 5) {
+			t.Errorf("seed %s: oracle says %q", s, r)
+		}
+	}
 }
 
 // TestPipelineLeakChecker makes sure the fuzz oracle itself sees attacks.
@@ -204,11 +383,13 @@ var (
 		"$accumulator", "$where", "$getField", "$setField", "field", "input", "value", "from", "as", "localField", "foreignField",
 		"pipeline", "coll", "let", "newRoot", "path", "includeArrayIndex", "$regex", "regex", "$regexMatch", "groupBy", "output",
 		"$literal", "$expr", "$and", "$or", "$eq", "$in", "$concat", "startWith", "connectFromField", "connectToField", "depthField",
-		"restrictSearchWithMatch", "boundaries", "default", "size", "$mergeObjects", "$objectToArray", "$let", "vars", "in"}
+		"restrictSearchWithMatch", "boundaries", "default", "size", "$mergeObjects", "$objectToArray", "$let", "vars", "in",
+		"meta", "tags", "$toString", "$split", "$arrayElemAt", "$filter", "$size", "$type", "$first", "$addToSet", "$max"}
 	genStrings = []string{"$title", "$genre", "$ssn", "$artist", "$_hashed_password", "$_p_artist", "$$ROOT", "$$ROOT._rperm",
 		"$$ROOT.name", "$$CURRENT.ssn", "$authData.github", "$_auth_data_x", "$sessionToken", "$$x", "$_id", "$createdAt",
 		"Artist", "VaultSecret", "_SCHEMA", "_User", "_Session", "_Join:users:_Role", "Patient", "_Hooks", "_Role", "Song",
-		"_rperm", "_hashed_password", "title", "ssn", "n", "x", "", "$", "$$", strings.Repeat("a", 600)}
+		"_rperm", "_hashed_password", "title", "ssn", "n", "x", "", "$", "$$", strings.Repeat("a", 600),
+		"$meta", "$tags", "$meta.credential", "$$ROOT.meta", "$notInSchema"}
 )
 
 func genValue(f *fuzzBytes, depth int) any {
