@@ -22,52 +22,59 @@ type opaqueSource struct {
 	name, class string
 	prefix      string // stages before, as a JSON list body ("" for none)
 	ref         string // the expression that reads the value
+	wrap        string // a stage whose sub-pipeline holds the position (POS)
 }
 
 var opaqueSources = []opaqueSource{
-	{"base Object field", "", "", `"$meta"`},
-	{"base Array field", "", "", `"$tags"`},
-	{"path below an Object field", "", "", `"$meta.credential"`},
-	{"field missing from the schema", "", "", `"$notInSchema"`},
-	{"$$ROOT", "", "", `"$$ROOT"`},
-	{"$$CURRENT.meta", "", "", `"$$CURRENT.meta"`},
-	{"$getField of an Object field", "", "", `{"$getField":"meta"}`},
-	{"renamed by $addFields", "", `{"$addFields":{"m":"$meta"}}`, `"$m"`},
-	{"renamed by $set, then a path below", "", `{"$set":{"m":"$meta"}}`, `"$m.credential"`},
-	{"renamed by $project", "", `{"$project":{"m":"$tags"}}`, `"$m"`},
-	{"kept by an inclusion $project", "", `{"$project":{"meta":1}}`, `"$meta"`},
-	{"kept by a sub-projection", "", `{"$project":{"meta":{"credential":1}}}`, `"$meta"`},
-	{"dotted $addFields into an Object", "", `{"$addFields":{"meta.extra":1}}`, `"$meta"`},
-	{"inside an object literal", "", `{"$addFields":{"o":{"a":"$meta"}}}`, `"$o.a"`},
-	{"an object literal holding it", "", `{"$addFields":{"o":{"a":"$meta"}}}`, `"$o"`},
-	{"inside an array literal", "", `{"$addFields":{"o":["$meta"]}}`, `"$o"`},
-	{"unwound Array field", "", `{"$unwind":"$tags"}`, `"$tags"`},
-	{"unwound, includeArrayIndex next to it", "", `{"$unwind":{"path":"$tags","includeArrayIndex":"i"}}`, `"$tags"`},
-	{"group key", "", `{"$group":{"_id":"$meta"}}`, `"$_id"`},
-	{"group key object", "", `{"$group":{"_id":{"m":"$meta","g":"$genre"}}}`, `"$_id.m"`},
-	{"group key object whole", "", `{"$group":{"_id":{"m":"$meta","g":"$genre"}}}`, `"$_id"`},
-	{"$push", "", `{"$group":{"_id":null,"m":{"$push":"$meta"}}}`, `"$m"`},
-	{"$addToSet of a path below", "", `{"$group":{"_id":null,"m":{"$addToSet":"$meta.credential"}}}`, `"$m"`},
-	{"$first", "", `{"$group":{"_id":"$genre","m":{"$first":"$tags"}}}`, `"$m"`},
-	{"$mergeObjects accumulator", "", `{"$group":{"_id":null,"m":{"$mergeObjects":"$meta"}}}`, `"$m.credential"`},
-	{"$push of $$ROOT", "", `{"$group":{"_id":null,"docs":{"$push":"$$ROOT"}}}`, `"$docs.meta"`},
-	{"$bucket output $push", "", `{"$bucket":{"groupBy":"$plays","boundaries":[0,10],"default":"o","output":{"m":{"$push":"$meta"}}}}`, `"$m"`},
-	{"$sortByCount key", "", `{"$sortByCount":"$meta"}`, `"$_id"`},
-	{"$facet output", "", `{"$facet":{"f":[{"$project":{"meta":1}}]}}`, `"$f.meta"`},
-	{"$facet output whole", "", `{"$facet":{"f":[{"$match":{"genre":"x"}}]}}`, `"$f"`},
-	{"$replaceRoot into an Object", "", `{"$replaceRoot":{"newRoot":"$meta"}}`, `"$credential"`},
-	{"$replaceWith $$ROOT", "", `{"$replaceWith":"$$ROOT"}`, `"$meta"`},
-	{"$replaceRoot object literal", "", `{"$replaceRoot":{"newRoot":{"k":"$meta"}}}`, `"$k"`},
-	{"$setField on $$ROOT keeps the rest", "", `{"$replaceWith":{"$setField":{"field":"x","input":"$$ROOT","value":1}}}`, `"$meta"`},
-	{"$lookup as, a joined Object field", "", `{"$lookup":{"from":"Song","localField":"title","foreignField":"title","as":"j"}}`, `"$j.meta"`},
-	{"$lookup as, whole", "", `{"$lookup":{"from":"Artist","localField":"artist","foreignField":"objectId","as":"j"}}`, `"$j"`},
-	{"$lookup as, unwound", "", `{"$lookup":{"from":"Song","localField":"title","foreignField":"title","as":"j"}},{"$unwind":"$j"}`, `"$j.tags"`},
-	{"$lookup pipeline output", "", `{"$lookup":{"from":"Song","pipeline":[{"$project":{"m":"$meta"}}],"as":"j"}}`, `"$j.m"`},
-	{"$graphLookup as", "", `{"$graphLookup":{"from":"Song","startWith":"$title","connectFromField":"title","connectToField":"title","as":"g"}}`, `"$g.meta"`},
-	{"$unionWith rows", "Artist", `{"$unionWith":"Song"}`, `"$meta"`},
-	{"$unionWith after a rename", "Artist", `{"$addFields":{"meta":"$name"}},{"$unionWith":"Song"}`, `"$meta"`},
-	{"$unionWith pipeline output", "Artist", `{"$unionWith":{"coll":"Song","pipeline":[{"$project":{"name":"$meta"}}]}}`, `"$name"`},
-	{"$facet branch sees the parent's", "", `{"$addFields":{"m":"$meta"}},{"$facet":{"f":[{"$unwind":"$m"}]}},{"$unwind":"$f"}`, `"$f.m"`},
+	{"base Object field", "", "", `"$meta"`, ""},
+	{"base Array field", "", "", `"$tags"`, ""},
+	{"path below an Object field", "", "", `"$meta.credential"`, ""},
+	{"field missing from the schema", "", "", `"$notInSchema"`, ""},
+	{"$$ROOT", "", "", `"$$ROOT"`, ""},
+	{"$$CURRENT.meta", "", "", `"$$CURRENT.meta"`, ""},
+	{"$getField of an Object field", "", "", `{"$getField":"meta"}`, ""},
+	{"renamed by $addFields", "", `{"$addFields":{"m":"$meta"}}`, `"$m"`, ""},
+	{"renamed by $set, then a path below", "", `{"$set":{"m":"$meta"}}`, `"$m.credential"`, ""},
+	{"renamed by $project", "", `{"$project":{"m":"$tags"}}`, `"$m"`, ""},
+	{"kept by an inclusion $project", "", `{"$project":{"meta":1}}`, `"$meta"`, ""},
+	{"kept by a sub-projection", "", `{"$project":{"meta":{"credential":1}}}`, `"$meta"`, ""},
+	{"dotted $addFields into an Object", "", `{"$addFields":{"meta.extra":1}}`, `"$meta"`, ""},
+	{"inside an object literal", "", `{"$addFields":{"o":{"a":"$meta"}}}`, `"$o.a"`, ""},
+	{"an object literal holding it", "", `{"$addFields":{"o":{"a":"$meta"}}}`, `"$o"`, ""},
+	{"inside an array literal", "", `{"$addFields":{"o":["$meta"]}}`, `"$o"`, ""},
+	{"unwound Array field", "", `{"$unwind":"$tags"}`, `"$tags"`, ""},
+	{"unwound, includeArrayIndex next to it", "", `{"$unwind":{"path":"$tags","includeArrayIndex":"i"}}`, `"$tags"`, ""},
+	{"group key", "", `{"$group":{"_id":"$meta"}}`, `"$_id"`, ""},
+	{"group key object", "", `{"$group":{"_id":{"m":"$meta","g":"$genre"}}}`, `"$_id.m"`, ""},
+	{"group key object whole", "", `{"$group":{"_id":{"m":"$meta","g":"$genre"}}}`, `"$_id"`, ""},
+	{"$push", "", `{"$group":{"_id":null,"m":{"$push":"$meta"}}}`, `"$m"`, ""},
+	{"$addToSet of a path below", "", `{"$group":{"_id":null,"m":{"$addToSet":"$meta.credential"}}}`, `"$m"`, ""},
+	{"$first", "", `{"$group":{"_id":"$genre","m":{"$first":"$tags"}}}`, `"$m"`, ""},
+	{"$mergeObjects accumulator", "", `{"$group":{"_id":null,"m":{"$mergeObjects":"$meta"}}}`, `"$m.credential"`, ""},
+	{"$push of $$ROOT", "", `{"$group":{"_id":null,"docs":{"$push":"$$ROOT"}}}`, `"$docs.meta"`, ""},
+	{"$bucket output $push", "", `{"$bucket":{"groupBy":"$plays","boundaries":[0,10],"default":"o","output":{"m":{"$push":"$meta"}}}}`, `"$m"`, ""},
+	{"$sortByCount key", "", `{"$sortByCount":"$meta"}`, `"$_id"`, ""},
+	{"$facet output", "", `{"$facet":{"f":[{"$project":{"meta":1}}]}}`, `"$f.meta"`, ""},
+	{"$facet output whole", "", `{"$facet":{"f":[{"$match":{"genre":"x"}}]}}`, `"$f"`, ""},
+	{"$replaceRoot into an Object", "", `{"$replaceRoot":{"newRoot":"$meta"}}`, `"$credential"`, ""},
+	{"$replaceWith $$ROOT", "", `{"$replaceWith":"$$ROOT"}`, `"$meta"`, ""},
+	{"$replaceRoot object literal", "", `{"$replaceRoot":{"newRoot":{"k":"$meta"}}}`, `"$k"`, ""},
+	{"$setField on $$ROOT keeps the rest", "", `{"$replaceWith":{"$setField":{"field":"x","input":"$$ROOT","value":1}}}`, `"$meta"`, ""},
+	{"$lookup as, a joined Object field", "", `{"$lookup":{"from":"Song","localField":"title","foreignField":"title","as":"j"}}`, `"$j.meta"`, ""},
+	{"$lookup as, whole", "", `{"$lookup":{"from":"Artist","localField":"artist","foreignField":"objectId","as":"j"}}`, `"$j"`, ""},
+	{"$lookup as, unwound", "", `{"$lookup":{"from":"Song","localField":"title","foreignField":"title","as":"j"}},{"$unwind":"$j"}`, `"$j.tags"`, ""},
+	{"$lookup pipeline output", "", `{"$lookup":{"from":"Song","pipeline":[{"$project":{"m":"$meta"}}],"as":"j"}}`, `"$j.m"`, ""},
+	{"$graphLookup as", "", `{"$graphLookup":{"from":"Song","startWith":"$title","connectFromField":"title","connectToField":"title","as":"g"}}`, `"$g.meta"`, ""},
+	{"$unionWith rows", "Artist", `{"$unionWith":"Song"}`, `"$meta"`, ""},
+	{"$unionWith after a rename", "Artist", `{"$addFields":{"meta":"$name"}},{"$unionWith":"Song"}`, `"$meta"`, ""},
+	{"$unionWith pipeline output", "Artist", `{"$unionWith":{"coll":"Song","pipeline":[{"$project":{"name":"$meta"}}]}}`, `"$name"`, ""},
+	{"$facet branch sees the parent's", "", `{"$addFields":{"m":"$meta"}},{"$facet":{"f":[{"$unwind":"$m"}]}},{"$unwind":"$f"}`, `"$f.m"`, ""},
+	// Positions inside sub-pipelines, on the joined class's own values.
+	{"in a $lookup pipeline, the joined class's Object field", "Artist", "", `"$meta"`, `{"$lookup":{"from":"Song","pipeline":[POS],"as":"q"}}`},
+	{"in a $lookup pipeline, after its own rename", "Artist", "", `"$m"`, `{"$lookup":{"from":"Song","pipeline":[{"$addFields":{"m":"$tags"}},POS],"as":"q"}}`},
+	{"in a $unionWith pipeline", "Artist", "", `"$tags"`, `{"$unionWith":{"coll":"Song","pipeline":[POS]}}`},
+	{"in a $facet branch", "", "", `"$meta.credential"`, `{"$facet":{"b":[POS]}}`},
+	{"in a nested $lookup pipeline", "Artist", "", `"$$ROOT"`, `{"$lookup":{"from":"Album","pipeline":[{"$lookup":{"from":"Song","pipeline":[POS],"as":"s"}}],"as":"q"}}`},
 }
 
 // opaquePositions compute on X (the source's reference, as JSON).
@@ -115,6 +122,9 @@ var opaquePositions = []struct{ name, stage string }{
 
 func opaquePipeline(src opaqueSource, stage string) string {
 	body := strings.ReplaceAll(stage, "X", src.ref)
+	if src.wrap != "" {
+		body = strings.Replace(src.wrap, "POS", body, 1)
+	}
 	if src.prefix != "" {
 		body = src.prefix + "," + body
 	}
