@@ -114,9 +114,10 @@ func rssKB(tb testing.TB, pid int) int {
 
 // BenchmarkCountRoundTrip: count_objects over stdio vs the same
 // CountDocuments called directly with the driver on the same data, in one
-// run (target ratio ≤ 1.2).
+// run (target ratio ≤ 1.2). The rate limiter (60 calls/min by default)
+// would refuse all but the first calls.
 func BenchmarkCountRoundTrip(b *testing.B) {
-	p := spawnPipe(b)
+	p := spawnPipe(b, policyFile(b, "no_rate_limit"))
 	defer p.close()
 	p.roundTrip(b, initLine)
 	req := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"genre":"rock"}}}}`
