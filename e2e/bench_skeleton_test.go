@@ -95,6 +95,9 @@ func BenchmarkIdleRSS(b *testing.B) {
 		p.close()
 	}
 	b.ReportMetric(worst, "idle-RSS-MB")
+	if worst > 30 {
+		b.Errorf("idle RSS %.1f MB exceeds 30 MB", worst)
+	}
 }
 
 func rssKB(tb testing.TB, pid int) int {
