@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -66,8 +65,7 @@ func TestHTTPAbuse(t *testing.T) {
 // the oldest stream ends (its stream closes; it can reconnect).
 func TestHTTPStreamsCannotLockOut(t *testing.T) {
 	h := startHTTP(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	ctx := t.Context()
 	var streams []<-chan map[string]any
 	var sessions []*mcpSession
 	for range 16 {

@@ -46,11 +46,9 @@ func TestFairSharePerClient(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	call := func(sess *Session, who string, n int) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			d.Handle(ctx, sess, fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"slow","arguments":{"who":%q}}}`, n, who), func([]byte) {})
-		}()
+		})
 	}
 	// Client A: three sessions × 2 calls and 4 stateless requests — 10 calls.
 	for i := range 3 {
