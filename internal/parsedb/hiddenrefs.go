@@ -90,7 +90,21 @@ func MayHoldHiddenRef(cls *Class, path string) bool {
 // holding any hidden reference never matches either. nil when the path
 // cannot hold a hidden reference or nothing is hidden.
 func (h *HiddenRefs) NotHiddenRef(cls *Class, path string) bson.A {
-	if h == nil || len(h.Names) == 0 || !MayHoldHiddenRef(cls, path) {
+	if !MayHoldHiddenRef(cls, path) {
+		return nil
+	}
+	return h.NotHiddenRefAnyType(cls, path)
+}
+
+// NotHiddenRefAnyType is NotHiddenRef whatever the schema says the field
+// holds. A typed field (Number, Boolean, Date, Pointer…) holds a hidden
+// reference only when the data drifted from the schema (direct writes,
+// imports, a field re-typed after data was written); a constraint whose
+// operand can match a stored string (a string, a $regex) or a group key on
+// such a field gets this conjunct, so drift cannot be bisected either.
+// nil when nothing is hidden or path is objectId.
+func (h *HiddenRefs) NotHiddenRefAnyType(cls *Class, path string) bson.A {
+	if h == nil || len(h.Names) == 0 || path == "objectId" {
 		return nil
 	}
 	storage := StorageFieldName(cls, path)
@@ -147,6 +161,8 @@ func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {
 	return bson.D{{Key: "$and", Value: and}}
 }
 
+func operandList(op string) bool { return op == "$in" || op == "$nin" || op == "$all" }
+
 // NamesInvisibleClass reports whether a where or $match value names a class
 // that invisible reports (hidden or missing) inside a literal: an embedded
 // object whose className is one (a Pointer object, say), or a string
@@ -166,6 +182,17 @@ func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) boo
 			}
 		}
 		for _, e := range entries {
+			if a, ok := whereArray(e.Value); ok && !inLiteral && operandList(e.Key) {
+				// The operands of $in/$nin/$all are compared one by one
+				// like a plain value: a string there is left to the
+				// conjunct, an object or array in it is a literal.
+				for _, x := range a {
+					if NamesInvisibleClass(x, false, invisible) {
+						return true
+					}
+				}
+				continue
+			}
 			if NamesInvisibleClass(e.Value, inLiteral || !strings.HasPrefix(e.Key, "$"), invisible) {
 				return true
 			}
@@ -173,8 +200,12 @@ func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) boo
 		return false
 	}
 	if a, ok := whereArray(v); ok {
+		// Any other array is a literal compared whole ({"tags": [...]},
+		// {"$eq": [...]}, an $in element): MongoDB also matches it against
+		// an array nested in the stored value, one level deeper than the
+		// conjunct reaches.
 		for _, x := range a {
-			if NamesInvisibleClass(x, inLiteral, invisible) {
+			if NamesInvisibleClass(x, true, invisible) {
 				return true
 			}
 		}

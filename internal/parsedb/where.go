@@ -387,17 +387,67 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 	if f != nil && f.Type == TypePointer && t.targetInvisible(f.TargetClass) {
 		return nil, invalidQuery("%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
 	}
-	if t.opt.Hidden != nil && (f == nil || f.Type == TypeObject || f.Type == TypeArray) && t.nestedInvisibleRef(v, false) {
+	// Every field but a Pointer (whose value the translator encodes with the
+	// field's own target): a typed field holds an object only when the data
+	// drifted from the schema, and is then no safer than an Object field.
+	if t.opt.Hidden != nil && (f == nil || f.Type != TypePointer) && t.nestedInvisibleRef(v, false) {
 		return nil, invalidQuery("%s: the value refers to a class that does not exist or is not accessible: it cannot be used in a where", key)
 	}
 	clauses, err := t.fieldClauses(cls, key, storage, f, v, root)
 	if err != nil {
 		return nil, err
 	}
-	if nh := t.opt.Hidden.NotHiddenRef(cls, key); nh != nil {
+	nh := t.opt.Hidden.NotHiddenRef(cls, key)
+	if nh == nil && stringOperand(f, v) {
+		nh = t.opt.Hidden.NotHiddenRefAnyType(cls, key)
+	}
+	if nh != nil {
 		clauses = append(clauses, bson.E{Key: "$and", Value: nh})
 	}
 	return clauses, nil
+}
+
+// stringOperand reports whether a where value on a typed field can match a
+// stored string: it holds a string (a value, an operator's operand, an
+// $in element) or a $regex. Such a field holds a "Hidden$id" string only
+// when the data drifted from the schema, but then a string range or $regex
+// would bisect it, so the constraint gets the not-a-hidden-reference
+// conjunct whatever the declared type (SECURITY.md "Hidden references").
+// On Pointer and Date fields a string operand is encoded ("Target$id" with
+// the field's visible target, a BSON date), so only a $regex counts there.
+// Sub-query operators compare with values the translator computes, which
+// carry their own rules.
+func stringOperand(f *Field, v any) bool {
+	encoded := f != nil && (f.Type == TypePointer || f.Type == TypeDate)
+	var walk func(v any) bool
+	walk = func(v any) bool {
+		if _, ok := v.(string); ok {
+			return !encoded
+		}
+		if m, ok := whereMap(v); ok {
+			for k, x := range m {
+				switch k {
+				case "$regex":
+					return true
+				case "$inQuery", "$notInQuery", "$select", "$dontSelect", "$text", "$options":
+					continue
+				}
+				if walk(x) {
+					return true
+				}
+			}
+			return false
+		}
+		if a, ok := whereArray(v); ok {
+			for _, x := range a {
+				if walk(x) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(v)
 }
 
 // nestedInvisibleRef reports whether a where value names a hidden or missing
@@ -545,6 +595,9 @@ func (t *whereTranslator) ops(key, storage string, f *Field, m map[string]any, r
 			}
 			val, err := eqValue(key, f, v)
 			if err != nil {
+				return nil, err
+			}
+			if err := rangeOperand(key, op, val); err != nil {
 				return nil, err
 			}
 			addOp(op, val)
@@ -702,6 +755,30 @@ func (t *whereTranslator) ops(key, storage string, f *Field, m map[string]any, r
 		out = append(out, bson.E{Key: storage, Value: fb.d})
 	}
 	return append(out, extra...), nil
+}
+
+// rangeOperand refuses an ordering operator ($lt, $lte, $gt, $gte) whose
+// operand is stored as an object or array (a plain object, an embedded
+// Pointer, a GeoPoint…), on any field. MongoDB orders documents field by
+// field, so a range over a whole Object or Array value with a crafted
+// literal is a bisection oracle on whatever the value holds below its top
+// level — a hidden reference's id included, where the
+// not-a-hidden-reference conjunct (a path and its prefixes) does not reach,
+// and whatever string follows its class name. Parse Server refuses such
+// an operand too ("bad atom", code 107). Dates, numbers, strings, bytes
+// and pointers on a Pointer field (stored as strings) keep their order.
+// SECURITY.md "Hidden references".
+func rangeOperand(key, op string, val any) error {
+	switch op {
+	case "$lt", "$lte", "$gt", "$gte":
+	default:
+		return nil
+	}
+	switch val.(type) {
+	case bson.D, bson.A:
+		return invalidQuery("%s: %s compares with a single value (a number, string or date), not an object: bad atom (compare a sub-field with a dotted path instead, e.g. {\"%s.k\":{%q:…}})", key, op, key, op)
+	}
+	return nil
 }
 
 // eqValue converts a value compared with field key (equality, $ne, $in
