@@ -89,7 +89,7 @@ func AggregateTools() []*Tool {
 		},
 		{
 			ToolInfo:     ro("group_by_date", 45*time.Second),
-			Description:  "Count (or sum/avg/min/max) objects per year, quarter, month, week, day, hour, minute or second of a Date field, in a timezone.",
+			Description:  "Count (or sum/avg/min/max) objects per interval of a Date field, in a timezone.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string","description":"a Date field, e.g. createdAt"},"interval":{"type":"string","enum":["year","quarter","month","week","day","hour","minute","second"]},"timezone":{"type":"string","description":"IANA name (Europe/Paris) or ±HH:MM; default UTC"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"key_asc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field","interval"]}`,
 			ReadOnly:     true,
 			OutputSchema: groupOut(true),

@@ -12,7 +12,7 @@ import (
 // when the definitions were last trimmed (see README.md, "Performance"). It
 // is a ceiling, not a target: raise it only together with the README's
 // figure, when a definition has to say more.
-const toolsListCeiling = 20_900 // +columns/rows in four output schemas and the shape enum
+const toolsListCeiling = 20_800 // with columns/rows in four output schemas and the shape enum
 
 // TestToolsListSize guards the bytes of tools/list so that they cannot grow
 // unnoticed, and logs where they go: output schemas (for the client, not the
