@@ -37,7 +37,10 @@ package parsedb
 //     hidden class, any string value "Hidden$<id>" (id = 1–32 of
 //     [A-Za-z0-9_-]), and any embedded object whose "className" is a string
 //     naming a hidden class (embedded pointers, included objects, relation
-//     markers…) with {"className":"Hidden","__redacted":true}.
+//     markers…) with the class-free marker {"__redacted":true}. References
+//     BY TYPE to a class that does not exist (a `_p_` column, an embedded
+//     object whose __type is Pointer, Object or Relation) get the same
+//     marker, so a hidden class and a missing one give the same bytes.
 //   - Internal-floor keys (SECURITY.md "Fields") are dropped at every depth, not only at the
 //     top level. ACL is dropped at the top level only (a nested key "ACL" is
 //     ordinary user data).
@@ -89,9 +92,18 @@ type RowEncoder struct {
 	Protected func(field string) bool
 	Owner     string
 	// HiddenClass, if non-nil, reports classes whose references must be redacted (SECURITY.md "Hidden references"): any embedded {__type:"Pointer",className:Hidden,...} object
-	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"className":"Hidden","__redacted":true}.
+	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"__redacted":true}.
 	// (Any embedded object whose "className" names a hidden class is redacted, whatever its __type.)
+	// The marker never names the class: it would tell a hidden class from a missing one.
 	HiddenClass func(className string) bool
+	// MissingClass, if non-nil, reports classes that do not exist. A
+	// reference BY TYPE to one — a top-level `_p_` pointer, an embedded
+	// object whose __type is Pointer, Object or Relation — is redacted
+	// exactly like a reference to a hidden class. Free "Class$id" strings
+	// and untyped objects with a className key are redacted for hidden
+	// classes only: a string that merely looks like a reference ("Ke$ha")
+	// is user data (SECURITY.md "Hidden references").
+	MissingClass func(className string) bool
 	// Paths, if non-nil, selects sub-paths of top-level fields (set by
 	// SelectKeys): the codec walks them after redaction, so a path into a
 	// reference to a hidden class yields the redaction marker (codec_paths.go).
@@ -609,6 +621,9 @@ func (e *RowEncoder) appendPointerString(dst []byte, el element, field *Field) (
 			return appendRedacted(dst, cls), nil
 		}
 	}
+	if e.MissingClass != nil && e.MissingClass(string(cls)) {
+		return appendRedacted(dst, cls), nil
+	}
 	if e.Compact && field != nil && field.Type == TypePointer && field.TargetClass == string(cls) {
 		// The class is the field's target: the bare id says everything, and
 		// a where on the field takes it back as is.
@@ -1046,10 +1061,15 @@ func (e *RowEncoder) hiddenRef(s []byte) ([]byte, bool) {
 	return cls, true
 }
 
-func appendRedacted(dst []byte, cls []byte) []byte {
-	dst = append(dst, `{"className":`...)
-	dst = appendJSONString(dst, cls)
-	return append(dst, `,"__redacted":true}`...)
+// RedactedMarker is what a reference to a hidden or missing class is
+// replaced by. It names no class: the marker of a hidden class and that of
+// a missing one must be the same bytes.
+const RedactedMarker = `{"__redacted":true}`
+
+// appendRedacted writes the redaction marker in place of a reference to
+// cls (unused: the marker is class-free on purpose).
+func appendRedacted(dst []byte, _ []byte) []byte {
+	return append(dst, RedactedMarker...)
 }
 
 func appendHexString(dst []byte, id []byte) []byte {

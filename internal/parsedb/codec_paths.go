@@ -12,7 +12,7 @@ package parsedb
 // through is checked first, so a path that reaches into a reference to a
 // hidden class (an embedded object whose className is hidden, or a
 // "Hidden$id" string), at any depth and inside arrays, yields the
-// redaction marker {"className":…,"__redacted":true} at that position and
+// redaction marker {"__redacted":true} at that position and
 // nothing below it. See SECURITY.md ("Hidden references").
 //
 // Selection follows MongoDB's projection semantics otherwise: a path into
@@ -209,24 +209,40 @@ func (e *RowEncoder) appendSelectedArray(dst []byte, arr []byte, paths *KeyPaths
 	return append(dst, ']'), true, nil
 }
 
-// hiddenObject reports whether a document body carries a string className
-// naming a hidden class.
+// hiddenObject reports whether a document body is a reference to an
+// invisible class: a string className naming a hidden class (whatever the
+// __type), or a typed reference ({__type: Pointer, Object or Relation})
+// whose className names a class that does not exist.
 func (e *RowEncoder) hiddenObject(body []byte) ([]byte, bool) {
-	if e.HiddenClass == nil {
+	if e.HiddenClass == nil && e.MissingClass == nil {
 		return nil, false
 	}
+	var cls []byte
+	hasClass, typed := false, false
 	for pos := 0; pos < len(body); {
 		el, next, err := nextElement(body, pos)
 		if err != nil {
 			return nil, false
 		}
 		pos = next
-		if el.t == bsonString && string(el.key) == "className" {
-			cls := strVal(el.val)
-			if e.HiddenClass(string(cls)) {
+		if el.t != bsonString {
+			continue
+		}
+		switch string(el.key) {
+		case "className":
+			cls, hasClass = strVal(el.val), true
+			if e.HiddenClass != nil && e.HiddenClass(string(cls)) {
 				return cls, true
 			}
+		case "__type":
+			switch string(strVal(el.val)) {
+			case "Pointer", "Object", "Relation":
+				typed = true
+			}
 		}
+	}
+	if hasClass && typed && e.MissingClass != nil && e.MissingClass(string(cls)) {
+		return cls, true
 	}
 	return nil, false
 }

@@ -143,7 +143,7 @@ func TestAppendRow(t *testing.T) {
 			name: "redaction: top-level pointer to hidden class",
 			enc:  RowEncoder{Class: song, HiddenClass: hideSSN},
 			doc:  bson.D{{Key: "_id", Value: "a"}, {Key: "_p_secret", Value: "StudentSSN$s1"}, {Key: "_p_artist", Value: "Artist$a1"}},
-			want: `{"objectId":"a","secret":{"className":"StudentSSN","__redacted":true},"artist":{"__type":"Pointer","className":"Artist","objectId":"a1"}}`,
+			want: `{"objectId":"a","secret":{"__redacted":true},"artist":{"__type":"Pointer","className":"Artist","objectId":"a1"}}`,
 		},
 		{
 			name: "redaction: Hidden$id strings under any key at any depth",
@@ -152,10 +152,10 @@ func TestAppendRow(t *testing.T) {
 				{Key: "tags", Value: bson.A{"x", "_Session$r1", bson.A{"StudentSSN$z"}}},
 				{Key: "meta", Value: bson.D{{Key: "ref", Value: "StudentSSN$q"}, {Key: "n", Value: "Artist$q"}}},
 				{Key: "cover", Value: "StudentSSN$f1"}},
-			want: `{"objectId":"a","title":{"className":"StudentSSN","__redacted":true},` +
-				`"tags":["x",{"className":"_Session","__redacted":true},[{"className":"StudentSSN","__redacted":true}]],` +
-				`"meta":{"ref":{"className":"StudentSSN","__redacted":true},"n":"Artist$q"},` +
-				`"cover":{"className":"StudentSSN","__redacted":true}}`,
+			want: `{"objectId":"a","title":{"__redacted":true},` +
+				`"tags":["x",{"__redacted":true},[{"__redacted":true}]],` +
+				`"meta":{"ref":{"__redacted":true},"n":"Artist$q"},` +
+				`"cover":{"__redacted":true}}`,
 		},
 		{
 			name: "redaction: near-miss strings are left alone",
@@ -174,9 +174,9 @@ func TestAppendRow(t *testing.T) {
 				{Key: "q", Value: bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Artist"}, {Key: "objectId", Value: "a1"}}},
 				{Key: "list", Value: bson.A{bson.D{{Key: "__type", Value: "Object"}, {Key: "className", Value: "_Session"}, {Key: "objectId", Value: "x"}, {Key: "sessionToken", Value: "r:1"}}}},
 			}}},
-			want: `{"objectId":"a","meta":{"p":{"className":"StudentSSN","__redacted":true},` +
+			want: `{"objectId":"a","meta":{"p":{"__redacted":true},` +
 				`"q":{"__type":"Pointer","className":"Artist","objectId":"a1"},` +
-				`"list":[{"className":"_Session","__redacted":true}]}}`,
+				`"list":[{"__redacted":true}]}}`,
 		},
 		{
 			name: "no HiddenClass: nothing redacted",

@@ -219,7 +219,7 @@ func TestAttackRedaction(t *testing.T) {
 		{Key: "_acl", Value: bson.D{{Key: "*", Value: bson.D{{Key: "r", Value: true}}}}},
 		{Key: "authData", Value: bson.D{{Key: "github", Value: "x"}}},
 	})
-	row, err := e.RowEncoder(schema.Class("Song"), nil).AppendRow(nil, doc)
+	row, err := e.RowEncoder(schema, schema.Class("Song"), nil).AppendRow(nil, doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,19 +235,19 @@ func TestAttackRedaction(t *testing.T) {
 	// Allowlisted class: ssn never shown, even when asked for by keys.
 	pdoc, _ := bson.Marshal(bson.D{{Key: "_id", Value: "p1"}, {Key: "name", Value: "n"}, {Key: "ssn", Value: "123-45-6789"}})
 	for _, keys := range [][]string{nil, {"ssn"}, {"name", "ssn"}} {
-		row, err := e.RowEncoder(schema.Class("Patient"), keys).AppendRow(nil, pdoc)
+		row, err := e.RowEncoder(schema, schema.Class("Patient"), keys).AppendRow(nil, pdoc)
 		if err != nil || strings.Contains(string(row), "123-45") {
 			t.Errorf("keys %v: %s %v", keys, row, err)
 		}
 	}
 	// _User.password never shown.
 	udoc, _ := bson.Marshal(bson.D{{Key: "_id", Value: "u1"}, {Key: "username", Value: "a"}, {Key: "password", Value: "plain"}})
-	if row, _ := e.RowEncoder(schema.Class("_User"), nil).AppendRow(nil, udoc); strings.Contains(string(row), "plain") {
+	if row, _ := e.RowEncoder(schema, schema.Class("_User"), nil).AppendRow(nil, udoc); strings.Contains(string(row), "plain") {
 		t.Errorf("_User.password shown: %s", row)
 	}
 	// Master posture sees protected fields.
 	m := secEngine(t, "", withTenant("t1"))
-	if row, _ := m.RowEncoder(schema.Class("Song"), nil).AppendRow(nil, doc); !strings.Contains(string(row), "protected for Moderator") {
+	if row, _ := m.RowEncoder(schema, schema.Class("Song"), nil).AppendRow(nil, doc); !strings.Contains(string(row), "protected for Moderator") {
 		t.Errorf("master should see protectedFields: %s", row)
 	}
 }

@@ -270,7 +270,7 @@ func benchOverhead(b *testing.B, nRows int) {
 		if _, err := overheadFilter(ctx, e, schema); err != nil {
 			return nil, err
 		}
-		enc := e.RowEncoder(cls, nil)
+		enc := e.RowEncoder(schema, cls, nil)
 		buf = buf[:0]
 		for _, r := range rows {
 			if buf, err = enc.AppendRow(buf, r); err != nil {

@@ -172,10 +172,10 @@ func (e *Engine) CheckReadFields(cls *parsedb.Class, fields []string) error {
 // internal floor, ACL or _User.password, only agent_fields when the class
 // has an allowlist, never protectedFields for a scoped identity, and every
 // reference to a hidden class redacted at any depth ("Hidden$id" strings,
-// embedded pointers and objects) — SECURITY.md "Fields" and "Hidden
-// references".
-func (e *Engine) RowEncoder(cls *parsedb.Class, keys []string) *parsedb.RowEncoder {
-	enc := &parsedb.RowEncoder{Class: cls, HiddenClass: e.Hidden}
+// embedded pointers and objects), references by type to a class missing
+// from schema likewise — SECURITY.md "Fields" and "Hidden references".
+func (e *Engine) RowEncoder(schema *parsedb.Schema, cls *parsedb.Class, keys []string) *parsedb.RowEncoder {
+	enc := &parsedb.RowEncoder{Class: cls, HiddenClass: e.Hidden, MissingClass: MissingIn(schema)}
 	enc.SelectKeys(keys)
 	var allow, protected map[string]bool
 	if cls != nil {
@@ -196,6 +196,16 @@ func (e *Engine) RowEncoder(cls *parsedb.Class, keys []string) *parsedb.RowEncod
 		}
 	}
 	return enc
+}
+
+// MissingIn reports the classes absent from schema (nil schema: none), for
+// RowEncoder.MissingClass: a reference to one is redacted like a reference
+// to a hidden class.
+func MissingIn(schema *parsedb.Schema) func(string) bool {
+	if schema == nil {
+		return nil
+	}
+	return func(class string) bool { return schema.Class(class) == nil }
 }
 
 // CheckInclude checks an include path ("album.artist") from cls: every

@@ -90,7 +90,7 @@ func TestProtectedEmailEveryPosition(t *testing.T) {
 		own, _ := bson.Marshal(bson.D{{Key: "_id", Value: secUserID}, {Key: "username", Value: "alice"}, {Key: "email", Value: "alice@example.com"},
 			{Key: "_hashed_password", Value: "bcrypt"}, {Key: "password", Value: "plain"}, {Key: "_session_token", Value: "r:zz"}})
 		other, _ := bson.Marshal(bson.D{{Key: "_id", Value: "uBob000002"}, {Key: "username", Value: "bob"}, {Key: "email", Value: "bob@example.com"}})
-		enc := e.RowEncoder(user, nil)
+		enc := e.RowEncoder(schema, user, nil)
 		o, err := enc.AppendRow(nil, own)
 		if err != nil {
 			t.Fatal(err)

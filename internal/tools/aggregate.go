@@ -500,6 +500,9 @@ func (r *outRow) toMap() (map[string]any, error) {
 type rowConverter struct {
 	enc    parsedb.RowEncoder
 	hidden func(string) bool
+	// missing reports classes absent from the schema: references by type
+	// to them are redacted like hidden ones (RowEncoder.MissingClass).
+	missing func(string) bool
 	// compact renders values in the compact shape; legend collects the
 	// paths of the dates shown as strings (rows) when non-nil.
 	compact bool
@@ -583,7 +586,7 @@ func joinedFields(stages []any, schema *parsedb.Schema) map[string]*parsedb.Clas
 // joinedValue renders a joined object (or an array of them) with the
 // joined class's codec.
 func (c *rowConverter) joinedValue(as string, cls *parsedb.Class, rv bson.RawValue) (json.RawMessage, error) {
-	enc := parsedb.RowEncoder{Class: cls, HiddenClass: c.hidden, Compact: c.compact}
+	enc := parsedb.RowEncoder{Class: cls, HiddenClass: c.hidden, MissingClass: c.missing, Compact: c.compact}
 	if c.legend != nil {
 		enc.Legend = &parsedb.Legend{}
 		defer func() { c.legend.Merge(as, enc.Legend) }()
@@ -617,8 +620,12 @@ func (c *rowConverter) joinedValue(as string, cls *parsedb.Class, rv bson.RawVal
 	return c.rawValue(rv)
 }
 
-func newRowConverter(d *Deps, cls *parsedb.Class) *rowConverter {
-	return &rowConverter{enc: parsedb.RowEncoder{Class: cls, HiddenClass: d.Policy.Hidden}, hidden: d.Policy.Hidden}
+func newRowConverter(ctx context.Context, d *Deps, cls *parsedb.Class) *rowConverter {
+	var missing func(string) bool
+	if schema, err := d.Store.Schema.Get(ctx); err == nil {
+		missing = policy.MissingIn(schema)
+	}
+	return &rowConverter{enc: parsedb.RowEncoder{Class: cls, HiddenClass: d.Policy.Hidden, MissingClass: missing}, hidden: d.Policy.Hidden, missing: missing}
 }
 
 // compactRows switches the converter to the compact shape, collecting a
@@ -635,7 +642,7 @@ func (c *rowConverter) rawValue(rv bson.RawValue) (json.RawMessage, error) {
 	if err != nil {
 		return nil, err
 	}
-	enc := parsedb.RowEncoder{HiddenClass: c.hidden, Compact: c.compact}
+	enc := parsedb.RowEncoder{HiddenClass: c.hidden, MissingClass: c.missing, Compact: c.compact}
 	row, err := enc.AppendRow(nil, raw)
 	if err != nil {
 		return nil, err
@@ -839,7 +846,7 @@ func readRows(ctx context.Context, d *Deps, tool string, plan *pipelinePlan, max
 		return nil, pipelineRunError(d, tool, err)
 	}
 	defer cur.Close(ctx)
-	conv := newRowConverter(d, plan.endClass)
+	conv := newRowConverter(ctx, d, plan.endClass)
 	conv.joined = plan.joined
 	if plan.endClass == nil {
 		if schema, err := d.Store.Schema.Get(ctx); err == nil {

@@ -268,7 +268,7 @@ func TestAggregateRowConversionAndCompaction(t *testing.T) {
 	d := aggDeps(t, nil)
 	s := aggSchema()
 	when := bson.NewDateTimeFromTime(time.Date(2020, 1, 2, 3, 4, 5, 0, time.UTC))
-	conv := newRowConverter(d, s.Class("Song"))
+	conv := newRowConverter(context.Background(), d, s.Class("Song"))
 	convert := func(docs ...bson.D) []*outRow {
 		var rows []*outRow
 		for _, doc := range docs {
@@ -301,7 +301,7 @@ func TestAggregateRowConversionAndCompaction(t *testing.T) {
 	if pc := compactPointers(rows); pc != nil {
 		t.Fatalf("compacted mixed/hidden columns: %v", pc)
 	}
-	want = `[{"objectId":"a","ref":{"__type":"Pointer","className":"Artist","objectId":"a1"},"secret":{"className":"VaultSecret","__redacted":true}},{"objectId":"b","ref":{"__type":"Pointer","className":"Song","objectId":"s1"},"secret":{"className":"VaultSecret","__redacted":true}}]`
+	want = `[{"objectId":"a","ref":{"__type":"Pointer","className":"Artist","objectId":"a1"},"secret":{"__redacted":true}},{"objectId":"b","ref":{"__type":"Pointer","className":"Song","objectId":"s1"},"secret":{"__redacted":true}}]`
 	if got := rowsJSON(t, rows); got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
 	}
@@ -309,22 +309,22 @@ func TestAggregateRowConversionAndCompaction(t *testing.T) {
 	// The bare name collides: the storage column stays, raw.
 	rows = convert(bson.D{{Key: "_id", Value: "c"}, {Key: "artist", Value: "Someone"}, {Key: "_p_artist", Value: "Artist$a9"}, {Key: "_p_x", Value: "VaultSecret$v"}, {Key: "x", Value: 1}})
 	compactPointers(rows)
-	want = `[{"objectId":"c","artist":"Someone","_p_artist":"Artist$a9","_p_x":{"className":"VaultSecret","__redacted":true},"x":1}]`
+	want = `[{"objectId":"c","artist":"Someone","_p_artist":"Artist$a9","_p_x":{"__redacted":true},"x":1}]`
 	if got := rowsJSON(t, rows); got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
 	}
 
 	// $group output: null _id is objectId null; hidden refs at any depth
 	// redacted; nested internal fields dropped.
-	conv = newRowConverter(d, nil)
+	conv = newRowConverter(context.Background(), d, nil)
 	rows = convert(bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: int32(3)}, {Key: "docs", Value: bson.A{bson.D{{Key: "_hashed_password", Value: "h"}, {Key: "k", Value: "VaultSecret$v3"}}}}})
-	want = `[{"objectId":null,"n":3,"docs":[{"k":{"className":"VaultSecret","__redacted":true}}]}]`
+	want = `[{"objectId":null,"n":3,"docs":[{"k":{"__redacted":true}}]}]`
 	if got := rowsJSON(t, rows); got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
 	}
 
 	// Joined objects are shown in REST shape with their own class.
-	conv = newRowConverter(d, s.Class("Song"))
+	conv = newRowConverter(context.Background(), d, s.Class("Song"))
 	conv.joined = joinedFields([]any{bson.D{{Key: "$lookup", Value: bson.D{{Key: "from", Value: "Patient"}, {Key: "as", Value: "p"}}}}}, s)
 	rows = convert(bson.D{{Key: "_id", Value: "s1"}, {Key: "p", Value: bson.A{
 		bson.D{{Key: "_id", Value: "p1"}, {Key: "_created_at", Value: when}, {Key: "name", Value: "Ann"}, {Key: "_p_doctor", Value: "_User$u1"}, {Key: "_rperm", Value: bson.A{"*"}}}}}})

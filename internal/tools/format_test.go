@@ -79,7 +79,7 @@ func TestCellString(t *testing.T) {
 		"artist":{"__type":"Pointer","className":"Artist","objectId":"a1"},
 		"album":{"__type":"Object","className":"Album","objectId":"b1","title":"T","artist":{"__type":"Object","className":"Artist","objectId":"a2","name":"N"}},
 		"cover":{"__type":"File","name":"c.png"},"loc":{"__type":"GeoPoint","latitude":1.5,"longitude":-2},
-		"leak":{"className":"VaultSecret","__redacted":true},"tags":["a","b,c"],"meta":{"k":[1,{"z":"<&>"}]}}`)
+		"leak":{"__redacted":true},"tags":["a","b,c"],"meta":{"k":[1,{"z":"<&>"}]}}`)
 	cases := map[string]string{
 		"objectId":           "s1",
 		"plays":              "2147483648",

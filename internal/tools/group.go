@@ -387,7 +387,7 @@ func readKeyedRaw(ctx context.Context, d *Deps, cls *parsedb.Class, p bson.A, wi
 		return nil, err
 	}
 	defer cur.Close(ctx)
-	conv := newRowConverter(d, nil)
+	conv := newRowConverter(ctx, d, nil)
 	var out []keyed
 	// Byte accounting while streaming, as query_class does: a few huge
 	// values must not be held in memory before the response cap refuses
@@ -502,7 +502,7 @@ func runGroupWith(ctx context.Context, d *Deps, args Args, byDate, inGo bool) (a
 		if err != nil {
 			return nil, pipelineRunError(d, tool, err)
 		}
-		conv := newRowConverter(d, nil)
+		conv := newRowConverter(ctx, d, nil)
 		items = make([]keyed, 0, len(docs))
 		budget, used := d.Policy.MaxResponseBytes()-envelopeReserve, 0
 		for _, doc := range docs {

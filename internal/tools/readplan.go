@@ -299,7 +299,7 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 			p.target.Filter = andFilters(p.target.Filter, nh)
 		}
 	}
-	p.enc = *d.Policy.RowEncoder(cls, p.keys)
+	p.enc = *d.Policy.RowEncoder(schema, cls, p.keys)
 	if in.compact {
 		p.compact, p.legend = true, &parsedb.Legend{}
 		p.enc.Compact, p.enc.Legend = true, p.legend
@@ -311,7 +311,7 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		}
 	}
 	parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
-		enc := d.Policy.RowEncoder(n.Target, n.Keys)
+		enc := d.Policy.RowEncoder(schema, n.Target, n.Keys)
 		if in.compact {
 			enc.Compact, enc.Legend = true, &parsedb.Legend{}
 		}

@@ -415,5 +415,5 @@ func (d *Deps) storedRow(ctx context.Context, plan *parsedb.WritePlan, stored bs
 		}
 		cls = &c
 	}
-	return d.Policy.RowEncoder(cls, nil).AppendRow(nil, stored)
+	return d.Policy.RowEncoder(schema, cls, nil).AppendRow(nil, stored)
 }
