@@ -172,6 +172,8 @@ type pipelineValidator struct {
 	// prev is a frozen copy of prevOf as the current stage started: the
 	// state values read by the stage refer to (pipeline_values.go).
 	prev, prevOf *fieldState
+	resolved     map[resolveKey]bool
+	resolveSteps int // resolutions computed (not memoized): a cost measure for tests
 }
 
 // ---------------------------------------------------------------------------
@@ -331,6 +333,10 @@ type fieldState struct {
 	// alias: fields (dotted keys too) bound by stages to the values they
 	// copy; an empty list is a computed value (pipeline_values.go).
 	alias map[string][]vref
+	// frozen: a snapshot that no stage changes any more (resolutions of
+	// its paths are memoized); sortedKeys caches its alias keys.
+	frozen     bool
+	sortedKeys []string
 }
 
 // classState is the state of a class's stored rows: the pipeline's own
@@ -357,6 +363,8 @@ func (s *fieldState) clone() *fieldState {
 	for k := range s.intro {
 		c.intro[k] = true
 	}
+	c.frozen = false
+	c.sortedKeys = nil
 	c.shapes = slices.Clone(s.shapes)
 	c.alias = make(map[string][]vref, len(s.alias))
 	for k, v := range s.alias {
@@ -537,6 +545,7 @@ func (pv *pipelineValidator) pipeline(s *fieldState, stages []any, where string)
 func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where string) error {
 	savedPrev, savedOf := pv.prev, pv.prevOf
 	pv.prev, pv.prevOf = s.clone(), s
+	pv.prev.frozen = true
 	defer func() { pv.prev, pv.prevOf = savedPrev, savedOf }()
 	prev := pv.prev
 	switch name {
@@ -826,6 +835,7 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			if err != nil {
 				return err
 			}
+			end.frozen = true
 			outs = append(outs, e.Key)
 			ends = append(ends, end)
 		}
@@ -1228,6 +1238,7 @@ func (pv *pipelineValidator) lookup(s *fieldState, arg any, where string) error 
 			if err != nil {
 				return err
 			}
+			end.frozen = true
 			joined = vref{st: end}
 		}
 	}
@@ -1308,6 +1319,7 @@ func (pv *pipelineValidator) graphLookup(s *fieldState, arg any, where string) e
 	if depthField != "" {
 		found.bind(nil, depthField, exprVal{})
 	}
+	found.frozen = true
 	s.bind(pv.frozen(s), asName, exprVal{refs: []vref{{st: found}}})
 	return nil
 }
@@ -1376,6 +1388,7 @@ func (pv *pipelineValidator) unionWith(s *fieldState, arg any, where string) err
 			if err != nil {
 				return err
 			}
+			end.frozen = true
 			union = vref{st: end}
 		}
 	}

@@ -1,6 +1,7 @@
 package policy
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -382,5 +383,25 @@ func TestPipelineOpaqueRefusalIsByType(t *testing.T) {
 	_, base := validatePipe(t, e, "AuditLog", `[{"$project":{"x":"$secret"}}]`)
 	if err == nil || pipeOutcome(err) != pipeOutcome(base) {
 		t.Fatalf("joined pointer into a hidden class: %v (base: %v)", err, base)
+	}
+}
+
+// Resolving where a value comes from costs in proportion to the pipeline,
+// not to the number of ways a value can be reached: $$ROOT copied into
+// three fields at every stage reaches the first stage's rows 3^n ways.
+func TestPipelineResolveIsLinear(t *testing.T) {
+	e := pipeEngine(t, nil)
+	schema := pipeSchema()
+	steps := func(stages int) int {
+		p := decodePipeline(t, "["+strings.Repeat(`{"$addFields":{"a":"$$ROOT","b":"$$ROOT","c":"$$ROOT"}},`, stages)+`{"$project":{"x":"$$ROOT"}}]`)
+		pv := &pipelineValidator{e: e, ctx: context.Background(), schema: schema, root: schema.Class("Song"), seen: map[string]bool{}}
+		if _, err := pv.pipeline(pv.classState(schema.Class("Song"), false), p, "pipeline"); err != nil {
+			t.Fatal(err)
+		}
+		return pv.resolveSteps
+	}
+	small, large := steps(3), steps(10)
+	if large > 8*small {
+		t.Fatalf("resolution steps: %d for 3 stages, %d for 10: not linear", small, large)
 	}
 }

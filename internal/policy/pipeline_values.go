@@ -30,6 +30,7 @@ package policy
 
 import (
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
@@ -93,6 +94,32 @@ func (pv *pipelineValidator) resolve(s *fieldState, path string, depth int) (boo
 	if depth > 4*MaxPipelineDepth+MaxPipelineStages {
 		return true, nil // unreachable in practice; unknown counts as opaque
 	}
+	// A frozen state never changes: each of its paths is resolved once
+	// (the same value is often reached many ways, e.g. $$ROOT copied into
+	// several fields at every stage; without this the walk is exponential).
+	key := resolveKey{s, path}
+	if s.frozen {
+		if o, ok := pv.resolved[key]; ok {
+			return o, nil
+		}
+	}
+	opaque, err := pv.resolveOnce(s, path, depth)
+	if err == nil && s.frozen {
+		if pv.resolved == nil {
+			pv.resolved = map[resolveKey]bool{}
+		}
+		pv.resolved[key] = opaque
+	}
+	return opaque, err
+}
+
+type resolveKey struct {
+	st   *fieldState
+	path string
+}
+
+func (pv *pipelineValidator) resolveOnce(s *fieldState, path string, depth int) (bool, error) {
+	pv.resolveSteps++
 	opaque := false
 	if key, refs, ok := s.aliasOf(path); ok {
 		rest := strings.TrimPrefix(strings.TrimPrefix(path, key), ".")
@@ -113,16 +140,39 @@ func (pv *pipelineValidator) resolve(s *fieldState, path string, depth int) (boo
 		}
 	}
 	// Values bound below path make the whole value at path what they are.
-	for key := range s.alias {
-		if key != path && (path == "" || strings.HasPrefix(key, path+".")) {
-			o, err := pv.resolve(s, key, depth+1)
-			if err != nil {
-				return false, err
-			}
-			opaque = opaque || o
+	for _, key := range s.keysBelow(path) {
+		o, err := pv.resolve(s, key, depth+1)
+		if err != nil {
+			return false, err
 		}
+		opaque = opaque || o
 	}
 	return opaque, nil
+}
+
+// keysBelow lists the bound keys strictly below path (every key for "").
+func (s *fieldState) keysBelow(path string) []string {
+	keys := s.sortedKeys
+	if keys == nil || !s.frozen {
+		keys = make([]string, 0, len(s.alias))
+		for k := range s.alias {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		if s.frozen {
+			s.sortedKeys = keys
+		}
+	}
+	if path == "" {
+		return keys
+	}
+	prefix := path + "."
+	i := sort.SearchStrings(keys, prefix)
+	j := i
+	for j < len(keys) && strings.HasPrefix(keys[j], prefix) {
+		j++
+	}
+	return keys[i:j]
 }
 
 func (pv *pipelineValidator) resolveRef(r vref, rest string, depth int) (bool, error) {
@@ -196,11 +246,13 @@ func (pv *pipelineValidator) ref(s *fieldState, path, dollar string) (exprVal, e
 	if err := pv.checkRef(s, path, dollar); err != nil {
 		return exprVal{}, err
 	}
-	opaque, err := pv.resolve(s, path, 0)
+	// Resolved in the frozen snapshot (the same documents; memoized).
+	st := pv.frozen(s)
+	opaque, err := pv.resolve(st, path, 0)
 	if err != nil {
 		return exprVal{}, err
 	}
-	v := exprVal{opaque: opaque, refs: []vref{{st: pv.frozen(s), path: path}}}
+	v := exprVal{opaque: opaque, refs: []vref{{st: st, path: path}}}
 	if opaque {
 		v.src = dollar + path
 	}
@@ -213,7 +265,9 @@ func (pv *pipelineValidator) frozen(s *fieldState) *fieldState {
 	if pv.prev != nil && pv.prevOf == s {
 		return pv.prev
 	}
-	return s.clone()
+	c := s.clone()
+	c.frozen = true
+	return c
 }
 
 // opaqueOperand refuses an opaque value as an operand.
@@ -245,11 +299,12 @@ func (pv *pipelineValidator) value(s *fieldState, v any) (exprVal, error) {
 				if hasPath {
 					return pv.ref(s, path, "$")
 				}
-				opaque, err := pv.resolve(s, "", 0)
+				st := pv.frozen(s)
+				opaque, err := pv.resolve(st, "", 0)
 				if err != nil {
 					return exprVal{}, err
 				}
-				return exprVal{opaque: opaque, src: x, refs: []vref{{st: pv.frozen(s)}}}, nil
+				return exprVal{opaque: opaque, src: x, refs: []vref{{st: st}}}, nil
 			}
 			if hasInternalSegment(x) {
 				return exprVal{}, toolerror.Violationf("internal field referenced in a pipeline")
@@ -281,6 +336,7 @@ func (pv *pipelineValidator) value(s *fieldState, v any) (exprVal, error) {
 				out.opaque, out.src = true, ev.src
 			}
 		}
+		lit.frozen = true
 		out.refs = []vref{{st: lit}}
 		return out, nil
 	}
