@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -35,7 +36,7 @@ const attackPolicy = `classes:
     agent_fields: [title, body]
     writable_fields: [title]
   Vault: {hidden: true}
-settings: {confirm_writes: never}
+settings: {confirm_writes: never, rate_limit: {requests: 1000, window: 60s}}
 `
 
 // snapshot is every collection's documents, to prove nothing changed.
@@ -124,20 +125,41 @@ func TestWriteAttacks(t *testing.T) {
 	if strings.Replace(missing, "Vaulx", "Vault", 1) != hidden {
 		t.Errorf("a hidden class answers unlike a missing one: %q vs %q", hidden, missing)
 	}
+	// References in written values: a hidden class (Vault) and a missing
+	// one (Vaulx) get the same refusal, dry run or not.
 	for id, args := range map[string]string{
-		"hidden-pointer-field": `{"class_name":"Ticket","fields":{"secretRef":"v1"}}`,
-		"hidden-pointer-value": `{"class_name":"Ticket","fields":{"owner":{"__type":"Pointer","className":"Vault","objectId":"v1"}}}`,
-		"hidden-nested":        `{"class_name":"Ticket","fields":{"meta":{"p":{"__type":"Pointer","className":"Vault","objectId":"v1"}}}}`,
-		"hidden-string":        `{"class_name":"Ticket","fields":{"tags":["Vault$v1"]}}`,
-		"hidden-relation":      `{"class_name":"Ticket","fields":{"rel":{"__op":"AddRelation","objects":[{"__type":"Pointer","className":"Vault","objectId":"v1"}]}}}`,
+		"pointer-value": `{"class_name":"Ticket","fields":{"owner":{"__type":"Pointer","className":"%s","objectId":"v1"}}%s}`,
+		"new-pointer":   `{"class_name":"Ticket","fields":{"title":"t","x":{"__type":"Pointer","className":"%s","objectId":"wu1JlVFHb8"}}%s}`,
+		"nested":        `{"class_name":"Ticket","fields":{"meta":{"p":{"__type":"Pointer","className":"%s","objectId":"v1"}}}%s}`,
+		"object":        `{"class_name":"Ticket","fields":{"meta":{"o":{"__type":"Object","className":"%s","objectId":"v1"}}}%s}`,
+		"string":        `{"class_name":"Ticket","fields":{"tags":["%s$v1"]}%s}`,
+		"string-prefix": `{"class_name":"Ticket","fields":{"meta":{"a":["%s$v1~"]}}%s}`,
+		"relation":      `{"class_name":"Ticket","fields":{"rel":{"__op":"AddRelation","objects":[{"__type":"Pointer","className":"%s","objectId":"v1"}]}}%s}`,
 	} {
-		msg := toolError(t, r, id, "create_object", args, "invalid_argument", "")
-		if !strings.Contains(msg, "Class Vault does not exist or is not accessible.") {
-			t.Errorf("%s: %s", id, msg)
+		for _, dry := range []string{"", `,"dry_run":true`} {
+			var answers [2]string
+			for i, cls := range []string{"Vault", "Vaulx"} {
+				msg := toolError(t, r, "hidden-"+id, "create_object", fmt.Sprintf(args, cls, dry), "invalid_argument", "")
+				if !strings.Contains(msg, "Class "+cls+" does not exist or is not accessible.") {
+					t.Errorf("%s (%s): %s", id, cls, msg)
+				}
+				answers[i] = strings.ReplaceAll(msg, cls, "<C>")
+			}
+			if answers[0] != answers[1] {
+				t.Errorf("%s%s: hidden %q, missing %q", id, dry, answers[0], answers[1])
+			}
 		}
 	}
+	msg := toolError(t, r, "hidden-pointer-field", "create_object", `{"class_name":"Ticket","fields":{"secretRef":"v1"}}`, "invalid_argument", "")
+	if !strings.Contains(msg, "Class Vault does not exist or is not accessible.") {
+		t.Errorf("hidden-pointer-field: %s", msg)
+	}
 	toolError(t, r, "hidden-delete-class", "delete_class", `{"class_name":"Vault"}`, "invalid_argument", "")
-	toolError(t, r, "hidden-create-class", "create_class", `{"class_name":"Vault"}`, "access_denied", "hidden_class")
+	// create_class of a hidden name answers as a name agent.classes
+	// excludes: it does not say why (SECURITY.md "Writes").
+	if msg := toolError(t, r, "hidden-create-class", "create_class", `{"class_name":"Vault","dry_run":true}`, "access_denied", "class_filter"); strings.Contains(msg, "polic") || strings.Contains(msg, "reserved") {
+		t.Errorf("hidden-create-class names the policy: %s", msg)
+	}
 	toolError(t, r, "hidden-target", "create_class", `{"class_name":"Leak","fields":{"s":{"type":"Pointer","targetClass":"Vault"}}}`, "invalid_argument", "")
 
 	// The writable set: writable_fields (else agent_fields); the ACL only when listed.

@@ -120,7 +120,7 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "field " + name + " of " + cls.Name + " is not writable by this agent",
 				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: name, AllowedFields: list}}
 		}
-		if f := cls.Field(name); f != nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.Hidden(f.TargetClass) {
+		if f := cls.Field(name); f != nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.invisibleClass(schema, f.TargetClass) {
 			return nil, nil, e.unknownClass(schema, f.TargetClass)
 		}
 		if err := e.checkWriteValue(schema, cls, name, v, 0); err != nil {
@@ -198,16 +198,18 @@ func (e *Engine) checkWriteKey(cls *parsedb.Class, name string) error {
 const maxWriteDepth = 32
 
 // checkWriteValue walks a value at every depth: keys on the internal floor
-// are violations (keys with $ or . are Parse's own refusal, in the encoder); references to hidden classes
-// (Pointer objects, relation op objects, "Hidden$id" strings) are refused
-// exactly as an unknown class.
+// are violations (keys with $ or . are Parse's own refusal, in the encoder); references to invisible classes
+// — hidden or missing from the schema — (Pointer objects, relation op
+// objects, any object with a className, "Class$…" strings) are refused
+// exactly as an unknown class, so a write (even a dry run) cannot tell a
+// hidden class from a missing one (SECURITY.md "Writes").
 func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, field string, v any, depth int) error {
 	if depth > maxWriteDepth {
 		return toolerror.New(toolerror.InvalidArgument, "the value of %s is nested too deeply (at most %d levels)", field, maxWriteDepth)
 	}
 	switch t := v.(type) {
 	case string:
-		if i := strings.IndexByte(t, '$'); i > 0 && e.Hidden(t[:i]) {
+		if i := strings.IndexByte(t, '$'); i > 0 && e.invisibleClass(schema, t[:i]) {
 			return e.unknownClass(schema, t[:i])
 		}
 	case []any:
@@ -222,7 +224,7 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 				return toolerror.Violationf("write of internal key %q inside %s on %s", k, field, cls.Name)
 			}
 			if k == "className" {
-				if cn, ok := t[k].(string); ok && e.Hidden(cn) {
+				if cn, ok := t[k].(string); ok && e.invisibleClass(schema, cn) {
 					return e.unknownClass(schema, cn)
 				}
 			}
@@ -232,6 +234,17 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 		}
 	}
 	return nil
+}
+
+// invisibleClass is the write side's one predicate for a referenced class:
+// hidden, or (a valid class name) missing from the schema. Both are refused
+// alike; the read side's redaction and where translator treat them alike
+// too (SECURITY.md "Hidden references").
+func (e *Engine) invisibleClass(schema *parsedb.Schema, name string) bool {
+	if e.Hidden(name) {
+		return true
+	}
+	return schema != nil && parsedb.ClassNameRe.MatchString(name) && schema.Class(name) == nil
 }
 
 // checkACLValue checks the entries of a Parse ACL: "*", a user id or
@@ -282,35 +295,44 @@ func (e *Engine) WriteScope(ctx context.Context, cls *parsedb.Class, op string) 
 }
 
 // CheckClassWrite checks create_class and delete_class: never a system
-// class, never a hidden or filtered name (a hidden name answers as an
-// unknown class does), and only in master posture — Parse Server's schema
-// operations need the master key.
+// class, only in master posture — Parse Server's schema operations need the
+// master key — and never a hidden or filtered name. The checks that do not
+// depend on the name's visibility come first, so a hidden name and a
+// missing one part only where they must: delete of a hidden name answers
+// as an unknown class does; create of a hidden name answers exactly as
+// create of a name agent.classes excludes (the class exists, so it cannot
+// answer as a new name would; the refusal does not say why) — SECURITY.md
+// "Writes".
 func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, name string, create bool) error {
 	if !parsedb.ClassNameRe.MatchString(name) {
 		return toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name", truncateText(name, 40))
 	}
 	if IsSystemClass(name) {
-		if e.Hidden(name) && !create {
-			return e.unknownClass(schema, name)
-		}
 		return systemClassRefusal(name)
+	}
+	if !e.MasterPosture() {
+		return toolerror.Denied("master_required", "class operations need the master posture, as Parse Server's schema API needs the master key; this server runs with an identity scope")
 	}
 	if e.Hidden(name) {
 		if create {
-			return toolerror.Denied("hidden_class", "class name %s is reserved by this deployment's policy", name)
+			if ci := callFrom(ctx); ci != nil {
+				ci.hiddenRefused = true
+			}
+			return classFilterRefusal(name)
 		}
 		return e.hiddenClass(ctx, schema, name)
 	}
 	if e.ClassFiltered(name) {
-		return toolerror.Denied("class_filter", "class %s is not available to this agent (agent.classes)", name)
-	}
-	if !e.MasterPosture() {
-		return toolerror.Denied("master_required", "class operations need the master posture, as Parse Server's schema API needs the master key; this server runs with an identity scope")
+		return classFilterRefusal(name)
 	}
 	if !create && schema.Class(name) == nil {
 		return e.unknownClass(schema, name)
 	}
 	return nil
+}
+
+func classFilterRefusal(name string) *toolerror.Error {
+	return toolerror.Denied("class_filter", "class %s is not available to this agent (agent.classes)", name)
 }
 
 // CheckNewClassFields checks create_class's field definitions: names and

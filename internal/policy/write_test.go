@@ -3,6 +3,8 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -95,7 +97,7 @@ func TestCheckClassWrite(t *testing.T) {
 	for name, want := range map[string]string{
 		"NewClass":    "ok",
 		"_Audience":   "access_denied/system_class",
-		"VaultSecret": "access_denied/hidden_class",
+		"VaultSecret": "access_denied/class_filter",
 		"bad-name":    "invalid_argument",
 	} {
 		if got := outcome(master.CheckClassWrite(context.Background(), schema, name, true)); got != want {
@@ -113,5 +115,75 @@ func TestCheckClassWrite(t *testing.T) {
 	scoped := secEngine(t, "", withACLUser(secUserID))
 	if got := outcome(scoped.CheckClassWrite(context.Background(), schema, "NewClass", true)); got != "access_denied/master_required" {
 		t.Errorf("scoped create_class: %s", got)
+	}
+}
+
+// Every position of a written value that can refer to a class answers the
+// same for a hidden class (VaultSecret) and a missing one (NoSuchClzz):
+// the same refusal, with the class name the only difference.
+func TestWriteHiddenEqualsMissing(t *testing.T) {
+	schema := secSchema()
+	master := secEngine(t, "", withTenant("org1"))
+	positions := map[string]string{
+		"pointer value":        `{"ref":{"__type":"Pointer","className":"%s","objectId":"wu1JlVFHb8"}}`,
+		"nested pointer":       `{"meta":{"a":[{"p":{"__type":"Pointer","className":"%s","objectId":"v"}}]}}`,
+		"embedded object":      `{"meta":{"o":{"__type":"Object","className":"%s","objectId":"v","k":1}}}`,
+		"untyped className":    `{"meta":{"className":"%s"}}`,
+		"string":               `{"title":"%s$wu1JlVFHb8"}`,
+		"string prefix":        `{"title":"%s$wu1~"}`,
+		"string in array":      `{"tags":["rock","%s$v1"]}`,
+		"string nested":        `{"meta":{"a":["%s$v1"]}}`,
+		"add relation":         `{"rel":{"__op":"AddRelation","objects":[{"__type":"Pointer","className":"%s","objectId":"v1"}]}}`,
+		"add op":               `{"tags":{"__op":"AddUnique","objects":["%s$v1"]}}`,
+		"pointer to new field": `{"brandNew":{"__type":"Pointer","className":"%s","objectId":"v1"}}`,
+	}
+	for name, tmpl := range positions {
+		for _, op := range []string{OpCreate, OpUpdate} {
+			answer := func(cls string) string {
+				_, _, err := master.CheckObjectWrite(context.Background(), schema, schema.Class("Song"), ObjectWrite{Op: op, Fields: jsonMap(t, fmt.Sprintf(tmpl, cls))})
+				if err == nil {
+					return "ok"
+				}
+				return strings.ReplaceAll(outcome(err)+": "+err.Error(), cls, "<C>")
+			}
+			h, m := answer("VaultSecret"), answer("NoSuchClzz")
+			if h != m || !strings.Contains(h, "Class <C> does not exist or is not accessible.") {
+				t.Errorf("%s (%s): hidden %q, missing %q; want the same refusal", name, op, h, m)
+			}
+		}
+	}
+	// Ordinary values stay writable: an existing class, and strings that do
+	// not start with a class-like name followed by "$".
+	for _, ok := range []string{`{"title":"Artist$a1"}`, `{"title":"price: US$ 100"}`, `{"title":"$100"}`, `{"meta":{"className":"Artist"}}`,
+		`{"ref":{"__type":"Pointer","className":"Artist","objectId":"a1"}}`} {
+		if _, _, err := master.CheckObjectWrite(context.Background(), schema, schema.Class("Song"), ObjectWrite{Op: OpUpdate, Fields: jsonMap(t, ok)}); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+	// create_class: a hidden name answers as a name agent.classes excludes
+	// (the class exists, so it cannot answer as a new name); delete_class
+	// answers as for a missing class; a new class's pointer target likewise.
+	hc := master.CheckClassWrite(context.Background(), schema, "VaultSecret", true)
+	if outcome(hc) != "access_denied/class_filter" || strings.Contains(hc.Error(), "polic") || strings.Contains(hc.Error(), "hidden") {
+		t.Errorf("create_class of a hidden name: %v", hc)
+	}
+	hd := master.CheckClassWrite(context.Background(), schema, "VaultSecret", false)
+	md := master.CheckClassWrite(context.Background(), schema, "NoSuchClzz", false)
+	if strings.ReplaceAll(hd.Error(), "VaultSecret", "<C>") != strings.ReplaceAll(md.Error(), "NoSuchClzz", "<C>") {
+		t.Errorf("delete_class: hidden %v, missing %v", hd, md)
+	}
+	scoped := secEngine(t, "", withACLUser(secUserID))
+	for _, create := range []bool{true, false} {
+		h := outcome(scoped.CheckClassWrite(context.Background(), schema, "VaultSecret", create))
+		m := outcome(scoped.CheckClassWrite(context.Background(), schema, "NoSuchClzz", create))
+		if h != m {
+			t.Errorf("scoped class write (create %v): hidden %s, missing %s", create, h, m)
+		}
+	}
+	for _, tc := range []string{"VaultSecret", "NoSuchClzz"} {
+		err := master.CheckNewClassFields(schema, map[string]any{"s": map[string]any{"type": "Pointer", "targetClass": tc}})
+		if outcome(err) != "invalid_argument" {
+			t.Errorf("create_class pointer target %s: %v", tc, err)
+		}
 	}
 }
