@@ -36,10 +36,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -314,14 +312,14 @@ func dryRun(className string, params map[string]any, p bson.A) (any, error) {
 	}, nil
 }
 
-// hiddenRefRe finds "Class$id" references in server messages. It is
-// compiled on first use (a failed pipeline), not at start-up: its counted
-// repetitions make a large program.
-var hiddenRefRe = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_]{0,127}\$[A-Za-z0-9_-]{1,32}`)
-})
-
-// pipelineRunError maps a failure of a pipeline the server ran.
+// pipelineRunError maps a failure of a pipeline the server ran. MongoDB's
+// message is never passed on: expression errors quote the offending value
+// in MongoDB's own syntax ("found: object with value { …, credential: {
+// className: \"VaultSecret\", objectId: … } }", "Failed to parse number
+// '…'"), which would carry stored values past the redaction — a hidden
+// reference, a protected field read inside an expression, a joined class's
+// value. The caller gets the error's code and code name (value-free) and
+// the operator's log gets the message (SECURITY.md "Errors and logging").
 func pipelineRunError(d *Deps, tool string, err error) error {
 	if e := parsedb.AsNotSupported(err); e != nil {
 		return e
@@ -329,19 +327,22 @@ func pipelineRunError(d *Deps, tool string, err error) error {
 	if parsedb.IsTimeout(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		return err
 	}
-	var se mongo.ServerError
-	if !errors.As(err, &se) {
-		return err
-	}
-	msg := se.Error()
-	msg = hiddenRefRe().ReplaceAllStringFunc(msg, func(ref string) string {
-		cls, _, _ := strings.Cut(ref, "$")
-		if d.Policy.Hidden(cls) {
-			return "<redacted>"
+	var ce mongo.CommandError
+	if !errors.As(err, &ce) {
+		var se mongo.ServerError
+		if !errors.As(err, &se) {
+			return err
 		}
-		return ref
-	})
-	return toolerror.New(toolerror.InvalidQuery, "%s: MongoDB rejected the pipeline: %s", tool, truncate(msg, 300))
+	}
+	d.Log.Warn().Str("tool", tool).Int32("code", ce.Code).Str("code_name", ce.Name).Str("message", ce.Message).Msg("the database rejected a pipeline (the message is not sent to the client)")
+	what := "an error"
+	if ce.Code != 0 {
+		what = fmt.Sprintf("error %d", ce.Code)
+		if ce.Name != "" {
+			what += " (" + ce.Name + ")"
+		}
+	}
+	return toolerror.New(toolerror.InvalidQuery, "%s: MongoDB rejected the pipeline with %s. Its message is not shown because it can quote stored values; check each operator's input types (a string where a number or date is expected, an array where a document is expected) and the field names, then retry.", tool, what)
 }
 
 // ---------------------------------------------------------------------------
