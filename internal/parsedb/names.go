@@ -1,6 +1,7 @@
 package parsedb
 
 import (
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -137,15 +138,5 @@ type NameChoice struct {
 // MatchString reports whether s is one of the literals or matches one of
 // the patterns.
 func (c NameChoice) MatchString(s string) bool {
-	for _, l := range c.Literals {
-		if s == l {
-			return true
-		}
-	}
-	for _, p := range c.Patterns {
-		if p.MatchString(s) {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(c.Literals, s) || slices.ContainsFunc(c.Patterns, func(p *NamePattern) bool { return p.MatchString(s) })
 }
