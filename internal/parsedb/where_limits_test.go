@@ -13,6 +13,15 @@ import (
 // total node count are capped at every depth (top level, inside $or/$and,
 // inside a sub-query's where), with an invalid_query naming the limit; at
 // the limit itself the where is accepted.
+// deepKeys is an object of n keys, each a path of MaxPathSegments segments.
+func deepKeys(n int) string {
+	parts := make([]string, n)
+	for i := range parts {
+		parts[i] = fmt.Sprintf(`"meta.k%d.%sb":1`, i, strings.Repeat("a.", MaxPathSegments-3))
+	}
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
 func TestWhereSizeLimits(t *testing.T) {
 	list := func(n int) string {
 		parts := make([]string, n)
@@ -44,6 +53,11 @@ func TestWhereSizeLimits(t *testing.T) {
 		{"$nin over", `{"title":{"$nin":` + list(MaxListValues+1) + `}}`, "$nin has 1001 values"},
 		{"$all over", `{"tags":{"$all":` + list(MaxListValues+1) + `}}`, "$all has 1001 values"},
 		{"nodes over", `{"$or":[` + strings.TrimSuffix(strings.Repeat(`{"tags":{"$in":`+list(990)+`}},`, 6), ",") + `]}`, "more than 5000 constraint nodes"},
+		{"path too deep", `{"meta.` + strings.Repeat("a.", MaxPathSegments-1) + `b":1}`, "segments; at most 16"},
+		{"path at limit", `{"meta.` + strings.Repeat("a.", MaxPathSegments-2) + `b":1}`, ""},
+		// Deep paths pay per segment: 100 keys × 15 extra segments, × 4
+		// branches, pass the node cap that their key count alone would not.
+		{"segments count as nodes", `{"$or":[` + strings.TrimSuffix(strings.Repeat(deepKeys(100)+",", 4), ",") + `]}`, "more than 5000 constraint nodes"},
 		{"$or at limit", `{"$or":` + branches(MaxLogicalBranches) + `}`, ""},
 		{"$in at limit", `{"title":{"$in":` + list(MaxListValues) + `}}`, ""},
 	}
