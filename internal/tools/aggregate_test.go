@@ -346,3 +346,35 @@ func TestRowsTooLargeMessage(t *testing.T) {
 		t.Fatalf("message: %s", te.Message)
 	}
 }
+
+// A joined class's paths that the stages read get the not-a-hidden-reference
+// conjunct inside the join, as the pipeline class's own do ahead of the
+// stages: $lookup (after the join), $unionWith rows, $graphLookup.
+func TestAggregateJoinedPathsGetTheConjunct(t *testing.T) {
+	d := aggDeps(t, nil)
+	conj := func(path string) string {
+		return `{"` + path + `":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|`
+	}
+	for _, c := range []struct{ pipeline, inJoin, notInJoin string }{
+		{`[{"$lookup":{"from":"Artist","localField":"artist","foreignField":"objectId","as":"a"}},{"$project":{"x":{"$split":[{"$arrayElemAt":["$a.name",0]},"-"]}}}]`, conj("name"), ""},
+		{`[{"$lookup":{"from":"Song","pipeline":[{"$match":{"meta.source":"x"}}],"as":"s"}}]`, conj("meta.source"), conj("title")},
+		{`[{"$unionWith":"Song"},{"$project":{"x":{"$toUpper":"$genre"}}}]`, conj("genre"), conj("title")},
+		{`[{"$graphLookup":{"from":"Song","startWith":"$title","connectFromField":"genre","connectToField":"title","as":"g"}}]`, conj("title"), conj("meta")},
+	} {
+		got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":`+c.pipeline+`}`)
+		i := strings.Index(got, `"$lookup"`)
+		if j := strings.Index(got, `"$unionWith"`); i < 0 || j >= 0 && j < i {
+			i = j
+		}
+		if j := strings.Index(got, `"$graphLookup"`); i < 0 || j >= 0 && j < i {
+			i = j
+		}
+		join := got[i:]
+		if !strings.Contains(join, c.inJoin) {
+			t.Errorf("%s: the join lacks the conjunct on a path it reads:\n%s", c.pipeline, got)
+		}
+		if c.notInJoin != "" && strings.Contains(join, c.notInJoin) {
+			t.Errorf("%s: the join has a conjunct on a path no stage reads:\n%s", c.pipeline, got)
+		}
+	}
+}
