@@ -54,6 +54,7 @@ func TestToolSchemas(t *testing.T) {
 		`{"name":"group_by_date","arguments":{"class_name":"Song","field":"createdAt","interval":"month"}}`,
 		`{"name":"distinct","arguments":{"class_name":"Song","field":"genre","dry_run":true}}`,
 		`{"name":"group_by","arguments":{"class_name":"Song","field":"genre","dry_run":true}}`,
+		`{"name":"aggregate","arguments":{"class_name":"Song","pipeline":[{"$match":{"genre":"rock"}}],"dry_run":true}}`,
 		`{"name":"group_by_date","arguments":{"class_name":"Song","field":"createdAt","interval":"day","timezone":"Europe/Paris","dry_run":true}}`,
 		`{"name":"aggregate","arguments":{"class_name":"Song","pipeline":[{"$group":{"_id":"$genre","n":{"$sum":1}}}]}}`,
 		`{"name":"explain_query","arguments":{"class_name":"Song","where":{"genre":"rock"}}}`,

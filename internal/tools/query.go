@@ -57,7 +57,7 @@ func QueryTools() []*Tool {
 		},
 		{
 			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
-			Description:  "Find objects of a class with a Parse where, keys, include, order and paging; JSON or csv/markdown/table. Rows (also of get_objects, get_sample_objects, aggregate): columns, then one value array per row (null = missing); pointers as objectIds (pointer_classes), dates ISO (date_fields), files by name, GeoPoints [lat,lng], all taken back by where. shape objects/rest: row objects, Parse REST JSON.",
+			Description:  "Find objects: Parse where, keys, include, order, paging. Rows (also get_objects, get_sample_objects, aggregate): columns + a value array per row (null = missing); pointers as ids (pointer_classes), dates ISO (date_fields), files by name, GeoPoints [lat,lng]; where accepts them. shape objects|rest: objects|REST.",
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"type":"string","enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`),
 			OutputSchema: queryClassOut,
 			ReadOnly:     true,
