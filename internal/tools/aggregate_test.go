@@ -39,7 +39,7 @@ func aggSchema() *parsedb.Schema {
 		{"_id": "Song", "title": "string", "artist": "*Artist", "genre": "string", "plays": "number",
 			"archived": "boolean", "releasedAt": "date", "tags": "array", "meta": "object", "likes": "relation<_User>"},
 		{"_id": "Artist", "name": "string"},
-		{"_id": "AuditLog", "action": "string", "secret": "*VaultSecret"},
+		{"_id": "AuditLog", "action": "string", "secret": "*VaultSecret", "ghost": "*NoSuchClass"},
 		{"_id": "VaultSecret", "apiKey": "string"},
 		{"_id": "Patient", "name": "string", "age": "number", "ssn": "string", "doctor": "*_User"},
 		{"_id": "Scoped", "orgId": "string", "name": "string", "amount": "number"},

@@ -8,8 +8,9 @@ package tools
 //     work as in group_by; Array fields are flattened, as MongoDB's
 //     distinct command does.
 //   - sort defaults to asc; "none" leaves the server's order.
-//   - Missing/null values and hidden-class references both show as one
-//     JSON null.
+//   - Missing/null values are left out, as Parse Server's distinct does;
+//     rows holding a hidden reference in the field are left out too
+//     (SECURITY.md "Hidden references").
 
 import (
 	"context"
@@ -74,7 +75,11 @@ func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.Filter = andFilters(t.Filter, groupHiddenRefFilter(d, schema, cls, g, nil))
+	nh, err := groupHiddenRefFilter(d, schema, cls, g, nil)
+	if err != nil {
+		return nil, err
+	}
+	t.Filter = andFilters(t.Filter, nh)
 	p := distinctPipeline(g, t.Filter, sort, limit)
 	if dry {
 		params := map[string]any{"field": g.name, "sort": sort, "limit": limit}
@@ -100,8 +105,8 @@ func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
 		pointerClass = pointerKeys(items)
 	}
 	// Null and missing values are left out, as Parse Server's distinct
-	// does; so is a reference to a hidden class, which the key reader has
-	// already turned into null.
+	// does; rows holding a hidden reference in the field were filtered out
+	// (and the key reader turns any left, e.g. after drift, into null).
 	values := make([]any, 0, len(items))
 	for _, it := range items {
 		if it.key == nil {

@@ -5,9 +5,9 @@ import "testing"
 func TestDistinctPipelineGolden(t *testing.T) {
 	d := aggDeps(t, nil)
 	cases := []struct{ args, want string }{
-		{`{"field":"genre"}`, `[` + activeSong + `,{"$group":{"_id":"$genre"}},{"$sort":{"_id":1}},{"$limit":1001}]`},
-		{`{"field":"tags","sort":"desc","limit":10}`, `[` + activeSong + `,{"$unwind":"$tags"},{"$group":{"_id":"$tags"}},{"$sort":{"_id":-1}},{"$limit":11}]`},
-		{`{"field":"artist","sort":"none","where":{"genre":"rock"}}`, `[{"$match":{"$and":[{"genre":"rock","$and":[{"genre":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}}]},{"archived":{"$ne":true}}]}},{"$group":{"_id":"$_p_artist"}},{"$limit":1001}]`},
+		{`{"field":"genre"}`, `[` + matchAnd(archivedFilter, notHiddenRef("genre")) + `,{"$group":{"_id":"$genre"}},{"$sort":{"_id":1}},{"$limit":1001}]`},
+		{`{"field":"tags","sort":"desc","limit":10}`, `[` + matchAnd(archivedFilter, notHiddenRef("tags+")) + `,{"$unwind":"$tags"},{"$group":{"_id":"$tags"}},{"$sort":{"_id":-1}},{"$limit":11}]`},
+		{`{"field":"artist","sort":"none","where":{"genre":"rock"}}`, `[` + matchAnd(`{"$and":[{"genre":"rock","$and":[{"genre":`+groupHiddenRe+`}]},{"archived":{"$ne":true}}]}`, notHiddenRef("_p_artist")) + `,{"$group":{"_id":"$_p_artist"}},{"$limit":1001}]`},
 	}
 	for _, c := range cases {
 		args := `{"class_name":"Song","dry_run":true,` + c.args[1:]

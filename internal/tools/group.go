@@ -8,9 +8,10 @@ package tools
 //     same filter count_objects uses), even when it is {}.
 //   - Ties are broken by key (value sorts add _id ascending), so results
 //     are deterministic.
-//   - Keys are rendered like row values (dates as {"__type":"Date"}); a key
-//     that references a hidden class is JSON null (not the string "null"
-//     of a missing value), and pointer_class is then omitted.
+//   - Keys are rendered like row values (dates as {"__type":"Date"}); a
+//     missing or null value is the JSON null key (as MongoDB's $group and
+//     Parse Server's aggregate); rows holding a hidden reference in the
+//     grouped field are in no group (SECURITY.md "Hidden references").
 //   - group_by_date: quarter keys are "YYYY-Qn"; week keys are ISO weeks
 //     "YYYY-Www" (%G-W%V); timezone defaults to UTC; IANA names are checked
 //     with the embedded tz database (time/tzdata), offsets as ±HH:MM.
@@ -215,25 +216,41 @@ func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*g
 	if err != nil {
 		return nil, nil, err
 	}
-	t.Filter = andFilters(t.Filter, groupHiddenRefFilter(d, schema, cls, r.field, r.value))
+	nh, err := groupHiddenRefFilter(d, schema, cls, r.field, r.value)
+	if err != nil {
+		return nil, nil, err
+	}
+	t.Filter = andFilters(t.Filter, nh)
 	return r, t, nil
 }
 
-// groupHiddenRefFilter keeps rows whose grouped sub-path (or compared
-// value_field) is a reference to a hidden class out of a group/distinct:
-// a sub-path such as meta.credential.objectId would otherwise read the id
-// of a hidden object out of an embedded pointer, and $min/$max would
-// compare hidden ids. A whole top-level key is left to the codec, which
-// shows a hidden reference as null. nil when nothing needs it.
-func groupHiddenRefFilter(d *Deps, schema *parsedb.Schema, cls *parsedb.Class, key, value *groupField) bson.D {
-	var paths []string
-	if key != nil && strings.Contains(key.name, ".") {
-		paths = append(paths, key.name)
+// groupHiddenRefFilter keeps hidden references out of a group/distinct
+// (SECURITY.md "Hidden references"). A Pointer field (key or value_field)
+// whose target class is hidden or missing is refused exactly as the where
+// translator refuses it. Every other grouped path and value_field gets the
+// not-a-hidden-reference conjunct, whatever its declared type (a typed
+// field holds one only after schema drift): rows holding a hidden
+// reference there belong to no group. Grouping on the stored reference and
+// blanking the key afterwards would still show how many hidden objects
+// are referenced and which rows share one; a sub-path such as
+// meta.credential.objectId would read an id, and $min/$max would compare
+// ids. nil when nothing needs it.
+func groupHiddenRefFilter(d *Deps, schema *parsedb.Schema, cls *parsedb.Class, key, value *groupField) (bson.D, error) {
+	hidden := d.Policy.HiddenRefs(schema)
+	var and bson.A
+	for _, g := range []*groupField{key, value} {
+		if g == nil {
+			continue
+		}
+		if f := g.field; f != nil && f.Type == parsedb.TypePointer && (hidden.IsHidden(f.TargetClass) || schema.Class(f.TargetClass) == nil) {
+			return nil, toolerror.New(toolerror.InvalidQuery, "%s points to a class that does not exist or is not accessible: it cannot be used in a where", g.name)
+		}
+		and = append(and, hidden.NotHiddenRefAnyType(cls, g.name)...)
 	}
-	if value != nil {
-		paths = append(paths, value.name)
+	if len(and) == 0 {
+		return nil, nil
 	}
-	return d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, paths)
+	return bson.D{{Key: "$and", Value: and}}, nil
 }
 
 var offsetRe = regexp.MustCompile(`^[+-](0[0-9]|1[0-4]):[0-5][0-9]$`)
@@ -528,11 +545,9 @@ func runGroupWith(ctx context.Context, d *Deps, args Args, byDate, inGo bool) (a
 	}
 	groups := make([]map[string]any, len(items))
 	for i, it := range items {
-		key := it.key
-		if key == nil && !it.hidden {
-			key = "null"
-		}
-		groups[i] = map[string]any{"key": key, "value": it.value}
+		// A missing or null value is the JSON null key, as MongoDB's
+		// $group and Parse Server's aggregate give it.
+		groups[i] = map[string]any{"key": it.key, "value": it.value}
 	}
 	out := map[string]any{
 		"class_name":  r.className,

@@ -11,25 +11,54 @@ import (
 
 const activeSong = `{"$match":{"archived":{"$ne":true}}}`
 
+// Parts of the not-a-hidden-reference conjunct the demo policy gives a
+// grouped field (SECURITY.md "Hidden references").
+const (
+	groupHiddenRe  = `{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}`
+	hiddenRefNames = `{"$nin":["VaultSecret","_Audience","_GlobalConfig","_GraphQLConfig","_Hooks","_Idempotency","_JobSchedule","_JobStatus","_Product","_PushStatus","_SCHEMA"]}`
+)
+
+// notHiddenRef is the conjunct over storage paths; a path ending in "+"
+// may hold an embedded object, so its className is checked too.
+func notHiddenRef(paths ...string) string {
+	var parts []string
+	for _, p := range paths {
+		obj := strings.HasSuffix(p, "+")
+		p = strings.TrimSuffix(p, "+")
+		parts = append(parts, `{"`+p+`":`+groupHiddenRe+`}`)
+		if obj {
+			parts = append(parts, `{"`+p+`.className":`+hiddenRefNames+`}`)
+		}
+	}
+	return `{"$and":[` + strings.Join(parts, ",") + `]}`
+}
+
+// matchAnd is a $match stage ANDing a filter with a conjunct.
+func matchAnd(filter, conj string) string {
+	return `{"$match":{"$and":[` + filter + `,` + conj + `]}}`
+}
+
+const archivedFilter = `{"archived":{"$ne":true}}`
+
 func TestGroupByPipelineGolden(t *testing.T) {
 	d := aggDeps(t, nil)
 	cases := []struct{ name, args, want string }{
 		{"count (defaults)", `{"field":"genre"}`,
-			`[` + activeSong + `,{"$group":{"_id":"$genre","value":{"$sum":1}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
+			`[` + matchAnd(archivedFilter, notHiddenRef("genre")) + `,{"$group":{"_id":"$genre","value":{"$sum":1}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
 		{"sum with where, value_asc, limit", `{"field":"genre","operation":"sum","value_field":"plays","where":{"plays":{"$gt":10}},"sort":"value_asc","limit":5}`,
-			`[{"$match":{"$and":[{"plays":{"$gt":10.0}},{"archived":{"$ne":true}}]}},{"$group":{"_id":"$genre","value":{"$sum":"$plays"}}},{"$sort":{"value":1,"_id":1}},{"$limit":6}]`},
+			`[` + matchAnd(`{"$and":[{"plays":{"$gt":10.0}},{"archived":{"$ne":true}}]}`, notHiddenRef("genre", "plays")) + `,{"$group":{"_id":"$genre","value":{"$sum":"$plays"}}},{"$sort":{"value":1,"_id":1}},{"$limit":6}]`},
 		{"average alias, key_desc", `{"field":"genre","operation":"average","value_field":"plays","sort":"key_desc"}`,
-			`[` + activeSong + `,{"$group":{"_id":"$genre","value":{"$avg":"$plays"}}},{"$sort":{"_id":-1}},{"$limit":201}]`},
+			`[` + matchAnd(archivedFilter, notHiddenRef("genre", "plays")) + `,{"$group":{"_id":"$genre","value":{"$avg":"$plays"}}},{"$sort":{"_id":-1}},{"$limit":201}]`},
 		{"min / max, key_asc", `{"field":"genre","operation":"max","value_field":"releasedAt","sort":"key_asc"}`,
-			`[` + activeSong + `,{"$group":{"_id":"$genre","value":{"$max":"$releasedAt"}}},{"$sort":{"_id":1}},{"$limit":201}]`},
+			`[` + matchAnd(archivedFilter, notHiddenRef("genre", "releasedAt")) + `,{"$group":{"_id":"$genre","value":{"$max":"$releasedAt"}}},{"$sort":{"_id":1}},{"$limit":201}]`},
 		{"min", `{"field":"genre","operation":"min","value_field":"plays"}`,
-			`[` + activeSong + `,{"$group":{"_id":"$genre","value":{"$min":"$plays"}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
+			`[` + matchAnd(archivedFilter, notHiddenRef("genre", "plays")) + `,{"$group":{"_id":"$genre","value":{"$min":"$plays"}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
 		{"pointer field groups on its storage column", `{"field":"artist","where":{"artist":"a1"}}`,
-			`[{"$match":{"$and":[{"_p_artist":"Artist$a1"},{"archived":{"$ne":true}}]}},{"$group":{"_id":"$_p_artist","value":{"$sum":1}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
+			`[` + matchAnd(`{"$and":[{"_p_artist":"Artist$a1"},{"archived":{"$ne":true}}]}`, notHiddenRef("_p_artist")) + `,{"$group":{"_id":"$_p_artist","value":{"$sum":1}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
 		{"flatten_arrays", `{"field":"tags","flatten_arrays":true,"limit":1000}`,
-			`[` + activeSong + `,{"$unwind":"$tags"},{"$group":{"_id":"$tags","value":{"$sum":1}}},{"$sort":{"value":-1,"_id":1}},{"$limit":1001}]`},
+			`[` + matchAnd(archivedFilter, notHiddenRef("tags+")) + `,{"$unwind":"$tags"},{"$group":{"_id":"$tags","value":{"$sum":1}}},{"$sort":{"value":-1,"_id":1}},{"$limit":1001}]`},
 		{"dotted path into an Object field, createdAt", `{"field":"meta.source","operation":"max","value_field":"createdAt"}`,
-			`[{"$match":{"$and":[{"archived":{"$ne":true}},{"$and":[{"meta":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}},{"meta.className":{"$nin":["VaultSecret","_Audience","_GlobalConfig","_GraphQLConfig","_Hooks","_Idempotency","_JobSchedule","_JobStatus","_Product","_PushStatus","_SCHEMA"]}},{"meta.source":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}},{"meta.source.className":{"$nin":["VaultSecret","_Audience","_GlobalConfig","_GraphQLConfig","_Hooks","_Idempotency","_JobSchedule","_JobStatus","_Product","_PushStatus","_SCHEMA"]}}]}]}},{"$group":{"_id":"$meta.source","value":{"$max":"$_created_at"}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
+			`[` + matchAnd(archivedFilter, notHiddenRef("meta+", "meta.source+", "_created_at")) + `,{"$group":{"_id":"$meta.source","value":{"$max":"$_created_at"}}},{"$sort":{"value":-1,"_id":1}},{"$limit":201}]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -54,7 +83,7 @@ func TestGroupByDatePipelineGolden(t *testing.T) {
 		if sort == "" {
 			sort = `{"_id":1}`
 		}
-		return `[` + activeSong + `,{"$group":{"_id":` + k + `,"value":{"$sum":1}}},{"$sort":` + sort + `},{"$limit":201}]`
+		return `[` + matchAnd(archivedFilter, notHiddenRef("releasedAt")) + `,{"$group":{"_id":` + k + `,"value":{"$sum":1}}},{"$sort":` + sort + `},{"$limit":201}]`
 	}
 	cases := []struct{ args, want string }{
 		{`{"interval":"year"}`, pipe(key("%Y", ""), "")},
@@ -75,7 +104,7 @@ func TestGroupByDatePipelineGolden(t *testing.T) {
 	}
 	// createdAt is the storage column _created_at; sum works as in group_by.
 	got := dryPipeline(t, d, groupByDateTool, `{"class_name":"Song","field":"createdAt","interval":"year","operation":"sum","value_field":"plays","dry_run":true}`)
-	want := `[` + activeSong + `,{"$group":{"_id":{"$dateToString":{"format":"%Y","date":"$_created_at"}},"value":{"$sum":"$plays"}}},{"$sort":{"_id":1}},{"$limit":201}]`
+	want := `[` + matchAnd(archivedFilter, notHiddenRef("_created_at", "plays")) + `,{"$group":{"_id":{"$dateToString":{"format":"%Y","date":"$_created_at"}},"value":{"$sum":"$plays"}}},{"$sort":{"_id":1}},{"$limit":201}]`
 	if got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
 	}
@@ -144,7 +173,7 @@ func TestGroupGates(t *testing.T) {
 func TestGroupTenantScope(t *testing.T) {
 	d := aggDeps(t, func(c *config.Config) { c.TenantID = "org_north" })
 	got := dryPipeline(t, d, groupByTool, `{"class_name":"Scoped","field":"name","dry_run":true}`)
-	if !strings.HasPrefix(got, `[{"$match":{"orgId":"org_north"}}`) {
+	if !strings.HasPrefix(got, `[`+matchAnd(`{"orgId":"org_north"}`, notHiddenRef("name"))) {
 		t.Fatalf("tenant filter missing: %s", got)
 	}
 	_, err := aggCall(t, d, groupByTool, `{"class_name":"Scoped","field":"name","where":{"orgId":"org_south"},"dry_run":true}`)
@@ -192,5 +221,46 @@ func TestResolveGroupFieldStorage(t *testing.T) {
 	}
 	if g, _ := resolveGroupField(d, cls, "field", "artist"); !g.isPointer() || g.field.Type != parsedb.TypePointer {
 		t.Fatal("artist is a pointer")
+	}
+}
+
+// TestGroupPointerToInvisibleRefused: group_by, group_by_date and distinct
+// on a Pointer field whose target class is hidden, or missing from the
+// schema, are refused as a where on it is, with one message for both
+// (hidden equals missing); grouping on the stored references would show
+// how many hidden objects are referenced and which rows share one. The
+// refusal comes before a dry run answers (it depends on the schema only),
+// so dry runs prove it without a database.
+func TestGroupPointerToInvisibleRefused(t *testing.T) {
+	d := aggDeps(t, nil)
+	calls := []struct {
+		h    Handler
+		args string
+	}{
+		{groupByTool, `{"class_name":"AuditLog","field":"F","dry_run":true}`},
+		{groupByTool, `{"class_name":"AuditLog","field":"F","where":{"action":"x"},"sort":"key_asc","limit":5,"dry_run":true}`},
+		{distinctTool, `{"class_name":"AuditLog","field":"F","dry_run":true}`},
+		{groupByDateTool, `{"class_name":"AuditLog","field":"F","interval":"day","dry_run":true}`},
+	}
+	for _, c := range calls {
+		var answers []string
+		for _, field := range []string{"secret", "ghost"} {
+			_, err := aggCall(t, d, c.h, strings.Replace(c.args, `"F"`, `"`+field+`"`, 1))
+			if err == nil {
+				t.Errorf("%s on %s: accepted", c.args, field)
+				continue
+			}
+			if got := parsetest.Outcome(err); got != "invalid_query" && got != "invalid_argument" {
+				t.Errorf("%s on %s: %s (%v)", c.args, field, got, err)
+			}
+			answers = append(answers, strings.ReplaceAll(err.Error(), field, "F"))
+		}
+		if len(answers) == 2 && answers[0] != answers[1] {
+			t.Errorf("%s: hidden and missing targets answer differently:\n %s\n %s", c.args, answers[0], answers[1])
+		}
+	}
+	// A pointer to a visible class still groups.
+	if _, err := aggCall(t, d, groupByTool, `{"class_name":"Song","field":"artist","dry_run":true}`); err != nil {
+		t.Errorf("visible pointer: %v", err)
 	}
 }
