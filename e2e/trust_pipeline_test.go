@@ -14,7 +14,8 @@ import (
 // there (SECURITY.md "Hidden references": pipelines). Ticket t1 holds an
 // embedded pointer to the hidden class Vault in meta.credential (keys in
 // sorted order, so an exact literal would match it) and {k: "Vault$id"}
-// in tags; t2 holds "Vault$id" in meta.k; t4's title is "Vault$id". Each
+// in tags; t2 holds "Vault$id" in meta.k; t4's title is "Vault$id"; t5
+// holds the pointer with its objectId first. Each
 // probe runs with the real id and with a wrong guess: the answers must be
 // identical once the guess is masked, and never show the id. The stages
 // that FerretDB runs ($project inclusion, $group, $unwind, $match, $count)
@@ -31,6 +32,10 @@ func TestTrustPipelineOpaqueValues(t *testing.T) {
 		bson.D{{Key: "_id", Value: "t2"}, {Key: "title", Value: "y"}, {Key: "meta", Value: bson.D{{Key: "k", Value: "Vault$" + secret}}}},
 		bson.D{{Key: "_id", Value: "t3"}, {Key: "title", Value: "z"}, {Key: "meta", Value: bson.D{{Key: "source", Value: "plain"}}}, {Key: "tags", Value: bson.A{"a"}}},
 		bson.D{{Key: "_id", Value: "t4"}, {Key: "title", Value: "Vault$" + secret}},
+		// The id before the class name: a range with {objectId: guess}
+		// would order against it without naming the class.
+		bson.D{{Key: "_id", Value: "t5"}, {Key: "title", Value: "w"}, {Key: "meta", Value: bson.D{{Key: "credential",
+			Value: bson.D{{Key: "objectId", Value: secret}, {Key: "className", Value: "Vault"}, {Key: "__type", Value: "Pointer"}}}}}},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +65,8 @@ func TestTrustPipelineOpaqueValues(t *testing.T) {
 		{"whole Object $in", `[{"$match":{"meta":{"$in":[{"k":"{C}${G}"}]}}},{"$count":"n"}]`, false},
 		{"whole Array literal after a rename", `[{"$project":{"tags":1}},{"$match":{"tags":[{"k":"{C}${G}"}]}},{"$count":"n"}]`, false},
 		{"whole Object $gt after a group", `[{"$group":{"_id":"$meta"}},{"$match":{"_id":{"$gt":{"credential":{"__type":"Pointer","className":"{C}","objectId":"{G}"}}}}},{"$count":"n"}]`, false},
+		{"whole Object $gt, id first", `[{"$match":{"meta":{"$gt":{"credential":{"objectId":"{G}"}}}}},{"$count":"n"}]`, false},
+		{"whole Object $lte after a group, id first", `[{"$group":{"_id":"$meta"}},{"$match":{"_id":{"$lte":{"credential":{"objectId":"{G}"}}}}},{"$count":"n"}]`, false},
 		// Taken apart by an expression or compared by order: refused.
 		{"$objectToArray", `[{"$project":{"x":{"$objectToArray":"$meta"}}},{"$match":{"x.v.objectId":"{G}"}},{"$count":"n"}]`, true},
 		{"$getField of a path below", `[{"$match":{"$expr":{"$eq":[{"$getField":{"field":"objectId","input":"$meta.credential"}},"{G}"]}}},{"$count":"n"}]`, true},

@@ -1024,6 +1024,14 @@ func (pv *pipelineValidator) fieldFilter(s *fieldState, path string, cond any, w
 	if v.opaque && pv.namesInvisibleClass(cond) {
 		return invalidPipeline("%s: %s: the value refers to a class that does not exist or is not accessible: it cannot be used in a $match", where, truncateText(path, 60))
 	}
+	if v.opaque {
+		// MongoDB orders objects field by field: a range over a whole
+		// Object or Array value with an object literal ({objectId: "m"})
+		// bisects what lies below it, as in a where (parsedb rangeOperand).
+		if op := orderingWithObject(cond); op != "" {
+			return invalidPipeline("%s: %s: %s compares with a single value (a number, string or date), not an object or array: bad atom (compare a sub-field with a dotted path instead)", where, truncateText(path, 60), op)
+		}
+	}
 	return pv.fieldOperators(s, path, cond, where)
 }
 
@@ -1076,6 +1084,58 @@ func (pv *pipelineValidator) fieldOperators(s *fieldState, path string, v any, w
 }
 
 func bsonDoc(key string, v any) map[string]any { return map[string]any{key: v} }
+
+// orderingWithObject returns the ordering operator ($gt, $gte, $lt, $lte)
+// of a $match condition whose operand is an object or array (a date
+// object aside), at any depth of $not and $elemMatch; "" if none.
+func orderingWithObject(cond any) string {
+	entries, ok := parsedb.Entries(cond)
+	if !ok {
+		return ""
+	}
+	for _, e := range entries {
+		switch e.Key {
+		case "$gt", "$gte", "$lt", "$lte":
+			if _, isArr := parsedb.ArrayValues(e.Value); isArr {
+				return e.Key
+			}
+			if obj, isObj := parsedb.Entries(e.Value); isObj && !isDateObject(obj) {
+				return e.Key
+			}
+		case "$not":
+			if op := orderingWithObject(e.Value); op != "" {
+				return op
+			}
+		case "$elemMatch", "$and", "$or", "$nor":
+			if op := orderingWithObject(e.Value); op != "" {
+				return op
+			}
+			if arr, ok := parsedb.ArrayValues(e.Value); ok {
+				for _, x := range arr {
+					if op := orderingWithObject(x); op != "" {
+						return op
+					}
+				}
+			}
+		default:
+			if !strings.HasPrefix(e.Key, "$") {
+				// A field condition inside $elemMatch.
+				if op := orderingWithObject(e.Value); op != "" {
+					return op
+				}
+			}
+		}
+	}
+	return ""
+}
+
+// isDateObject: {"__type":"Date","iso":…} or {"$date":…}.
+func isDateObject(obj []parsedb.Entry) bool {
+	if t, ok := parsedb.EntryValue(obj, "__type"); ok && t == "Date" {
+		return true
+	}
+	return len(obj) == 1 && obj[0].Key == "$date"
+}
 
 func parseOnlyError(op, where string) error {
 	return invalidPipeline("%s: %s is a Parse where operator; pipelines use MongoDB syntax (use $lookup to join, or query_class/count_objects for where constraints)", where, op)

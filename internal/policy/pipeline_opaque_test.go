@@ -290,6 +290,21 @@ func TestPipelineOpaqueMatch(t *testing.T) {
 			}
 		}
 	}
+	// Ranges over a whole Object or Array with an object or array operand
+	// bisect what lies below (field by field: {objectId: "m"} orders
+	// against a stored {objectId, className} without naming the class).
+	runPipeCases(t, e, []pipeCase{
+		{"$gt object on an Object field", "", `[{"$match":{"meta":{"$gt":{"credential":{"objectId":"m"}}}}}]`, "invalid_query"},
+		{"$lte array on an Array field", "", `[{"$match":{"tags":{"$lte":[{"objectId":"m"}]}}}]`, "invalid_query"},
+		{"$lt inside $not", "", `[{"$match":{"meta":{"$not":{"$lt":{"a":"m"}}}}}]`, "invalid_query"},
+		{"$gte inside $elemMatch", "", `[{"$match":{"tags":{"$elemMatch":{"$gte":{"objectId":"m"}}}}}]`, "invalid_query"},
+		{"$gt on a group key", "", `[{"$group":{"_id":"$meta"}},{"$match":{"_id":{"$gt":{"credential":{"objectId":"m"}}}}}]`, "invalid_query"},
+		{"$gt on a joined Object", "", `[{"$lookup":{"from":"Song","localField":"title","foreignField":"title","as":"j"}},{"$match":{"j.meta":{"$gt":{"objectId":"m"}}}}]`, "invalid_query"},
+		{"$gt with a scalar on an Object field", "", `[{"$match":{"meta":{"$gt":"m"}}}]`, "ok"},
+		{"$gte with a Parse date on a Date field", "", `[{"$match":{"releasedAt":{"$gte":{"__type":"Date","iso":"2020-01-01T00:00:00Z"}}}}]`, "ok"},
+		{"$gt with a number below an Object field", "", `[{"$match":{"meta.bpm":{"$gt":100}}}]`, "ok"},
+	})
+
 	// A visible class in the literal is fine.
 	if _, err := validatePipe(t, e, "Song", `[{"$match":{"meta":{"credential":{"__type":"Pointer","className":"Artist","objectId":"a"}}}}]`); err != nil {
 		t.Fatal(err)
