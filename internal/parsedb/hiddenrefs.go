@@ -109,11 +109,8 @@ func (h *HiddenRefs) NotHiddenRefAnyType(cls *Class, path string) bson.A {
 	}
 	storage := StorageFieldName(cls, path)
 	segs := strings.Split(storage, ".")
-	names := make(bson.A, len(h.Names))
-	for i, n := range h.Names {
-		names[i] = n
-	}
-	re := bson.Regex{Pattern: "^(?:" + strings.Join(h.Names, "|") + `)\$`}
+	names := HiddenClassNames(h.Names)
+	re := HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$`)
 	var out bson.A
 	for i := range segs {
 		q := strings.Join(segs[:i+1], ".")
@@ -124,6 +121,88 @@ func (h *HiddenRefs) NotHiddenRefAnyType(cls *Class, path string) bson.A {
 		out = append(out, bson.D{{Key: q + ".className", Value: bson.D{{Key: "$nin", Value: names}}}})
 	}
 	return out
+}
+
+// HiddenClassNames is the list of hidden class names inside a policy
+// conjunct ($nin). It is sent to MongoDB as a BSON array of strings, but it
+// is typed so that no echo of a filter or pipeline (dry runs) can print
+// the names: WithoutHiddenNames replaces it with HiddenNamesPlaceholder.
+type HiddenClassNames []string
+
+// MarshalBSONValue encodes the names as a BSON array.
+func (n HiddenClassNames) MarshalBSONValue() (byte, []byte, error) {
+	a := make(bson.A, len(n))
+	for i, s := range n {
+		a[i] = s
+	}
+	t, b, err := bson.MarshalValue(a)
+	return byte(t), b, err
+}
+
+// HiddenRefPattern is the regex of a policy conjunct ("^(?:A|B)\$"),
+// typed for the same reason as HiddenClassNames.
+type HiddenRefPattern string
+
+// MarshalBSONValue encodes the pattern as a BSON regex.
+func (p HiddenRefPattern) MarshalBSONValue() (byte, []byte, error) {
+	t, b, err := bson.MarshalValue(bson.Regex{Pattern: string(p)})
+	return byte(t), b, err
+}
+
+// HiddenNamesPlaceholder is what an echo shows instead of the hidden class
+// names of a policy conjunct.
+const HiddenNamesPlaceholder = "<hidden classes>"
+
+// WithoutHiddenNames returns a copy of a filter or pipeline value in which
+// every HiddenClassNames and HiddenRefPattern is replaced by
+// HiddenNamesPlaceholder: the form in which a filter may be shown to the
+// client (dry runs). The conjunct is built by policy, names every hidden
+// class, and would otherwise be an inventory of them (SECURITY.md
+// "Hidden references").
+func WithoutHiddenNames(v any) any {
+	switch t := v.(type) {
+	case HiddenClassNames, HiddenRefPattern:
+		return HiddenNamesPlaceholder
+	case bson.D:
+		out := make(bson.D, len(t))
+		for i, e := range t {
+			out[i] = bson.E{Key: e.Key, Value: WithoutHiddenNames(e.Value)}
+		}
+		return out
+	case bson.E:
+		return bson.E{Key: t.Key, Value: WithoutHiddenNames(t.Value)}
+	case bson.A:
+		out := make(bson.A, len(t))
+		for i, x := range t {
+			out[i] = WithoutHiddenNames(x)
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = WithoutHiddenNames(x)
+		}
+		return out
+	case []bson.D:
+		out := make([]bson.D, len(t))
+		for i, x := range t {
+			out[i] = WithoutHiddenNames(x).(bson.D)
+		}
+		return out
+	case bson.M:
+		out := make(bson.M, len(t))
+		for k, x := range t {
+			out[k] = WithoutHiddenNames(x)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(t))
+		for k, x := range t {
+			out[k] = WithoutHiddenNames(x)
+		}
+		return out
+	}
+	return v
 }
 
 // MayHoldObject reports whether a top-level field can hold an embedded

@@ -298,8 +298,12 @@ func pipelineJSON(p bson.A) (json.RawMessage, error) {
 }
 
 // dryRun is the answer of every dry_run:true call, after every gate ran.
+//
+// The pipeline is shown without the hidden class names of the policy's
+// not-a-hidden-reference conjuncts (parsedb.WithoutHiddenNames): they would
+// list every hidden class.
 func dryRun(className string, params map[string]any, p bson.A) (any, error) {
-	pj, err := pipelineJSON(p)
+	pj, err := pipelineJSON(parsedb.WithoutHiddenNames(p).(bson.A))
 	if err != nil {
 		return nil, err
 	}
@@ -308,7 +312,7 @@ func dryRun(className string, params map[string]any, p bson.A) (any, error) {
 		"class_name": className,
 		"parameters": params,
 		"pipeline":   pj,
-		"hint":       "This is the exact pipeline that would run (policy filters and limits included); call again without dry_run to run it.",
+		"hint":       "This is the exact pipeline that would run (policy filters and limits included; the hidden classes' names are shown as <hidden classes>); call again without dry_run to run it.",
 	}, nil
 }
 

@@ -118,10 +118,10 @@ func TestAggregatePipelineGolden(t *testing.T) {
 	cases := []struct{ name, class, args, want string }{
 		{"filters, caller stages with key order, projection, auto limit", "Song",
 			`{"pipeline":[{"$match":{"genre":"rock"}},{"$group":{"_id":"$artist","n":{"$sum":1}}},{"$sort":{"n":-1,"_id":1}}]}`,
-			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"$and":[{"genre":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$group":{"_id":"$_p_artist","n":{"$sum":1}}},{"$sort":{"n":-1,"_id":1}},{"$limit":200}]`},
+			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$group":{"_id":"$_p_artist","n":{"$sum":1}}},{"$sort":{"n":-1,"_id":1}},{"$limit":200}]`},
 		{"apply_canonical_filter false", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$group":{"_id":"$genre","plays":{"$sum":"$plays"}}}]}`,
-			`[{"$match":{"$and":[{"genre":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}}]}},` + songProjection + `,{"$group":{"_id":"$genre","plays":{"$sum":"$plays"}}},{"$limit":200}]`},
+			`[{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}}]}},` + songProjection + `,{"$group":{"_id":"$genre","plays":{"$sum":"$plays"}}},{"$limit":200}]`},
 		{"ends with $limit: nothing appended; leading $sort/$limit stay before the projection", "Song",
 			`{"pipeline":[{"$sort":{"plays":-1}},{"$limit":5}]}`,
 			`[{"$match":{"archived":{"$ne":true}}},{"$sort":{"plays":-1}},{"$limit":5},` + songProjection + `]`},
@@ -130,10 +130,10 @@ func TestAggregatePipelineGolden(t *testing.T) {
 			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"releasedAt":{"$gte":{"$date":"2020-01-01T00:00:00Z"}}}},` + songProjection + `,{"$count":"n"}]`},
 		{"a leading $match with $expr comes after the projection", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$match":{"genre":"rock"}},{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]}`,
-			`[{"$match":{"$and":[{"genre":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}},{"tags":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}},{"tags.className":{"$nin":["VaultSecret","_Audience","_GlobalConfig","_GraphQLConfig","_Hooks","_Idempotency","_JobSchedule","_JobStatus","_Product","_PushStatus","_SCHEMA"]}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]`},
+			`[{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}},{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]`},
 		{"$graphLookup last: the caller's last stage decides the auto limit", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$limit":2},{"$graphLookup":{"from":"Artist","startWith":"$artist","connectFromField":"name","connectToField":"name","as":"g"}}]}`,
-			`[{"$limit":2},` + songProjection + `,{"$graphLookup":{"from":"Artist","startWith":"$_p_artist","connectFromField":"name","connectToField":"name","as":"g","restrictSearchWithMatch":{"$and":[{"name":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}}]}}},{"$set":{"g":{"$map":{"input":"$g","as":"parsemcpdoc","in":{"_id":"$$parsemcpdoc._id","_created_at":"$$parsemcpdoc._created_at","_updated_at":"$$parsemcpdoc._updated_at","name":"$$parsemcpdoc.name"}}}}},{"$limit":200}]`},
+			`[{"$limit":2},` + songProjection + `,{"$graphLookup":{"from":"Artist","startWith":"$_p_artist","connectFromField":"name","connectToField":"name","as":"g","restrictSearchWithMatch":{"$and":[{"name":{"$not":"<hidden classes>"}}]}}},{"$set":{"g":{"$map":{"input":"$g","as":"parsemcpdoc","in":{"_id":"$$parsemcpdoc._id","_created_at":"$$parsemcpdoc._created_at","_updated_at":"$$parsemcpdoc._updated_at","name":"$$parsemcpdoc.name"}}}}},{"$limit":200}]`},
 		{"allowlisted class: projection of agent_fields only", "Patient",
 			`{"pipeline":[{"$group":{"_id":"$doctor","n":{"$sum":1}}}]}`,
 			`[{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"age":1,"_p_doctor":1,"name":1}},{"$group":{"_id":"$_p_doctor","n":{"$sum":1}}},{"$limit":200}]`},
@@ -162,7 +162,7 @@ func TestAggregateScopedIdentityAndTenant(t *testing.T) {
 	// The joined class carries the identity's ACL too (tenant: joins from an
 	// unscoped class into an unscoped class are allowed).
 	got = dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":[{"$lookup":{"from":"Artist","pipeline":[{"$match":{"name":"x"}}],"as":"a"}}]}`)
-	if !strings.Contains(got, `"pipeline":[{"$match":{"$and":[{"_rperm":{"$in":[null,"*","role:Moderator"]}},{"name":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA|_Session)\\$","options":""}}}}]}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"name":1}},{"$match":{"name":"x"}}]`) {
+	if !strings.Contains(got, `"pipeline":[{"$match":{"$and":[{"_rperm":{"$in":[null,"*","role:Moderator"]}},{"name":{"$not":"<hidden classes>"}}]}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"name":1}},{"$match":{"name":"x"}}]`) {
 		t.Fatalf("join not scoped: %s", got)
 	}
 	// Joins touching the tenant-scoped class are refused.
