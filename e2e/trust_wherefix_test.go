@@ -184,3 +184,34 @@ func assertNoVault(t *testing.T, what, s string) {
 		}
 	}
 }
+
+// TestTrustSubQueryClassGate: a sub-query's class ($select, $dontSelect,
+// $inQuery, $notInQuery, $relatedTo) passes the same class gate as a
+// tool's own class, so Parse's system classes, a policy-hidden class and
+// classes that do not exist answer exactly as count_objects on that class
+// does — byte for byte — and never with a message of their own.
+func TestTrustSubQueryClassGate(t *testing.T) {
+	r := startRaw(t, policyFile(t, "demo"))
+	r.initialize()
+	shapes := []string{
+		`{"title":{"$select":{"query":{"className":%q,"where":{"a":1}},"key":"k"}}}`,
+		`{"title":{"$dontSelect":{"query":{"className":%q,"where":{"a":1}},"key":"k"}}}`,
+		`{"$relatedTo":{"object":{"__type":"Pointer","className":%q,"objectId":"x1"},"key":"k"}}`,
+	}
+	n := 0
+	for _, class := range []string{"_JobStatus", "_Hooks", "_PushStatus", "_Product", "_SCHEMA", "_GlobalConfig", "_Audience", "VaultSecret", "_Nosuch", "NoSuchClass"} {
+		n++
+		want := answer(aggRPC(r, fmt.Sprintf("c%d", n), "count_objects", fmt.Sprintf(`{"class_name":%q}`, class)))
+		if !strings.Contains(want, "does not exist or is not accessible") {
+			t.Fatalf("%s: the tool's own class gate: %s", class, want)
+		}
+		for _, shape := range shapes {
+			n++
+			where := fmt.Sprintf(shape, class)
+			got := answer(aggRPC(r, fmt.Sprintf("c%d", n), "count_objects", fmt.Sprintf(`{"class_name":"Song","where":%s}`, where)))
+			if got != want {
+				t.Errorf("%s:\n got  %s\n want %s", where, got, want)
+			}
+		}
+	}
+}

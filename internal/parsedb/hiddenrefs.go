@@ -242,6 +242,10 @@ func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {
 
 func operandList(op string) bool { return op == "$in" || op == "$nin" || op == "$all" }
 
+func subQueryOp(op string) bool {
+	return op == "$inQuery" || op == "$notInQuery" || op == "$select" || op == "$dontSelect"
+}
+
 // NamesInvisibleClass reports whether a where or $match value names a class
 // that invisible reports (hidden or missing) inside a literal: an embedded
 // object whose className is one (a Pointer object, say), or a string
@@ -261,6 +265,12 @@ func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) boo
 			}
 		}
 		for _, e := range entries {
+			if !inLiteral && subQueryOp(e.Key) {
+				// {className, where} names the class a sub-query reads:
+				// the sub-query's class gate answers for it (hidden and
+				// missing alike), and its where is translated on its own.
+				continue
+			}
 			if a, ok := whereArray(e.Value); ok && !inLiteral && operandList(e.Key) {
 				// The operands of $in/$nin/$all are compared one by one
 				// like a plain value: a string there is left to the

@@ -118,9 +118,11 @@ func subQuery(key, op string, v any) (string, map[string]any, error) {
 	if !ClassNameRe.MatchString(cn) {
 		return "", nil, invalidQuery("%s: %s needs a className string; it needs %s", key, op, shape)
 	}
-	if IsInternalCollection(cn) {
-		return "", nil, invalidQuery("%s: class %s cannot be queried", key, cn)
-	}
+	// Whether the class may be read (hidden, internal, missing, CLP) is the
+	// sub-query's class gate's to say (SubQueries), with the same answer a
+	// tool gives for its own class: a system class and a class that does
+	// not exist must not be told apart here (SECURITY.md "Hidden
+	// references").
 	var where map[string]any
 	if w, has := m["where"]; has && w != nil {
 		where, ok = whereMap(w)
@@ -274,9 +276,6 @@ func (t *whereTranslator) relatedTo(cls *Class, v any) (bson.E, error) {
 		return bson.E{}, err
 	}
 	ownerClass, ownerID, _ := strings.Cut(owner, "$")
-	if IsInternalCollection(ownerClass) {
-		return bson.E{}, invalidQuery("$relatedTo: class %s cannot be queried", ownerClass)
-	}
 	if t.opt.Sub == nil {
 		return bson.E{}, invalidQuery("$relatedTo is not available here")
 	}

@@ -610,7 +610,6 @@ func TestWhereToFilterErrors(t *testing.T) {
 		{"$inQuery on unknown field", `{"nope":{"$inQuery":{"className":"Artist","where":{}}}}`, wantInvalid, "nope is not a field of this class"},
 		{"$inQuery wrong class", `{"artist":{"$inQuery":{"className":"Album","where":{}}}}`, wantInvalid, "is not the class artist points to"},
 		{"$inQuery missing className", `{"artist":{"$inQuery":{"where":{}}}}`, wantInvalid, "needs a className"},
-		{"$inQuery internal class", `{"artist":{"$inQuery":{"className":"_SCHEMA","where":{}}}}`, wantInvalid, "cannot be queried"},
 		{"$inQuery extra key", `{"artist":{"$inQuery":{"className":"Artist","where":{},"limit":1}}}`, wantInvalid, `unexpected key "limit"`},
 		{"$inQuery where not object", `{"artist":{"$inQuery":{"className":"Artist","where":[]}}}`, wantInvalid, "where must be an object"},
 		{"$select without key", `{"title":{"$select":{"query":{"className":"Artist"}}}}`, wantInvalid, "$select needs"},
