@@ -93,3 +93,64 @@ func TestUnsafeRegex(t *testing.T) {
 		}
 	}
 }
+
+// The polynomial shapes the detector used to miss — groups around one
+// atom, POSIX and \p classes, literals, bounded-but-large quantifiers — are
+// refused, every shape refused before still is, and ordinary patterns stay
+// allowed.
+func TestUnsafeRegexNormalisesBeforeCounting(t *testing.T) {
+	nowRefused := []string{
+		`.{0,200}.{0,200}.{0,200}.{0,200}z`,
+		`(?:.)*(?:.)*(?:.)*(?:.)*z`,
+		`(.)*(.)*(.)*(.)*z`,
+		`(?:\w)+(?:\w)+(?:\w)+(?:\w)+z`,
+		`[^z]{0,255}[^z]{0,255}[^z]{0,255}[^z]{0,255}z`,
+		`[[:alpha:]]*[[:alpha:]]*[[:alpha:]]*z`,
+		`\p{L}*\p{L}*\p{L}*z`,
+		`\pL*\pL*\pL*z`,
+		`(?:e|f)*(?:e|f)*(?:e|f)*z`,
+		`e*e*e*e*e*e*e*e*z`,
+		`a*a*a*a*a*b`,
+		`a{0,50}a{0,50}a{0,50}b`,
+		`(?<x>.)*(?<y>.)*(?<z>.)*z`,
+		`(?i)a*A*a*b`,
+		`\.*\.*\.*$`,
+		`.{11,}.{11,}.{11,}z`,
+	}
+	stillRefused := []string{
+		`.*?.*?.*?.*?z`, `\S*\S*\S*z`, `\W*\W*\W*z`, `\D*\D*\D*z`, `\X*\X*\X*z`, `\N*\N*\N*z`, `\H*\H*\H*z`, `\R*\R*\R*z`,
+		`(a+)+$`, `(a|aa)*$`, `^(a?){25}a{25}$`, `(x+x+)+y`, `(\1a|a)+b`, `(?i)(A+)+`,
+		`(a+)+`, `.*a.*b.*c`, `\w+\s+\d+`, `[a-z]*x[0-9]+y.+`, `.+.+.+`, `(.*)(.*)(.*)`, `\d{2,}\d{2,}\d{2,}`, `.*?a.*?b.*?c`,
+	}
+	ordinary := []string{
+		``, `^abc`, `.*foo.*`, `^\w+@\w+`, `a+b+c+d+`, `\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`, `[abc]`, `\.+\.+\.+`,
+		`^The `, `(?i)^rock`, `^[A-Z]`, `colou?r`, `^\d{4}-\d{2}-\d{2}$`, `(red|blue|green)`, `^(?:foo|bar)baz`,
+		`\bword\b`, `^[^@]+@[^@]+$`, `^\p{Lu}\p{Ll}+$`, `ab{0,50}c`, `^[[:alpha:]]+$`, `(?:ab)*c`, `^(\d{3})-(\d{4})$`,
+		`Ke\$ha`, `^a.*z$`, `x{2,5}y{2,5}z{2,5}`, `(?:a|b)+c`, `^(?i:rock|pop)$`, `\x{41}+B`, `a*b*c*d`,
+	}
+	for _, p := range append(append([]string{}, nowRefused...), stillRefused...) {
+		if !UnsafeRegex(p) {
+			t.Errorf("UnsafeRegex(%q) = false, want refused", p)
+		}
+	}
+	for _, p := range ordinary {
+		if UnsafeRegex(p) {
+			t.Errorf("UnsafeRegex(%q) = true, want allowed", p)
+		}
+	}
+}
+
+// FuzzUnsafeRegex: the detector never panics, and appending more of the
+// same overlapping large quantifier to a pattern it refuses keeps it
+// refused.
+func FuzzUnsafeRegex(f *testing.F) {
+	for _, s := range []string{`.{0,200}.{0,200}.{0,200}z`, `(?:e|f)*z`, `[[:alpha:]]*`, `\p{L}+`, `(?<n>a)`, `[`, `(`, `\`, `{`, `a{`, `(?`, `(?<`, `[[:`} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		if UnsafeRegex(p) && !UnsafeRegex(p+".*") {
+			t.Errorf("%q refused but %q allowed", p, p+".*")
+		}
+		_ = UnsafeRegex(p + `.{0,99}.{0,99}.{0,99}z`)
+	})
+}
