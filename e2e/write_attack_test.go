@@ -151,8 +151,8 @@ func TestWriteAttacks(t *testing.T) {
 		}
 	}
 	msg := toolError(t, r, "hidden-pointer-field", "create_object", `{"class_name":"Ticket","fields":{"secretRef":"v1"}}`, "invalid_argument", "")
-	if !strings.Contains(msg, "Class Vault does not exist or is not accessible.") {
-		t.Errorf("hidden-pointer-field: %s", msg)
+	if !strings.Contains(msg, "secretRef points to a class that does not exist or is not accessible") || strings.Contains(msg, "Vault") {
+		t.Errorf("hidden-pointer-field (must not name the target): %s", msg)
 	}
 	toolError(t, r, "hidden-delete-class", "delete_class", `{"class_name":"Vault"}`, "invalid_argument", "")
 	// create_class of a hidden name answers as a name agent.classes

@@ -439,6 +439,7 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 	}
 
 	ownRow := e.Owner != "" && id.t == bsonString && string(strVal(id.val)) == e.Owner
+	nRedactedKeys := 0
 	dst = append(dst, '{')
 	first := true
 	if id.t != 0 && id.t != bsonNull {
@@ -551,6 +552,16 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 			continue
 		}
 		if pointer && el.t == bsonNull {
+			continue
+		}
+		if _, ok := e.hiddenRef(name); ok && !pointer {
+			// Not a Parse field name, but MongoDB stores such keys.
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			nRedactedKeys++
+			dst = appendRedactedMember(dst, nRedactedKeys)
 			continue
 		}
 		mark := len(dst)
@@ -899,6 +910,7 @@ func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, 
 	pathLen := len(e.path)
 	dst = append(dst, '{')
 	first := true
+	nRedactedKeys := 0
 	for pos := 0; pos < len(body); {
 		var el element
 		if el, pos, err = nextElement(body, pos); err != nil {
@@ -911,6 +923,11 @@ func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, 
 			dst = append(dst, ',')
 		}
 		first = false
+		if _, ok := e.hiddenRef(el.key); ok {
+			nRedactedKeys++
+			dst = appendRedactedMember(dst, nRedactedKeys)
+			continue
+		}
 		dst = appendJSONString(dst, el.key)
 		dst = append(dst, ':')
 		if track {
@@ -1069,6 +1086,22 @@ const RedactedMarker = `{"__redacted":true}`
 // appendRedacted writes the redaction marker in place of a reference to
 // cls (unused: the marker is class-free on purpose).
 func appendRedacted(dst []byte, _ []byte) []byte {
+	return append(dst, RedactedMarker...)
+}
+
+// RedactedKeyPrefix starts the key that replaces an object key which is
+// itself a reference to a hidden class (a map keyed by "Hidden$id", a
+// common way to keep per-object flags or caches): "__redacted_1",
+// "__redacted_2", … in the order of the object's members. The member's
+// value becomes the marker too: it is data about the hidden object.
+const RedactedKeyPrefix = "__redacted_"
+
+// appendRedactedMember writes the n-th redacted member of an object.
+func appendRedactedMember(dst []byte, n int) []byte {
+	dst = append(dst, '"')
+	dst = append(dst, RedactedKeyPrefix...)
+	dst = strconv.AppendInt(dst, int64(n), 10)
+	dst = append(dst, `":`...)
 	return append(dst, RedactedMarker...)
 }
 

@@ -290,7 +290,7 @@ func (t *whereTranslator) logical(cls *Class, op string, v any, root bool) (bson
 
 // resolveWhereKey validates a where key and returns the field (nil for dotted
 // paths and fields not in the schema) and the storage key.
-func resolveWhereKey(cls *Class, key string) (f *Field, storage string, err error) {
+func resolveWhereKey(cls *Class, key string, invisible func(class string) bool) (f *Field, storage string, err error) {
 	if key == "" {
 		return nil, "", invalidQuery("empty field name in where")
 	}
@@ -317,11 +317,17 @@ func resolveWhereKey(cls *Class, key string) (f *Field, storage string, err erro
 	if f != nil {
 		switch f.Type {
 		case TypeObject, TypeArray:
-		case TypePointer:
+		case TypePointer, TypeRelation:
+			if invisible(f.TargetClass) {
+				// The hints below name the target: answer as for the
+				// field itself, hidden and missing alike.
+				return nil, "", invalidQuery("%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
+			}
+			if f.Type == TypeRelation {
+				return nil, "", invalidQuery("%s is a Relation; dotted paths into relations are not supported (use $relatedTo on the %s class)", first, f.TargetClass)
+			}
 			return nil, "", invalidQuery("%s is a Pointer to %s; to filter on its fields use {%q:{\"$inQuery\":{\"className\":%q,\"where\":{%q:…}}}}",
 				first, f.TargetClass, first, f.TargetClass, strings.Join(segs[1:], "."))
-		case TypeRelation:
-			return nil, "", invalidQuery("%s is a Relation; dotted paths into relations are not supported (use $relatedTo on the %s class)", first, f.TargetClass)
 		default:
 			return nil, "", invalidQuery("%s is a %s field; dotted paths only apply to Object and Array fields", first, f.Type)
 		}
@@ -377,15 +383,15 @@ func whereFieldOf(cls *Class, name string) *Field {
 // the enclosing where object (operators like $text and $containedBy produce
 // clauses under other keys).
 func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bson.E, error) {
-	f, storage, err := resolveWhereKey(cls, key)
+	f, storage, err := resolveWhereKey(cls, key, t.targetInvisible)
 	if err != nil {
 		return nil, err
 	}
+	if f != nil && (f.Type == TypePointer || f.Type == TypeRelation) && t.targetInvisible(f.TargetClass) {
+		return nil, invalidQuery("%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
+	}
 	if f != nil && f.Type == TypeRelation {
 		return t.relationField(cls, key, f, v)
-	}
-	if f != nil && f.Type == TypePointer && t.targetInvisible(f.TargetClass) {
-		return nil, invalidQuery("%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
 	}
 	// Every field but a Pointer (whose value the translator encodes with the
 	// field's own target): a typed field holds an object only when the data
@@ -464,10 +470,7 @@ func (t *whereTranslator) targetInvisible(target string) bool {
 	if t.opt.Hidden == nil {
 		return false
 	}
-	if t.opt.Hidden.IsHidden(target) {
-		return true
-	}
-	return t.opt.Schema != nil && target != "" && t.opt.Schema.Class(target) == nil
+	return TargetInvisible(t.opt.Schema, t.opt.Hidden.IsHidden, target)
 }
 
 func (t *whereTranslator) fieldClauses(cls *Class, key, storage string, f *Field, v any, root bool) ([]bson.E, error) {

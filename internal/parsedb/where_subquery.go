@@ -292,6 +292,11 @@ func (t *whereTranslator) relatedTo(cls *Class, v any) (bson.E, error) {
 			if f == nil || f.Type != TypeRelation {
 				return bson.E{}, invalidQuery("$relatedTo: %s.%s is not a Relation field", ownerClass, key)
 			}
+			if t.targetInvisible(f.TargetClass) {
+				// Reached only if the sub-query did not refuse first: the
+				// hint below would name the target.
+				return bson.E{}, invalidQuery("$relatedTo: the relation %s.%s points to a class that does not exist or is not accessible", ownerClass, key)
+			}
 			if cls != nil && f.TargetClass != "" && cls.Name != "" && f.TargetClass != cls.Name {
 				return bson.E{}, invalidQuery("$relatedTo: %s.%s relates to %s, not %s; query %s instead", ownerClass, key, f.TargetClass, cls.Name, f.TargetClass)
 			}

@@ -267,8 +267,12 @@ func TestAttackHiddenEverywhere(t *testing.T) {
 		}
 	}
 	// Hidden pointer targets are masked in schema display.
-	if got := e.DisplayType(schema.Class("Song").Field("secretRef")); got != "Pointer<<targetClass>>" {
+	if got := e.DisplayType(schema, schema.Class("Song").Field("secretRef")); got != "Pointer<<targetClass>>" {
 		t.Errorf("display type: %s", got)
+	}
+	// A missing target is masked alike.
+	if got := e.DisplayType(schema, &parsedb.Field{Name: "ghost", Type: parsedb.TypeRelation, TargetClass: "NoSuchClass"}); got != "Relation<<targetClass>>" {
+		t.Errorf("display type of a missing target: %s", got)
 	}
 	// agent.classes can never re-enable a hidden class.
 	f, _ := Parse([]byte("classes: {VaultSecret: {hidden: true}}\nagent: {classes: {only: [VaultSecret, Artist]}}"), false)

@@ -72,16 +72,25 @@ func (e *Engine) FieldVisible(cls *parsedb.Class, name string) bool {
 }
 
 // DisplayType is a field's type as shown in get_all_schemas: Pointer<X>,
-// Relation<X>, with hidden targets masked.
-func (e *Engine) DisplayType(f *parsedb.Field) string {
+// Relation<X>, with invisible (hidden or missing) targets masked.
+func (e *Engine) DisplayType(schema *parsedb.Schema, f *parsedb.Field) string {
 	if f.Type != parsedb.TypePointer && f.Type != parsedb.TypeRelation {
 		return f.Type
 	}
-	target := f.TargetClass
-	if e.Hidden(target) {
-		target = "<targetClass>"
-	}
-	return f.Type + "<" + target + ">"
+	return f.Type + "<" + e.TargetLabel(schema, f.TargetClass) + ">"
+}
+
+// TargetInvisible reports whether a Pointer or Relation target is hidden
+// or missing from schema: every surface that names or acts on a target
+// treats both alike (SECURITY.md "Hidden equals missing").
+func (e *Engine) TargetInvisible(schema *parsedb.Schema, class string) bool {
+	return parsedb.TargetInvisible(schema, e.Hidden, class)
+}
+
+// TargetLabel is a target class as client-visible text may name it: the
+// class, or "<targetClass>" when it is invisible.
+func (e *Engine) TargetLabel(schema *parsedb.Schema, class string) string {
+	return parsedb.TargetLabel(schema, e.Hidden, class)
 }
 
 // DisplayPermissions is the class's CLP as shown to the model (nil = public).
@@ -222,7 +231,7 @@ func (e *Engine) CheckInclude(ctx context.Context, schema *parsedb.Schema, cls *
 		if f == nil || f.Type != parsedb.TypePointer {
 			return nil, toolerror.New(toolerror.InvalidArgument, "include %q: %s is not a Pointer field of %s", truncateText(path, 80), seg, cur.Name)
 		}
-		if e.Hidden(f.TargetClass) || schema.Class(f.TargetClass) == nil {
+		if e.TargetInvisible(schema, f.TargetClass) {
 			return nil, e.TargetUnavailable(ctx, "include %q: %s", truncateText(path, 80), seg)
 		}
 		target, err := e.ResolveClass(ctx, schema, f.TargetClass)

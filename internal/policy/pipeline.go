@@ -445,16 +445,18 @@ func (pv *pipelineValidator) checkRef(s *fieldState, path, dollar string) error 
 	}
 	if s.cls != nil {
 		if f := s.cls.Field(root); f != nil {
-			if f.Type == parsedb.TypePointer && (pv.e.Hidden(f.TargetClass) || pv.schema.Class(f.TargetClass) == nil) {
+			if (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && pv.e.TargetInvisible(pv.schema, f.TargetClass) {
 				// Any use of a pointer into a hidden class could take its
 				// id apart ($substr, $split, comparisons): refused, and a
-				// pointer into a missing class answers alike.
+				// pointer into a missing class answers alike. A relation
+				// into one is refused the same way, so that no hint names
+				// its target.
 				return pv.e.TargetUnavailable(pv.ctx, "%s%s: %s", dollar, truncateText(path, 60), root)
 			}
 			switch {
 			case f.Type == parsedb.TypeRelation:
 				return invalidPipeline("%s is a Relation of %s: relations are not stored in the object, so a pipeline cannot read them (query %s with $relatedTo instead)", root, s.cls.Name, f.TargetClass)
-			case f.Type == parsedb.TypePointer && path != root && !pv.e.Hidden(f.TargetClass):
+			case f.Type == parsedb.TypePointer && path != root:
 				return invalidPipeline("%s is a Pointer to %s: %s%s is not a field; join it first, e.g. {\"$lookup\":{\"from\":%q,\"localField\":%q,\"foreignField\":\"objectId\",\"as\":\"%sDoc\"}}, then use %s%sDoc%s", root, f.TargetClass, dollar, path, f.TargetClass, root, root, dollar, root, path[len(root):])
 			}
 		}

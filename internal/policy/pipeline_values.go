@@ -201,7 +201,7 @@ func (pv *pipelineValidator) storedPath(cls *parsedb.Class, join bool, path stri
 	f := cls.Field(root)
 	if f != nil {
 		switch {
-		case f.Type == parsedb.TypePointer && (pv.e.Hidden(f.TargetClass) || pv.schema.Class(f.TargetClass) == nil):
+		case (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && pv.e.TargetInvisible(pv.schema, f.TargetClass):
 			return false, pv.e.TargetUnavailable(pv.ctx, "$%s: %s", truncateText(path, 60), root)
 		case f.Type == parsedb.TypeRelation:
 			return false, invalidPipeline("%s is a Relation of %s: relations are not stored in the object, so a pipeline cannot read them (query %s with $relatedTo instead)", root, cls.Name, f.TargetClass)

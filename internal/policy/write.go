@@ -120,8 +120,10 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "field " + name + " of " + cls.Name + " is not writable by this agent",
 				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: name, AllowedFields: list}}
 		}
-		if f := cls.Field(name); f != nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.invisibleClass(schema, f.TargetClass) {
-			return nil, nil, e.unknownClass(schema, f.TargetClass)
+		if f := cls.Field(name); f != nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.TargetInvisible(schema, f.TargetClass) {
+			// The caller named the field, not the class: the refusal must
+			// not name the target (SECURITY.md "Hidden references").
+			return nil, nil, toolerror.New(toolerror.InvalidArgument, "%s points to a class that does not exist or is not accessible", name)
 		}
 		if err := e.checkWriteValue(schema, cls, name, v, 0); err != nil {
 			return nil, nil, err

@@ -121,12 +121,13 @@ func renderConventions(_ context.Context, _ *Provider, _ *Values) (string, error
 	}, "\n"), nil
 }
 
-// link is one pointer or relation from a class to another visible class.
+// link is one pointer or relation from a class to another visible class
+// (one that is neither hidden nor missing from the schema).
 type link struct {
 	from, field, kind, to string
 }
 
-func (p *Provider) links(cls *parsedb.Class) []link {
+func (p *Provider) links(s *parsedb.Schema, cls *parsedb.Class) []link {
 	var out []link
 	fields := p.visibleFields(cls)
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
@@ -134,8 +135,8 @@ func (p *Provider) links(cls *parsedb.Class) []link {
 		if f.Type != parsedb.TypePointer && f.Type != parsedb.TypeRelation {
 			continue
 		}
-		if p.d.Policy.Hidden(f.TargetClass) {
-			continue
+		if p.d.Policy.TargetInvisible(s, f.TargetClass) {
+			continue // hidden and missing targets alike: no line for either
 		}
 		out = append(out, link{cls.Name, f.Name, f.Type, f.TargetClass})
 	}
@@ -160,7 +161,7 @@ func renderRelations(ctx context.Context, p *Provider, v *Values) (string, error
 	n := 0
 	for _, name := range p.d.Policy.VisibleClassNames(s) {
 		cls := s.Class(name)
-		for _, l := range p.links(cls) {
+		for _, l := range p.links(s, cls) {
 			if !focus[l.from] && !focus[l.to] {
 				continue
 			}

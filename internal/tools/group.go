@@ -86,7 +86,9 @@ func resolveGroupField(d *Deps, cls *parsedb.Class, arg, name string) (*groupFie
 	if f != nil {
 		switch f.Type {
 		case parsedb.TypeRelation:
-			return nil, invalid("%s: %s is a Relation to %s; relations are not stored in the object, so they cannot be grouped (query %s with $relatedTo instead)", arg, root, f.TargetClass, f.TargetClass)
+			// The target is not named: it may be hidden or missing
+			// (SECURITY.md "Hidden equals missing").
+			return nil, invalid("%s: %s is a Relation; relations are not stored in the object, so they cannot be grouped (query the related class with $relatedTo instead)", arg, root)
 		case parsedb.TypeACL:
 			return nil, invalid("%s: ACL cannot be grouped", arg)
 		}
@@ -242,7 +244,7 @@ func groupHiddenRefFilter(d *Deps, schema *parsedb.Schema, cls *parsedb.Class, k
 		if g == nil {
 			continue
 		}
-		if f := g.field; f != nil && f.Type == parsedb.TypePointer && (hidden.IsHidden(f.TargetClass) || schema.Class(f.TargetClass) == nil) {
+		if f := g.field; f != nil && f.Type == parsedb.TypePointer && d.Policy.TargetInvisible(schema, f.TargetClass) {
 			return nil, toolerror.New(toolerror.InvalidQuery, "%s points to a class that does not exist or is not accessible: it cannot be used in a where", g.name)
 		}
 		and = append(and, hidden.NotHiddenRefAnyType(cls, g.name)...)

@@ -272,6 +272,9 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		if err := d.Policy.CheckReadField(cls, o.Field); err != nil {
 			return nil, err
 		}
+		if err := checkOrderTarget(ctx, d, schema, cls, o.Field); err != nil {
+			return nil, err
+		}
 	}
 	p := &readPlan{d: d, schema: schema, userKeys: in.keys, shape: in.shape, incEnc: map[*parsedb.IncludeNode]*parsedb.RowEncoder{}}
 	p.includes, err = parsedb.BuildIncludeTree(cls, in.include, func(from *parsedb.Class, f *parsedb.Field, path string) (*parsedb.Class, error) {
@@ -318,6 +321,23 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		p.incEnc[n] = enc
 	})
 	return p, nil
+}
+
+// checkOrderTarget refuses an order key on a Pointer (or Relation) field
+// whose target is hidden or missing, as where refuses it: MongoDB would sort
+// by the stored "Hidden$id" strings, so the rows' order would rank the
+// hidden ids. The not-a-hidden-reference filter does not cover it, since a
+// Pointer field is typed (SECURITY.md "Hidden references").
+func checkOrderTarget(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, path string) error {
+	root, _, _ := strings.Cut(path, ".")
+	f := cls.Field(root)
+	if f == nil || (f.Type != parsedb.TypePointer && f.Type != parsedb.TypeRelation) {
+		return nil
+	}
+	if d.Policy.TargetInvisible(schema, f.TargetClass) {
+		return d.Policy.TargetUnavailable(ctx, "order: %s", root)
+	}
+	return nil
 }
 
 // dropAlso extends an encoder's Drop with more field names.

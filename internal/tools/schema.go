@@ -70,11 +70,7 @@ func getAllSchemas(ctx context.Context, d *Deps, args Args) (any, error) {
 		cls := schema.Class(name)
 		sum := schemaSummary{Name: name, Fields: map[string]string{}}
 		for _, f := range d.Policy.VisibleFields(cls) {
-			sum.Fields[f.Name] = d.Policy.DisplayType(f)
-			if (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && schema.Class(f.TargetClass) == nil {
-				// A target that does not exist is masked like a hidden one.
-				sum.Fields[f.Name] = f.Type + "<<targetClass>>"
-			}
+			sum.Fields[f.Name] = d.Policy.DisplayType(schema, f)
 		}
 		if cp := d.Policy.Class(name); cp != nil {
 			sum.Desc = policy.CleanText(cp.Description)
@@ -120,19 +116,16 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 	for _, f := range d.Policy.VisibleFields(cls) {
 		fd := fieldDetail{Name: f.Name, Type: f.Type, Required: f.Required, Default: f.DefaultValue}
 		if f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation {
-			fd.TargetClass = f.TargetClass
-			if d.Policy.Hidden(f.TargetClass) || schema.Class(f.TargetClass) == nil {
-				// Hidden and missing targets look alike (SECURITY.md).
-				fd.TargetClass = "<targetClass>"
-			}
+			// Hidden and missing targets look alike (SECURITY.md).
+			fd.TargetClass = d.Policy.TargetLabel(schema, f.TargetClass)
 		}
 		switch {
-		case f.Type == parsedb.TypePointer && fd.TargetClass == "<targetClass>":
+		case f.Type == parsedb.TypePointer && fd.TargetClass == parsedb.InvisibleTargetLabel:
 			fd.QueryHint = "points to a class that does not exist or is not accessible: it cannot be used in a where"
 		case f.Type == parsedb.TypePointer:
 			fd.QueryHint = `where: {"` + f.Name + `": "<objectId>"} or {"__type":"Pointer","className":"` + fd.TargetClass + `","objectId":"<id>"}; $in/$nin take lists of either`
 		case f.Type == parsedb.TypeRelation:
-			if fd.TargetClass != "<targetClass>" {
+			if fd.TargetClass != parsedb.InvisibleTargetLabel {
 				relations = append(relations, map[string]string{"field": f.Name, "target_class": f.TargetClass})
 			}
 			fd.QueryHint = `query the target class with where: {"$relatedTo":{"object":{"__type":"Pointer","className":"` + cls.Name + `","objectId":"<id>"},"key":"` + f.Name + `"}}`

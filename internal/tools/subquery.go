@@ -51,7 +51,7 @@ func (s *subQueries) SelectValues(ctx context.Context, className string, where m
 		return nil, err
 	}
 	hidden := s.d.Policy.HiddenRefs(s.schema)
-	if f := t.Class.Field(key); f != nil && f.Type == parsedb.TypePointer && (hidden.IsHidden(f.TargetClass) || s.schema.Class(f.TargetClass) == nil) {
+	if f := t.Class.Field(key); f != nil && f.Type == parsedb.TypePointer && s.d.Policy.TargetInvisible(s.schema, f.TargetClass) {
 		return nil, toolerror.New(toolerror.InvalidQuery, "%s points to a class that does not exist or is not accessible: it cannot be used in a where", key)
 	}
 	// Values that are references to a hidden class are never selected.
@@ -92,7 +92,7 @@ func (s *subQueries) RelatedIDs(ctx context.Context, ownerClass, ownerID, key st
 	if f == nil || f.Type != parsedb.TypeRelation {
 		return nil, toolerror.New(toolerror.InvalidQuery, "$relatedTo: %s.%s is not a relation field", ownerClass, key)
 	}
-	if s.d.Policy.Hidden(f.TargetClass) || s.schema.Class(f.TargetClass) == nil {
+	if s.d.Policy.TargetInvisible(s.schema, f.TargetClass) {
 		return nil, s.d.Policy.TargetUnavailable(ctx, "$relatedTo: the relation %s.%s", ownerClass, key)
 	}
 	// The owner must itself be readable by this session.
@@ -132,7 +132,7 @@ func (s *subQueries) OwningIDs(ctx context.Context, ownerClass, key string, rela
 	if f == nil || f.Type != parsedb.TypeRelation {
 		return nil, toolerror.New(toolerror.InvalidQuery, "%s.%s is not a relation field", ownerClass, key)
 	}
-	if s.d.Policy.Hidden(f.TargetClass) || s.schema.Class(f.TargetClass) == nil {
+	if s.d.Policy.TargetInvisible(s.schema, f.TargetClass) {
 		return nil, s.d.Policy.TargetUnavailable(ctx, "the relation %s.%s", ownerClass, key)
 	}
 	ids := make(bson.A, len(relatedIDs))
