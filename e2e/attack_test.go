@@ -217,11 +217,29 @@ func TestAttackTenantSpoofing(t *testing.T) {
 	} {
 		toolError(t, r, "spoof-"+id, "count_objects", `{"class_name":"Song","where":`+where+`}`, "access_denied", "tenant_scope")
 	}
-	// Another tenant's row through get_object(s).
+	// Another tenant's row by id answers exactly as an id that does not
+	// exist (a refusal would confirm that the id exists elsewhere), in
+	// every by-id position: get_object, get_objects, a where of exactly
+	// {objectId}, and count_objects.
 	southSong := firstSongOfOrg(t, demo.OrgSouth)
 	northSong := firstSongOfOrg(t, demo.OrgNorth)
-	toolError(t, r, "cross-get", "get_object", fmt.Sprintf(`{"class_name":"Song","object_id":%q}`, southSong), "access_denied", "tenant_scope")
-	toolError(t, r, "cross-gets", "get_objects", fmt.Sprintf(`{"class_name":"Song","ids":[%q,%q]}`, northSong, southSong), "access_denied", "tenant_scope")
+	const missingID = "zZzZzZzZzZ"
+	for i, probe := range []struct{ tool, args string }{
+		{"get_object", `{"class_name":"Song","object_id":"ID"}`},
+		{"get_objects", `{"class_name":"Song","ids":["` + northSong + `","ID"],"keys":["title"]}`},
+		{"query_class", `{"class_name":"Song","where":{"objectId":"ID"}}`},
+		{"query_class", `{"class_name":"Song","where":{"objectId":{"$in":["ID"]}}}`},
+		{"count_objects", `{"class_name":"Song","where":{"objectId":"ID"}}`},
+	} {
+		other := answer(aggRPC(r, fmt.Sprintf("cross-%d", i), probe.tool, strings.Replace(probe.args, "ID", southSong, 1)))
+		missing := answer(aggRPC(r, fmt.Sprintf("missing-%d", i), probe.tool, strings.Replace(probe.args, "ID", missingID, 1)))
+		if strings.ReplaceAll(other, southSong, "ID") != strings.ReplaceAll(missing, missingID, "ID") {
+			t.Errorf("%s: another tenant's id answers differently from a missing one:\n %s\n %s", probe.tool, cut(other, 300), cut(missing, 300))
+		}
+		if strings.Contains(other, "tenant") {
+			t.Errorf("%s: the answer mentions the tenant: %s", probe.tool, cut(other, 300))
+		}
+	}
 	got := aggToolResult(t, aggRPC(r, "own-get", "get_object", fmt.Sprintf(`{"class_name":"Song","object_id":%q}`, northSong)))
 	if obj(got["object"])["objectId"] != northSong {
 		t.Errorf("own tenant's row: %v", got)

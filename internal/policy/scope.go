@@ -217,8 +217,7 @@ func (e *Engine) scopeParts(cls *parsedb.Class, applyCanonical bool) []scopePart
 // tenant scope, all at the REST level, so the result can be shown to the
 // model as the constraints actually applied and translated once. Before
 // composing it refuses a where that names fields outside agent_fields or
-// protectedFields, or spoofs the tenant field; in a get_object(s) call on a
-// tenant-scoped class it refuses ids that belong to another tenant.
+// protectedFields, or spoofs the tenant field.
 func (e *Engine) ComposeWhere(ctx context.Context, cls *parsedb.Class, where map[string]any, applyCanonical bool) (map[string]any, error) {
 	if err := e.checkTenantBound(cls.Name); err != nil {
 		return nil, err
@@ -226,12 +225,11 @@ func (e *Engine) ComposeWhere(ctx context.Context, cls *parsedb.Class, where map
 	if err := e.checkCallerWhere(cls, where, 1); err != nil {
 		return nil, err
 	}
+	// The tenant filter is one of these parts: a lookup by id of another
+	// tenant's object finds nothing and answers exactly as a missing id
+	// (SECURITY.md "Filters and tenant scope"); refusing it would confirm
+	// that the id exists and belongs to another tenant.
 	parts := e.scopeParts(cls, applyCanonical)
-	if operationFor(ctx, cls.Name) == OpGet && e.TenantActive(cls.Name) {
-		if err := e.checkCrossTenant(ctx, cls, where); err != nil {
-			return nil, err
-		}
-	}
 	all := make([]map[string]any, 0, len(parts)+1)
 	if len(where) > 0 {
 		all = append(all, where)
@@ -250,72 +248,6 @@ func (e *Engine) ComposeWhere(ctx context.Context, cls *parsedb.Class, where map
 		and[i] = p
 	}
 	return map[string]any{"$and": and}, nil
-}
-
-// getIDs extracts the object ids a get_object(s) where asks for.
-func getIDs(where map[string]any) []string {
-	switch v := where["objectId"].(type) {
-	case string:
-		return []string{v}
-	case map[string]any:
-		if s, ok := v["$eq"].(string); ok {
-			return []string{s}
-		}
-		if arr, ok := v["$in"].([]any); ok {
-			var out []string
-			for _, x := range arr {
-				if s, ok := x.(string); ok {
-					out = append(out, s)
-				}
-			}
-			return out
-		}
-	}
-	return nil
-}
-
-// checkCrossTenant refuses a get_object(s) whose ids include a row of
-// another tenant that the session could otherwise read (SECURITY.md "Filters and tenant
-// scope": another tenant's row by id is refused). A row filtered out by agent
-// filters or ACL stays "not found".
-func (e *Engine) checkCrossTenant(ctx context.Context, cls *parsedb.Class, where map[string]any) error {
-	ids := getIDs(where)
-	if len(ids) == 0 || e.store == nil {
-		return nil
-	}
-	tf := e.TenantField(cls.Name)
-	in := make([]any, len(ids))
-	for i, id := range ids {
-		in[i] = id
-	}
-	and := []any{
-		map[string]any{"objectId": map[string]any{"$in": in}},
-		map[string]any{tf: map[string]any{"$ne": e.cfg.TenantID}},
-	}
-	for _, p := range e.scopeParts(cls, false) {
-		if p.Source != "tenant" {
-			and = append(and, p.Where)
-		}
-	}
-	filter, err := parsedb.WhereToFilter(ctx, cls, map[string]any{"$and": and}, parsedb.WhereOptions{})
-	if err != nil {
-		return err
-	}
-	scope, err := e.StorageScope(ctx, cls)
-	if err != nil {
-		return err
-	}
-	if len(scope) > 0 {
-		filter = bson.D{{Key: "$and", Value: bson.A{filter, scope}}}
-	}
-	n, err := e.store.Count(ctx, cls.Name, filter)
-	if err != nil {
-		return err
-	}
-	if n > 0 {
-		return toolerror.Denied("tenant_scope", "the requested %s object belongs to another tenant", cls.Name)
-	}
-	return nil
 }
 
 // StorageScope is the part of every read's filter that cannot be expressed
