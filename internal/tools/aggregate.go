@@ -760,9 +760,12 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 			name := k[3:]
 			if _, taken := codec[name]; taken || names[name] || emitted[name] {
 				// The bare name is taken: keep the storage column, raw.
-				v, err := c.rawValue(val)
-				if err != nil {
-					return nil, err
+				v, ok := c.invisiblePointer(val)
+				if !ok {
+					var err error
+					if v, err = c.rawValue(val); err != nil {
+						return nil, err
+					}
 				}
 				out.fields = append(out.fields, rowField{k, v})
 				emitted[k] = true
@@ -795,12 +798,31 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 // pointer renders a top-level `_p_` value: a REST pointer, a redaction, or
 // (not a "Class$id" string) the plain value.
 func (c *rowConverter) pointer(rv bson.RawValue) (any, error) {
+	if red, ok := c.invisiblePointer(rv); ok {
+		return red, nil
+	}
 	if s, ok := rv.StringValueOK(); ok {
 		if cls, id, ok := strings.Cut(s, "$"); ok && cls != "" && id != "" && !c.hidden(cls) {
 			return &restPointer{Type: "Pointer", ClassName: cls, ObjectID: id}, nil
 		}
 	}
 	return c.rawValue(rv)
+}
+
+// invisiblePointer is the redaction marker for a `_p_` value that refers
+// to a hidden class or to one missing from the schema: a pointer column is
+// a reference by type, so hidden and missing read the same (SECURITY.md
+// "Hidden references").
+func (c *rowConverter) invisiblePointer(rv bson.RawValue) (json.RawMessage, bool) {
+	s, ok := rv.StringValueOK()
+	if !ok {
+		return nil, false
+	}
+	cls, _, ok := strings.Cut(s, "$")
+	if !ok || cls == "" || !(c.hidden(cls) || c.missing != nil && c.missing(cls)) {
+		return nil, false
+	}
+	return json.RawMessage(parsedb.RedactedMarker), true
 }
 
 // compactPointers replaces pointer columns that hold pointers of a single
