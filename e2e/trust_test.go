@@ -302,6 +302,21 @@ func TestTrustResourceBounds(t *testing.T) {
 	for _, op := range []string{"$regexMatch", "$regexFind", "$regexFindAll"} {
 		violation(t, r, op, "aggregate", `{"class_name":"Song","pipeline":[{"$addFields":{"m":{"`+op+`":{"input":"$title","regex":".+.+.+"}}}}]}`)
 	}
+	// Polynomial shapes found by normalising before counting (their own
+	// server: the calls above use up a rate-limit window).
+	r2 := trustServer(t)
+	for name, re := range map[string]string{
+		"bounded-large": `.{0,200}.{0,200}.{0,200}.{0,200}z`,
+		"group-atom":    `(?:.)*(?:.)*(?:.)*(?:.)*z`,
+		"posix":         `[[:alpha:]]*[[:alpha:]]*[[:alpha:]]*z`,
+		"unicode":       `\\p{L}*\\p{L}*\\p{L}*z`,
+		"literals":      `e*e*e*e*e*e*e*e*z`,
+	} {
+		violation(t, r2, name+"/where", "count_objects", `{"class_name":"Song","where":{"title":{"$regex":"`+re+`"}}}`)
+		violation(t, r2, name+"/match", "aggregate", `{"class_name":"Song","pipeline":[{"$match":{"title":{"$regex":"`+re+`"}}}]}`)
+		violation(t, r2, name+"/regexMatch", "aggregate", `{"class_name":"Song","pipeline":[{"$addFields":{"m":{"$regexMatch":{"input":"$title","regex":"`+re+`"}}}}]}`)
+	}
+	okResult(t, r2, "ordinary-regex", "count_objects", `{"class_name":"Song","where":{"title":{"$regex":"^\\d{1,3}\\.\\d{1,3}|a+b+c+d+|\\.+\\.+\\.+"}}}`)
 	many := func(n int, el string) string { return "[" + strings.TrimSuffix(strings.Repeat(el+",", n), ",") + "]" }
 	for id, args := range map[string]string{
 		"or-branches":   `{"class_name":"Song","where":{"$or":` + many(101, `{"genre":"rock"}`) + `}}`,
