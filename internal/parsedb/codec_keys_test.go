@@ -126,3 +126,20 @@ func FuzzHiddenReferenceRedaction(f *testing.F) {
 		}
 	})
 }
+
+// TestFreeTextIsNotAReference pins the decision of SECURITY.md "Free text
+// is not a reference": a "Hidden$id" inside a longer string is user text
+// and is shown as stored; only whole values and keys are references.
+func TestFreeTextIsNotAReference(t *testing.T) {
+	enc := RowEncoder{Class: songClass(), HiddenClass: hideSSN}
+	doc := bson.D{{Key: "_id", Value: "s1"}, {Key: "title", Value: "rotated StudentSSN$x9 ok"},
+		{Key: "tags", Value: bson.A{"x StudentSSN$x9", "StudentSSN$x9"}}}
+	out, err := enc.AppendRow(nil, mustRaw(t, doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"objectId":"s1","title":"rotated StudentSSN$x9 ok","tags":["x StudentSSN$x9",{"__redacted":true}]}`
+	if string(out) != want {
+		t.Errorf("got  %s\nwant %s", out, want)
+	}
+}
