@@ -246,7 +246,7 @@ func (e *Engine) invisibleClass(schema *parsedb.Schema, name string) bool {
 	if e.Hidden(name) {
 		return true
 	}
-	return schema != nil && parsedb.ClassNameRe.MatchString(name) && schema.Class(name) == nil
+	return parsedb.ClassNameRe.MatchString(name) && e.TargetInvisible(schema, name)
 }
 
 // checkACLValue checks the entries of a Parse ACL: "*", a user id or
