@@ -159,3 +159,52 @@ func TestFreeStringsAreRedactedForHiddenClassesOnly(t *testing.T) {
 		}
 	}
 }
+
+// FuzzHiddenEqualsMissingPaths: whatever keys are requested, in either row
+// shape, a row referring to a hidden class and the same row referring to a
+// missing class encode to the same bytes and show no class name or id.
+func FuzzHiddenEqualsMissingPaths(f *testing.F) {
+	for _, seed := range []string{"", "ghost", "meta.credential.objectId", "meta.obj.apiKey,refs", "meta.a.b.className", "refs.objectId", "meta.rel", "meta.visible.objectId,artist"} {
+		f.Add(seed, false)
+		f.Add(seed, true)
+	}
+	hidden := func(c string) bool { return c == "VaultSecret" }
+	known := map[string]bool{"Song": true, "Artist": true, "VaultSecret": true}
+	missing := func(c string) bool { return !known[c] }
+	f.Fuzz(func(t *testing.T, keyList string, compact bool) {
+		var keys []string
+		if keyList != "" {
+			keys = strings.Split(keyList, ",")
+		}
+		render := func(target string) string {
+			cls := invisibleClass()
+			cls.Fields["ghost"].TargetClass = target
+			enc := &RowEncoder{Class: cls, HiddenClass: hidden, MissingClass: missing, Compact: compact}
+			if compact {
+				enc.Legend = &Legend{}
+			}
+			enc.SelectKeys(keys)
+			out, err := enc.AppendRow(nil, mustRaw(t, invisibleRow(target)))
+			if err != nil {
+				t.Fatalf("%q: %v", keyList, err)
+			}
+			if compact {
+				for _, c := range enc.Legend.PointerClasses {
+					if c == target {
+						t.Fatalf("%q: pointer_classes names %s", keyList, c)
+					}
+				}
+			}
+			return string(out)
+		}
+		h, m := render("VaultSecret"), render("NoSuchClass")
+		if h != m {
+			t.Fatalf("keys %q: hidden %s, missing %s", keyList, h, m)
+		}
+		for _, leak := range []string{"VaultSecret", "NoSuchClass", "secret", "Id0", "k-123"} {
+			if strings.Contains(h, leak) {
+				t.Fatalf("keys %q show %q: %s", keyList, leak, h)
+			}
+		}
+	})
+}
