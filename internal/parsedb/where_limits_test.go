@@ -116,6 +116,8 @@ func TestUnsafeRegexNormalisesBeforeCounting(t *testing.T) {
 		`(?i)a*A*a*b`,
 		`\.*\.*\.*$`,
 		`.{11,}.{11,}.{11,}z`,
+		`.*a*.*b`,
+		`\s+a+\s+`,
 	}
 	stillRefused := []string{
 		`.*?.*?.*?.*?z`, `\S*\S*\S*z`, `\W*\W*\W*z`, `\D*\D*\D*z`, `\X*\X*\X*z`, `\N*\N*\N*z`, `\H*\H*\H*z`, `\R*\R*\R*z`,
@@ -126,7 +128,7 @@ func TestUnsafeRegexNormalisesBeforeCounting(t *testing.T) {
 		``, `^abc`, `.*foo.*`, `^\w+@\w+`, `a+b+c+d+`, `\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}`, `[abc]`, `\.+\.+\.+`,
 		`^The `, `(?i)^rock`, `^[A-Z]`, `colou?r`, `^\d{4}-\d{2}-\d{2}$`, `(red|blue|green)`, `^(?:foo|bar)baz`,
 		`\bword\b`, `^[^@]+@[^@]+$`, `^\p{Lu}\p{Ll}+$`, `ab{0,50}c`, `^[[:alpha:]]+$`, `(?:ab)*c`, `^(\d{3})-(\d{4})$`,
-		`Ke\$ha`, `^a.*z$`, `x{2,5}y{2,5}z{2,5}`, `(?:a|b)+c`, `^(?i:rock|pop)$`, `\x{41}+B`, `a*b*c*d`,
+		`Ke\$ha`, `^a.*z$`, `x{2,5}y{2,5}z{2,5}`, `(?:a|b)+c`, `^(?i:rock|pop)$`, `\x{41}+B`, `a*b*c*d`, `x*.*y`, `.*foo.*bar`, `^https?://[^/]+/.*$`, `^\s*rock\s*$`, `\d+ (min|minutes)`,
 	}
 	for _, p := range append(append([]string{}, nowRefused...), stillRefused...) {
 		if !UnsafeRegex(p) {

@@ -257,6 +257,8 @@ func (a regexAtom) overlaps(b regexAtom) bool {
 //   - more than MaxBroadUnbounded large quantifiers over broad atoms,
 //     anywhere in the pattern, group nesting ignored (.{0,200} ×3,
 //     [[:alpha:]]* ×3, \p{L}* ×3, (?:.)* ×3); or
+//   - more than MaxBroadUnbounded large quantifiers over broad atoms and
+//     over literal atoms that something after them can fail (.*a*.*b); or
 //   - more than MaxBroadUnbounded consecutive large quantifiers over
 //     overlapping literal atoms followed by something that can fail
 //     (e*e*e*z, (?:e|f)*(?:e|f)*(?:e|f)*z): each split of the run is
@@ -270,6 +272,19 @@ func hasPolynomialQuantifiers(p string) bool {
 		if a.kind == 'a' && a.large && a.broad {
 			if broad++; broad > MaxBroadUnbounded {
 				return true
+			}
+		}
+	}
+	if broad > 0 {
+		// A broad atom overlaps every literal: large literal atoms that
+		// something after them can still fail count with the broad ones
+		// (.*a*.*b tries n³ splits before b fails).
+		mixed := broad
+		for i, a := range atoms {
+			if a.kind == 'a' && a.large && !a.broad && canFailAfter(atoms[i+1:]) {
+				if mixed++; mixed > MaxBroadUnbounded {
+					return true
+				}
 			}
 		}
 	}
@@ -291,6 +306,20 @@ func hasPolynomialQuantifiers(p string) bool {
 				return true
 			}
 			run = 0
+		}
+	}
+	return false
+}
+
+// canFailAfter reports whether the atoms up to the end of the alternative
+// include a point where the match can fail: an atom or an end anchor.
+func canFailAfter(rest []regexAtom) bool {
+	for _, a := range rest {
+		switch a.kind {
+		case '|':
+			return false
+		case 'a', '$':
+			return true
 		}
 	}
 	return false
