@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // readTarget is a resolved class plus the filter a read sends to MongoDB.
@@ -301,6 +302,12 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, paths); nh != nil {
 			p.target.Filter = andFilters(p.target.Filter, nh)
 		}
+		// Rows whose sort key inside an Object/Array field holds an
+		// embedded object are left out too: it would sort by its members,
+		// a nested pointer's id among them.
+		if no := notObjectSortKeys(cls, paths); no != nil {
+			p.target.Filter = andFilters(p.target.Filter, no)
+		}
 	}
 	p.enc = *d.Policy.RowEncoder(schema, cls, p.keys)
 	if in.compact {
@@ -329,8 +336,14 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 // hidden ids. The not-a-hidden-reference filter does not cover it, since a
 // Pointer field is typed (SECURITY.md "Hidden references").
 func checkOrderTarget(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, path string) error {
-	root, _, _ := strings.Cut(path, ".")
+	root, _, dotted := strings.Cut(path, ".")
 	f := cls.Field(root)
+	if f != nil && !dotted && f.Type == parsedb.TypeObject {
+		// A whole Object value sorts member by member: an embedded
+		// pointer's id below it would be ordered, and so bisected, against
+		// the other rows' (SECURITY.md "Hidden references").
+		return toolerror.New(toolerror.InvalidQuery, "order: %s is an Object field and cannot be sorted as a whole; order by a path inside it (e.g. %s.<key>) or by another field", root, root)
+	}
 	if f == nil || (f.Type != parsedb.TypePointer && f.Type != parsedb.TypeRelation) {
 		return nil
 	}
@@ -338,6 +351,29 @@ func checkOrderTarget(ctx context.Context, d *Deps, schema *parsedb.Schema, cls 
 		return d.Policy.TargetUnavailable(ctx, "order: %s", root)
 	}
 	return nil
+}
+
+// notObjectSortKeys is the conjunct that keeps rows whose sort key — an
+// Array field, or a path below an Object, Array or unknown field — is (or,
+// for an array, holds) an embedded object out of a sorted read; nil when no
+// key needs it. An array of scalars still sorts (by its least or greatest
+// element, as MongoDB does).
+func notObjectSortKeys(cls *parsedb.Class, paths []string) bson.D {
+	var and bson.A
+	for _, p := range paths {
+		root, _, dotted := strings.Cut(p, ".")
+		if !parsedb.MayHoldObject(cls, root) {
+			continue
+		}
+		if f := cls.Field(root); !dotted && f != nil && f.Type == parsedb.TypeObject {
+			continue // refused by checkOrderTarget
+		}
+		and = append(and, bson.D{{Key: parsedb.StorageFieldName(cls, p), Value: bson.D{{Key: "$not", Value: bson.D{{Key: "$type", Value: "object"}}}}}})
+	}
+	if len(and) == 0 {
+		return nil
+	}
+	return bson.D{{Key: "$and", Value: and}}
 }
 
 // dropAlso extends an encoder's Drop with more field names.

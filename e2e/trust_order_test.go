@@ -1,0 +1,43 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestTrustOrderOnObjectValues (hidden references, order): a whole Object
+// value sorts member by member and a path inside one can be an embedded
+// pointer, so a sorted read would order rows by the ids below — of hidden
+// classes too. Ordering by a whole Object field is refused (query_class
+// and export_data alike); ordering by an Array field or a path inside an
+// Object field leaves out the rows whose key holds an embedded object
+// (demo: Song.meta.credential is a Pointer object, into VaultSecret on one
+// row and absent elsewhere).
+func TestTrustOrderOnObjectValues(t *testing.T) {
+	c := demoClient(t)
+	for _, tool := range []string{"query_class", "export_data"} {
+		for _, o := range []string{"meta", "-meta", "title,meta"} {
+			msg := callErr(t, c, tool, map[string]any{"class_name": "Song", "order": o, "limit": 5}, "invalid_query")
+			if !strings.Contains(msg, "meta is an Object field") {
+				t.Errorf("%s order %s: %s", tool, o, msg)
+			}
+		}
+	}
+	for _, o := range []string{"meta.credential", "-meta.credential", "meta.credential.objectId"} {
+		out := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "order": o, "keys": []any{"meta"}, "limit": 1000, "apply_canonical_filter": false})
+		for _, r := range rowObjects(out, "results") {
+			if cred, ok := obj(obj(r)["meta"])["credential"]; ok {
+				t.Errorf("order %s: a row whose sort key is an embedded object was sorted: %v", o, cred)
+			}
+		}
+	}
+	// Sub-paths holding scalars and Arrays of scalars still sort.
+	out := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "order": "-tags", "keys": []any{"tags"}, "limit": 3})
+	if len(rowObjects(out, "results")) != 3 {
+		t.Errorf("order -tags: %v", out)
+	}
+	out = callOK(t, c, "query_class", map[string]any{"class_name": "Song", "order": "meta.bpm", "keys": []any{"meta"}, "limit": 3})
+	if len(rowObjects(out, "results")) != 3 {
+		t.Errorf("order meta.bpm: %v", out)
+	}
+}
