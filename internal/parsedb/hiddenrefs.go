@@ -225,6 +225,19 @@ func MayHoldObject(cls *Class, field string) bool {
 // NotHiddenRefFilter ANDs NotHiddenRef over several REST paths; nil when
 // none needs it.
 func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {
+	return h.notHiddenRefFilter(cls, paths, h.NotHiddenRef)
+}
+
+// NotHiddenRefFilterAnyType ANDs NotHiddenRefAnyType over several REST
+// paths: for reads whose use of a value is not known to be type-safe — a
+// sort key, a path a pipeline's expressions may take apart — where a
+// typed field whose data drifted to a "Hidden$id" string would otherwise be
+// ranked or computed on.
+func (h *HiddenRefs) NotHiddenRefFilterAnyType(cls *Class, paths []string) bson.D {
+	return h.notHiddenRefFilter(cls, paths, h.NotHiddenRefAnyType)
+}
+
+func (h *HiddenRefs) notHiddenRefFilter(cls *Class, paths []string, conjunct func(*Class, string) bson.A) bson.D {
 	var and bson.A
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -232,7 +245,7 @@ func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {
 			continue
 		}
 		seen[p] = true
-		and = append(and, h.NotHiddenRef(cls, p)...)
+		and = append(and, conjunct(cls, p)...)
 	}
 	if len(and) == 0 {
 		return nil

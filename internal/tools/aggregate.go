@@ -173,7 +173,7 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 		// Joined rows whose value at a path the stages read is a reference
 		// to a hidden class are left out of the join, as the pipeline's
 		// own rows are (SECURITY.md, "Hidden references").
-		if nh := hidden.NotHiddenRefFilter(jc, vp.JoinRefPaths[jc.Name]); nh != nil {
+		if nh := hidden.NotHiddenRefFilterAnyType(jc, vp.JoinRefPaths[jc.Name]); nh != nil {
 			if len(f) == 0 {
 				f = nh
 			} else {
@@ -200,7 +200,7 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 	// Rows whose value at a path the stages read is a reference to a hidden
 	// class never enter the caller's stages (SECURITY.md, "Hidden
 	// references"): no expression or filter can take it apart.
-	if nh := hidden.NotHiddenRefFilter(cls, vp.RefPaths); nh != nil {
+	if nh := hidden.NotHiddenRefFilterAnyType(cls, vp.RefPaths); nh != nil {
 		full = append(full, bson.D{{Key: "$match", Value: nh}})
 	}
 	full = append(full, user[:at]...)

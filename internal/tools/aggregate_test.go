@@ -118,28 +118,28 @@ func TestAggregatePipelineGolden(t *testing.T) {
 	cases := []struct{ name, class, args, want string }{
 		{"filters, caller stages with key order, projection, auto limit", "Song",
 			`{"pipeline":[{"$match":{"genre":"rock"}},{"$group":{"_id":"$artist","n":{"$sum":1}}},{"$sort":{"n":-1,"_id":1}}]}`,
-			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$group":{"_id":"$_p_artist","n":{"$sum":1}}},{"$sort":{"n":-1,"_id":1}},{"$limit":200}]`},
+			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}},{"_p_artist":{"$not":"<hidden classes>"}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$group":{"_id":"$_p_artist","n":{"$sum":1}}},{"$sort":{"n":-1,"_id":1}},{"$limit":200}]`},
 		{"apply_canonical_filter false", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$group":{"_id":"$genre","plays":{"$sum":"$plays"}}}]}`,
-			`[{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}}]}},` + songProjection + `,{"$group":{"_id":"$genre","plays":{"$sum":"$plays"}}},{"$limit":200}]`},
+			`[{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}},{"plays":{"$not":"<hidden classes>"}}]}},` + songProjection + `,{"$group":{"_id":"$genre","plays":{"$sum":"$plays"}}},{"$limit":200}]`},
 		{"ends with $limit: nothing appended; leading $sort/$limit stay before the projection", "Song",
 			`{"pipeline":[{"$sort":{"plays":-1}},{"$limit":5}]}`,
-			`[{"$match":{"archived":{"$ne":true}}},{"$sort":{"plays":-1}},{"$limit":5},` + songProjection + `]`},
+			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"$and":[{"plays":{"$not":"<hidden classes>"}}]}},{"$sort":{"plays":-1}},{"$limit":5},` + songProjection + `]`},
 		{"ends with $count", "Song",
 			`{"pipeline":[{"$match":{"releasedAt":{"$gte":"2020-01-01"}}},{"$count":"n"}]}`,
-			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"releasedAt":{"$gte":{"$date":"2020-01-01T00:00:00Z"}}}},` + songProjection + `,{"$count":"n"}]`},
+			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"$and":[{"releasedAt":{"$not":"<hidden classes>"}}]}},{"$match":{"releasedAt":{"$gte":{"$date":"2020-01-01T00:00:00Z"}}}},` + songProjection + `,{"$count":"n"}]`},
 		{"a leading $match with $expr comes after the projection", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$match":{"genre":"rock"}},{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]}`,
 			`[{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}},{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]`},
 		{"$graphLookup last: the caller's last stage decides the auto limit", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$limit":2},{"$graphLookup":{"from":"Artist","startWith":"$artist","connectFromField":"name","connectToField":"name","as":"g"}}]}`,
-			`[{"$limit":2},` + songProjection + `,{"$graphLookup":{"from":"Artist","startWith":"$_p_artist","connectFromField":"name","connectToField":"name","as":"g","restrictSearchWithMatch":{"$and":[{"name":{"$not":"<hidden classes>"}}]}}},{"$set":{"g":{"$map":{"input":"$g","as":"parsemcpdoc","in":{"_id":"$$parsemcpdoc._id","_created_at":"$$parsemcpdoc._created_at","_updated_at":"$$parsemcpdoc._updated_at","name":"$$parsemcpdoc.name"}}}}},{"$limit":200}]`},
+			`[{"$match":{"$and":[{"_p_artist":{"$not":"<hidden classes>"}}]}},{"$limit":2},` + songProjection + `,{"$graphLookup":{"from":"Artist","startWith":"$_p_artist","connectFromField":"name","connectToField":"name","as":"g","restrictSearchWithMatch":{"$and":[{"name":{"$not":"<hidden classes>"}}]}}},{"$set":{"g":{"$map":{"input":"$g","as":"parsemcpdoc","in":{"_id":"$$parsemcpdoc._id","_created_at":"$$parsemcpdoc._created_at","_updated_at":"$$parsemcpdoc._updated_at","name":"$$parsemcpdoc.name"}}}}},{"$limit":200}]`},
 		{"allowlisted class: projection of agent_fields only", "Patient",
 			`{"pipeline":[{"$group":{"_id":"$doctor","n":{"$sum":1}}}]}`,
-			`[{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"age":1,"_p_doctor":1,"name":1}},{"$group":{"_id":"$_p_doctor","n":{"$sum":1}}},{"$limit":200}]`},
+			`[{"$match":{"$and":[{"_p_doctor":{"$not":"<hidden classes>"}}]}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"age":1,"_p_doctor":1,"name":1}},{"$group":{"_id":"$_p_doctor","n":{"$sum":1}}},{"$limit":200}]`},
 		{"$lookup scoped with the joined class's projection", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$lookup":{"from":"Artist","localField":"artist","foreignField":"objectId","as":"a"}},{"$limit":1}]}`,
-			`[` + songProjection + `,{"$lookup":{"from":"Artist","let":{"parsemcpjoinkey":{"$arrayElemAt":[{"$split":[{"$ifNull":["$_p_artist",""]},{"$literal":"$"}]},1]}},"pipeline":[{"$match":{"$expr":{"$eq":["$_id","$$parsemcpjoinkey"]}}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"name":1}}],"as":"a"}},{"$limit":1}]`},
+			`[{"$match":{"$and":[{"_p_artist":{"$not":"<hidden classes>"}}]}},` + songProjection + `,{"$lookup":{"from":"Artist","let":{"parsemcpjoinkey":{"$arrayElemAt":[{"$split":[{"$ifNull":["$_p_artist",""]},{"$literal":"$"}]},1]}},"pipeline":[{"$match":{"$expr":{"$eq":["$_id","$$parsemcpjoinkey"]}}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"name":1}}],"as":"a"}},{"$limit":1}]`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -155,7 +155,7 @@ func TestAggregateScopedIdentityAndTenant(t *testing.T) {
 	d := aggDeps(t, func(c *config.Config) { c.ACLRole = "Moderator"; c.TenantID = "org_north" })
 	d.Policy.SetIdentity(&parsedb.Identity{Kind: parsedb.IdentityRole, Roles: []string{"Moderator"}})
 	got := dryPipeline(t, d, aggregateTool, `{"class_name":"Scoped","dry_run":true,"pipeline":[{"$group":{"_id":null,"total":{"$sum":"$amount"}}}]}`)
-	want := `[{"$match":{"orgId":"org_north"}},{"$match":{"_rperm":{"$in":[null,"*","role:Moderator"]}}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"amount":1,"name":1,"orgId":1}},{"$group":{"_id":null,"total":{"$sum":"$amount"}}},{"$limit":200}]`
+	want := `[{"$match":{"orgId":"org_north"}},{"$match":{"_rperm":{"$in":[null,"*","role:Moderator"]}}},{"$match":{"$and":[{"amount":{"$not":"<hidden classes>"}}]}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"amount":1,"name":1,"orgId":1}},{"$group":{"_id":null,"total":{"$sum":"$amount"}}},{"$limit":200}]`
 	if got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
 	}

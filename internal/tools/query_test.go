@@ -93,11 +93,11 @@ func TestPlanFindCommandGolden(t *testing.T) {
 		{"keys + include: included pointer projected, sub-keys routed", planInput{keys: []string{"title", "artist.name"}, include: []string{"artist", "album"}}, 0, 5,
 			`{"find":"Song","filter":{},"projection":{"_created_at":1,"_updated_at":1,"title":1,"_p_artist":1,"_p_album":1},"sort":{"_id":1},"limit":6,"batchSize":6}`},
 		{"order", planInput{order: order("-plays,title")}, 0, 5,
-			`{"find":"Song","filter":{"$and":[{"title":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}}]},"sort":{"plays":-1,"title":1,"_id":1},"limit":6,"batchSize":6}`},
+			`{"find":"Song","filter":{"$and":[{"plays":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}},{"title":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}}]},"sort":{"plays":-1,"title":1,"_id":1},"limit":6,"batchSize":6}`},
 		{"skip", planInput{}, 300, 100,
 			`{"find":"Song","filter":{},"sort":{"_id":1},"skip":300,"limit":101,"batchSize":101}`},
 		{"samples: newest first, large fields excluded", planInput{applyCanonical: true, order: order("-createdAt"), dropLarge: true}, 0, 5,
-			`{"find":"Song","filter":{"archived":{"$ne":true}},"projection":{"lyrics":0},"sort":{"_created_at":-1,"_id":1},"limit":6,"batchSize":6}`},
+			`{"find":"Song","filter":{"$and":[{"archived":{"$ne":true}},{"$and":[{"_created_at":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$","options":""}}}}]}]},"projection":{"lyrics":0},"sort":{"_created_at":-1,"_id":1},"limit":6,"batchSize":6}`},
 		{"lookup by id: no sort", planInput{where: map[string]any{"objectId": "abc"}, noSort: true}, 0, 1,
 			`{"find":"Song","filter":{"_id":"abc"},"limit":2,"batchSize":2}`},
 	}

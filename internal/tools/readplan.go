@@ -299,7 +299,7 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		for _, o := range in.order {
 			paths = append(paths, o.Field)
 		}
-		if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, paths); nh != nil {
+		if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilterAnyType(cls, paths); nh != nil {
 			p.target.Filter = andFilters(p.target.Filter, nh)
 		}
 		// Rows whose sort key inside an Object/Array field holds an
