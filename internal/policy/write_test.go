@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
 // Table-driven tests of the write checkpoint (the e2e attack suite drives
@@ -151,6 +154,23 @@ func TestWriteHiddenEqualsMissing(t *testing.T) {
 				t.Errorf("%s (%s): hidden %q, missing %q; want the same refusal", name, op, h, m)
 			}
 		}
+	}
+	// A pointer field whose schema target is hidden, and one whose target
+	// is missing, refuse any value alike.
+	song := *schema.Class("Song")
+	song.Fields = maps.Clone(song.Fields)
+	song.Fields["ghostRef"] = &parsedb.Field{Name: "ghostRef", Type: parsedb.TypePointer, TargetClass: "NoSuchClzz"}
+	var fieldAnswers []string
+	for _, f := range []string{"secretRef", "ghostRef"} {
+		_, _, err := master.CheckObjectWrite(context.Background(), schema, &song, ObjectWrite{Op: OpUpdate, Fields: map[string]any{f: "v1"}})
+		if err == nil {
+			t.Fatalf("write to %s accepted", f)
+		}
+		msg := strings.NewReplacer("VaultSecret", "<C>", "NoSuchClzz", "<C>", f, "<F>").Replace(outcome(err) + ": " + err.Error())
+		fieldAnswers = append(fieldAnswers, msg)
+	}
+	if fieldAnswers[0] != fieldAnswers[1] {
+		t.Errorf("pointer field targets: hidden %q, missing %q", fieldAnswers[0], fieldAnswers[1])
 	}
 	// Ordinary values stay writable: an existing class, and strings that do
 	// not start with a class-like name followed by "$".
