@@ -132,8 +132,8 @@ func TestWriteAttacks(t *testing.T) {
 		"new-pointer":   `{"class_name":"Ticket","fields":{"title":"t","x":{"__type":"Pointer","className":"%s","objectId":"wu1JlVFHb8"}}%s}`,
 		"nested":        `{"class_name":"Ticket","fields":{"meta":{"p":{"__type":"Pointer","className":"%s","objectId":"v1"}}}%s}`,
 		"object":        `{"class_name":"Ticket","fields":{"meta":{"o":{"__type":"Object","className":"%s","objectId":"v1"}}}%s}`,
-		"string":        `{"class_name":"Ticket","fields":{"tags":["%s$v1"]}%s}`,
-		"string-prefix": `{"class_name":"Ticket","fields":{"meta":{"a":["%s$v1~"]}}%s}`,
+		"string":        `{"class_name":"Ticket","fields":{"tags":["%s$wu1JlVFHb8"]}%s}`,
+		"string-nested": `{"class_name":"Ticket","fields":{"meta":{"a":["%s$wu1JlVFHb8"]}}%s}`,
 		"relation":      `{"class_name":"Ticket","fields":{"rel":{"__op":"AddRelation","objects":[{"__type":"Pointer","className":"%s","objectId":"v1"}]}}%s}`,
 	} {
 		for _, dry := range []string{"", `,"dry_run":true`} {

@@ -202,7 +202,7 @@ const maxWriteDepth = 32
 // checkWriteValue walks a value at every depth: keys on the internal floor
 // are violations (keys with $ or . are Parse's own refusal, in the encoder); references to invisible classes
 // — hidden or missing from the schema — (Pointer objects, relation op
-// objects, any object with a className, "Class$…" strings) are refused
+// objects, any object with a className, "Class$objectId" strings) are refused
 // exactly as an unknown class, so a write (even a dry run) cannot tell a
 // hidden class from a missing one (SECURITY.md "Writes").
 func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, field string, v any, depth int) error {
@@ -211,8 +211,8 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 	}
 	switch t := v.(type) {
 	case string:
-		if i := strings.IndexByte(t, '$'); i > 0 && e.invisibleClass(schema, t[:i]) {
-			return e.unknownClass(schema, t[:i])
+		if cn, ok := referenceString(t); ok && e.invisibleClass(schema, cn) {
+			return e.unknownClass(schema, cn)
 		}
 	case []any:
 		for _, x := range t {
@@ -236,6 +236,26 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 		}
 	}
 	return nil
+}
+
+// minReferenceIDLength is the shortest id part of a string that counts as
+// a "Class$objectId" reference in a written value: Parse's objectIds are 10
+// characters (its default length); shorter ids exist only by design.
+const minReferenceIDLength = 10
+
+// referenceString reports whether a written string has the shape of a
+// stored reference, "Class$objectId" with an objectId of Parse's length,
+// and its class. Only such strings are checked: "US$100", "Ke$ha" or
+// "A$AP Rocky" are text, and refusing them for a class that happens not to
+// exist would make ordinary values unwritable — while a check of any
+// "X$…" prefix against the hidden classes alone would tell a hidden class
+// from a missing one.
+func referenceString(s string) (class string, ok bool) {
+	cls, id, found := strings.Cut(s, "$")
+	if !found || len(id) < minReferenceIDLength || !parsedb.ClassNameRe.MatchString(cls) || !parsedb.ObjectIDRe.MatchString(id) {
+		return "", false
+	}
+	return cls, true
 }
 
 // invisibleClass is the write side's one predicate for a referenced class:
