@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -445,10 +446,8 @@ func stringOperand(f *Field, v any) bool {
 			return false
 		}
 		if a, ok := whereArray(v); ok {
-			for _, x := range a {
-				if walk(x) {
-					return true
-				}
+			if slices.ContainsFunc(a, walk) {
+				return true
 			}
 		}
 		return false

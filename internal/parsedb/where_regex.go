@@ -546,8 +546,8 @@ func largeQuantifierAt(p string, i int) bool {
 		}
 		body := p[i+1 : i+j]
 		lo, hi, comma := body, "", false
-		if k := strings.IndexByte(body, ','); k >= 0 {
-			lo, hi, comma = body[:k], body[k+1:], true
+		if before, after, ok := strings.Cut(body, ","); ok {
+			lo, hi, comma = before, after, true
 		}
 		if lo == "" || strings.Trim(lo, "0123456789") != "" || strings.Trim(hi, "0123456789") != "" {
 			return false // a literal "{"

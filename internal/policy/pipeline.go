@@ -65,6 +65,7 @@ package policy
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -367,9 +368,7 @@ func (s *fieldState) clone() *fieldState {
 	c.sortedKeys = nil
 	c.shapes = slices.Clone(s.shapes)
 	c.alias = make(map[string][]vref, len(s.alias))
-	for k, v := range s.alias {
-		c.alias[k] = v
-	}
+	maps.Copy(c.alias, s.alias)
 	return &c
 }
 

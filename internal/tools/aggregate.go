@@ -333,8 +333,7 @@ func pipelineRunError(d *Deps, tool string, err error) error {
 	}
 	var ce mongo.CommandError
 	if !errors.As(err, &ce) {
-		var se mongo.ServerError
-		if !errors.As(err, &se) {
+		if _, ok := errors.AsType[mongo.ServerError](err); !ok {
 			return err
 		}
 	}

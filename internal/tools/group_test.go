@@ -9,8 +9,6 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
-const activeSong = `{"$match":{"archived":{"$ne":true}}}`
-
 // Parts of the not-a-hidden-reference conjunct the demo policy gives a
 // grouped field (SECURITY.md "Hidden references").
 const (
