@@ -238,21 +238,19 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 	return nil
 }
 
-// minReferenceIDLength is the shortest id part of a string that counts as
-// a "Class$objectId" reference in a written value: Parse's objectIds are 10
-// characters (its default length); shorter ids exist only by design.
-const minReferenceIDLength = 10
-
-// referenceString reports whether a written string has the shape of a
-// stored reference, "Class$objectId" with an objectId of Parse's length,
-// and its class. Only such strings are checked: "US$100", "Ke$ha" or
-// "A$AP Rocky" are text, and refusing them for a class that happens not to
-// exist would make ordinary values unwritable — while a check of any
-// "X$…" prefix against the hidden classes alone would tell a hidden class
-// from a missing one.
+// referenceString reports whether a written string has the shape the
+// reader takes for a stored reference — the whole string "Class$objectId"
+// (a class-like name, "$", 1–32 id characters), which the row encoder
+// redacts when the class is hidden — and its class. Such a string naming a
+// class that is not visible is refused, hidden or missing alike: accepting
+// it would store a value the reader shows redacted for a hidden class and
+// verbatim for a missing one, so a dry run would tell them apart. Text
+// that is not of that exact shape ("A$AP Rocky", "US$ 100",
+// "VaultSecret$ab~") is written as given; text that is ("Ke$ha", "US$100")
+// is written only when its word is a visible class (SECURITY.md "Writes").
 func referenceString(s string) (class string, ok bool) {
 	cls, id, found := strings.Cut(s, "$")
-	if !found || len(id) < minReferenceIDLength || !parsedb.ClassNameRe.MatchString(cls) || !parsedb.ObjectIDRe.MatchString(id) {
+	if !found || !parsedb.ClassNameRe.MatchString(cls) || !parsedb.ObjectIDRe.MatchString(id) {
 		return "", false
 	}
 	return cls, true
