@@ -181,7 +181,7 @@ func TestExportPipelineMode(t *testing.T) {
 func TestExportByteCap(t *testing.T) {
 	c := stdioClient(t, policyFile(t, "max_response_30000"))
 	msg := callErr(t, c, "export_data", map[string]any{"class_name": "Song"}, "invalid_argument")
-	if !strings.Contains(msg, "Heaviest fields: lyrics") || !strings.Contains(msg, "Retry with keys: [") {
+	if !strings.Contains(msg, "Heaviest fields: lyrics") || !strings.Contains(msg, "Retry with columns: [") {
 		t.Errorf("refusal: %s", msg)
 	}
 	out := callOK(t, c, "export_data", map[string]any{"class_name": "Song", "keys": []any{"title"}, "limit": 100})

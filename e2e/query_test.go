@@ -412,9 +412,10 @@ func TestQueryClassByteCap(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(tr["hint"]), "skip") {
 		t.Errorf("hint = %v", tr["hint"])
 	}
-	// Other tools refuse, naming the heaviest fields and keys to retry with.
+	// Other tools refuse, naming the heaviest fields and how to retry:
+	// get_sample_objects takes no keys, so it points at query_class.
 	res = call(t, c, "get_sample_objects", map[string]any{"class_name": "Song", "limit": 20})
-	if !res.IsError || !strings.Contains(text(res), "Retry with keys: [") {
+	if !res.IsError || !strings.Contains(text(res), "Retry with a smaller limit, or read these objects with query_class and keys: [") {
 		t.Errorf("get_sample_objects over the cap: %s", text(res))
 	}
 	if strings.Contains(text(res), "\"title\":\"") {

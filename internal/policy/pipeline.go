@@ -78,7 +78,6 @@ import (
 const (
 	MaxPipelineStages = 20
 	MaxPipelineDepth  = 20
-	MaxPipelineRegex  = 512
 )
 
 // PipelineStages are the stages a pipeline may use, at the top level and in

@@ -2,6 +2,7 @@ package policy
 
 import (
 	"strings"
+	"unicode/utf8"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
@@ -10,7 +11,7 @@ import (
 // Regex safety in pipelines is the where translator's (SECURITY.md): $regex
 // in $match (at any depth, $lookup and $facet sub-pipelines included) and
 // the regex of $regexMatch/$regexFind/$regexFindAll are refused when over
-// MaxPipelineRegex bytes or when parsedb.UnsafeRegex finds a nested or
+// parsedb.MaxRegexLength characters (the where cap) or when parsedb.UnsafeRegex finds a nested or
 // polynomial quantifier; options are limited to i, m and x as in where. A
 // regex given by an expression ("$field") cannot be checked and is refused.
 
@@ -22,8 +23,8 @@ func checkPipelineRegex(op string, v any) error {
 	if op != "$regex" && strings.HasPrefix(s, "$") {
 		return toolerror.Violationf("%s regex taken from a field or variable", op)
 	}
-	if len(s) > MaxPipelineRegex {
-		return toolerror.Violationf("%s regex longer than %d bytes", op, MaxPipelineRegex)
+	if utf8.RuneCountInString(s) > parsedb.MaxRegexLength {
+		return toolerror.Violationf("%s regex longer than %d characters", op, parsedb.MaxRegexLength)
 	}
 	if parsedb.UnsafeRegex(s) {
 		return toolerror.Violationf("%s regex with a nested or polynomial quantifier", op)

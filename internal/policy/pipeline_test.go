@@ -124,7 +124,7 @@ func runPipeCases(t *testing.T, e *Engine, cases []pipeCase) {
 }
 
 func TestValidatePipelineAttacks(t *testing.T) {
-	long := strings.Repeat("a", 513)
+	long := strings.Repeat("é", 257) // characters, as in where
 	deep := `{"$match":` + strings.Repeat(`{"$and":[`, 10) + `{"title":"x"}` + strings.Repeat(`]}`, 10) + `}`
 	var many []string
 	for range 21 {
@@ -206,8 +206,8 @@ func TestValidatePipelineAttacks(t *testing.T) {
 		{"$expr in restrictSearchWithMatch", "", `[{"$graphLookup":{"from":"_User","startWith":"$title","connectFromField":"username","connectToField":"username","as":"u","restrictSearchWithMatch":{"$expr":{"$gt":[{"$size":{"$objectToArray":"$$ROOT"}},3]}}}}]`, "invalid_query"},
 
 		// Regex.
-		{"$regex > 512 bytes", "", `[{"$match":{"title":{"$regex":"` + long + `"}}}]`, "violation"},
-		{"$regexMatch > 512 bytes", "", `[{"$match":{"$expr":{"$regexMatch":{"input":"$title","regex":"` + long + `"}}}}]`, "violation"},
+		{"$regex > 256 characters", "", `[{"$match":{"title":{"$regex":"` + long + `"}}}]`, "violation"},
+		{"$regexMatch > 256 characters", "", `[{"$match":{"$expr":{"$regexMatch":{"input":"$title","regex":"` + long + `"}}}}]`, "violation"},
 
 		// Joins.
 		{"$lookup into hidden class", "", `[{"$lookup":{"from":"VaultSecret","localField":"title","foreignField":"apiKey","as":"s"}}]`, "invalid_argument"},
@@ -267,7 +267,7 @@ func TestValidatePipelineAttacks(t *testing.T) {
 }
 
 func TestValidatePipelineAccepts(t *testing.T) {
-	regex512 := strings.Repeat("a", 512)
+	regex256 := strings.Repeat("é", 256) // 512 bytes, 256 characters: the where cap
 	cases := []pipeCase{
 		{"match group sort limit", "", `[{"$match":{"genre":"rock","plays":{"$gt":10}}},{"$group":{"_id":"$artist","n":{"$sum":1},"p":{"$avg":"$plays"}}},{"$sort":{"n":-1}},{"$limit":10}]`, "ok"},
 		{"objectId createdAt", "", `[{"$match":{"objectId":{"$in":["a","b"]},"createdAt":{"$gte":{"__type":"Date","iso":"2020-01-01T00:00:00Z"}}}},{"$sort":{"createdAt":-1}}]`, "ok"},
@@ -285,7 +285,7 @@ func TestValidatePipelineAccepts(t *testing.T) {
 		{"$sample $skip $redact", "", `[{"$sample":{"size":5}},{"$skip":1},{"$redact":"$$KEEP"}]`, "ok"},
 		{"$$ROOT and $getField", "", `[{"$project":{"doc":"$$ROOT","t":{"$getField":"title"}}}]`, "ok"},
 		{"$map with variables", "", `[{"$project":{"t":{"$map":{"input":{"$split":["$title"," "]},"as":"x","in":{"$toUpper":"$$x"}}}}}]`, "ok"},
-		{"regex of 512 bytes", "", `[{"$match":{"title":{"$regex":"` + regex512 + `"}}}]`, "ok"},
+		{"regex of 256 characters", "", `[{"$match":{"title":{"$regex":"` + regex256 + `"}}}]`, "ok"},
 		{"$set then ref", "", `[{"$set":{"_tmp":"$plays"}},{"$match":{"_tmp":{"$gt":1}}}]`, "ok"},
 		{"allowlisted: $group output usable downstream", "Patient", `[{"$group":{"_id":"$doctor","n":{"$sum":1},"avgAge":{"$avg":"$age"}}},{"$match":{"n":{"$gt":1}}},{"$sort":{"avgAge":-1}}]`, "ok"},
 		{"allowlisted: $addFields output", "Patient", `[{"$addFields":{"x":"$age"}},{"$project":{"x":1,"name":1}},{"$match":{"x":2}}]`, "ok"},

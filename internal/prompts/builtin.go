@@ -115,7 +115,7 @@ func renderConventions(_ context.Context, _ *Provider, _ *Values) (string, error
 		"- Dates: on date fields give an ISO 8601 string or {\"__type\":\"Date\",\"iso\":\"…\"}, e.g. {\"createdAt\":{\"$gte\":\"2024-01-01T00:00:00Z\"}}.",
 		"- Constraint operators: $lt $lte $gt $gte $ne $eq $in $nin $all $exists $regex (with $options i/m/x) $containedBy, $or/$and/$nor, and across classes $inQuery $notInQuery $select $dontSelect $relatedTo.",
 		"- ACLs, password hashes, session tokens and Parse's other internal fields are never shown and cannot be queried. Some classes may be hidden by the operator: they do not exist for you.",
-		"- Counts, queries and aggregates apply the operator's default filters (e.g. archived rows left out); each result's constraints show what was applied.",
+		"- Counts, queries and aggregates apply the operator's default filters (e.g. archived rows left out); count_objects and explain_query show the constraints applied, and a dry_run shows an aggregation's pipeline.",
 		"- Start with get_all_schemas (or the parse://{className}/schema resources), then get_schema for one class; count before fetching many rows.",
 		"- " + untrusted,
 	}, "\n"), nil

@@ -93,12 +93,12 @@ func exportData(ctx context.Context, d *Deps, args Args) (any, error) {
 		return nil, err
 	}
 	if tp.over {
-		return nil, tooLarge(d, "export_data", tp.sizes, "(or lower row_cap).")
+		return nil, tooLarge(d, "export_data", "columns", tp.sizes, "(or lower row_cap).")
 	}
 	headers := columnHeaders(cols)
 	out, rows, trimmed := fitText(format, headers, tp.rows, budget)
 	if trimmed {
-		return nil, tooLarge(d, "export_data", tp.sizes, "(or lower row_cap).")
+		return nil, tooLarge(d, "export_data", "columns", tp.sizes, "(or lower row_cap).")
 	}
 	ProgressFrom(ctx).Report(float64(len(rows)), float64(len(rows)), fmt.Sprintf("exported %d rows", len(rows)))
 	o := newJSONObject()
@@ -272,7 +272,7 @@ func exportPipeline(ctx context.Context, d *Deps, args Args, name, format string
 			sizes[pathRoot(c.path)] += l
 		}
 		if used += size; used > budget {
-			return nil, tooLarge(d, "export_data", sizes, "(or lower row_cap, or $project fewer fields).")
+			return nil, tooLarge(d, "export_data", "columns", sizes, "(or lower row_cap, or $project fewer fields).")
 		}
 		cells = append(cells, row)
 		if (i+1)%progressEvery == 0 {
@@ -281,7 +281,7 @@ func exportPipeline(ctx context.Context, d *Deps, args Args, name, format string
 	}
 	out, cells, trimmed := fitText(format, headers, cells, budget)
 	if trimmed {
-		return nil, tooLarge(d, "export_data", sizes, "(or lower row_cap, or $project fewer fields).")
+		return nil, tooLarge(d, "export_data", "columns", sizes, "(or lower row_cap, or $project fewer fields).")
 	}
 	prog.Report(float64(len(cells)), float64(len(cells)), fmt.Sprintf("exported %d rows", len(cells)))
 	o := newJSONObject()

@@ -39,7 +39,11 @@ func (p *readPlan) collectRows(ctx context.Context, tool string, spec parsedb.Fi
 		return err
 	}
 	if over {
-		return tooLarge(p.d, tool, sizes, "")
+		retryArg := "keys"
+		if tool == "get_sample_objects" {
+			retryArg = "" // it takes no keys
+		}
+		return tooLarge(p.d, tool, retryArg, sizes, "")
 	}
 	return nil
 }

@@ -200,7 +200,7 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 		}
 		if displayCut {
 			o.val("truncated", true)
-			o.str("truncated_note", fmt.Sprintf("results shows the first %d of the %d rows of this page (JSON display cap %d); next_call continues at skip %d. For more rows per call use format csv, markdown or table, or export_data.", pg.kept, pg.n, DisplayCap, skip+pg.kept))
+			o.str("truncated_note", fmt.Sprintf("rows shows the first %d of the %d rows of this page (JSON display cap %d); next_call continues at skip %d. For more rows per call use format csv, markdown or table, or export_data.", pg.kept, pg.n, DisplayCap, skip+pg.kept))
 		}
 		p.addIncludeNote(o)
 		addLegend(o, p.rowLegend())
@@ -364,7 +364,7 @@ func (p *readPlan) addIncludeNote(o *jsonObject) {
 // tooLarge is the refusal of tools other than query_class whose result
 // would exceed the byte cap: it names the heaviest fields by bytes and a
 // positive keys list to retry with (names only, never values).
-func tooLarge(d *Deps, tool string, sizes map[string]int, extra string) error {
+func tooLarge(d *Deps, tool, retryArg string, sizes map[string]int, extra string) error {
 	heavy := parsedb.HeaviestFields(sizes)
 	total := 0
 	for _, f := range heavy {
@@ -400,7 +400,11 @@ func tooLarge(d *Deps, tool string, sizes map[string]int, extra string) error {
 		keep = []string{"objectId"}
 	}
 	keysJSON, _ := jsonenc.Marshal(keep)
-	msg := fmt.Sprintf("%s: the result exceeds the %d-byte response cap. Heaviest fields: %s. Retry with keys: %s", tool, d.Policy.MaxResponseBytes(), strings.Join(names, ", "), keysJSON)
+	retry := fmt.Sprintf("Retry with %s: %s", retryArg, keysJSON)
+	if retryArg == "" { // the tool takes no field list (get_sample_objects)
+		retry = fmt.Sprintf("Retry with a smaller limit, or read these objects with query_class and keys: %s", keysJSON)
+	}
+	msg := fmt.Sprintf("%s: the result exceeds the %d-byte response cap. Heaviest fields: %s. %s", tool, d.Policy.MaxResponseBytes(), strings.Join(names, ", "), retry)
 	if extra != "" {
 		msg += " " + extra
 	}

@@ -259,7 +259,7 @@ func TestTruncationEnvelope(t *testing.T) {
 
 func TestTooLargeMessage(t *testing.T) {
 	d := testDeps(t, "settings: {max_response_bytes: 100000}\n")
-	err := tooLarge(d, "get_objects", map[string]int{"objectId": 500, "createdAt": 600, "lyrics": 90000, "meta": 3000, "title": 400, "genre": 100}, "")
+	err := tooLarge(d, "get_objects", "keys", map[string]int{"objectId": 500, "createdAt": 600, "lyrics": 90000, "meta": 3000, "title": 400, "genre": 100}, "")
 	te, ok := toolerror.As(err)
 	if !ok || te.Code != toolerror.InvalidArgument {
 		t.Fatalf("err = %v", err)
