@@ -74,7 +74,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// RowEncoder turns stored documents of one class into REST-shaped JSON objects.
+// RowEncoder turns stored documents of one class into JSON objects, compact
+// or REST-shaped (Compact).
 //
 // A RowEncoder holds no mutable state: one value may be shared by concurrent
 // goroutines as long as its fields are not changed meanwhile.

@@ -16,8 +16,10 @@ import (
 //     its next initialize ends its own least recently used idle session
 //     instead of failing. When the process holds maxHTTPSessions, the least
 //     recently used idle session of any client is ended — so sessions
-//     abandoned without DELETE never refuse a newcomer for the idle TTL. Only
-//     when every session has its listening stream open is initialize refused.
+//     abandoned without DELETE never refuse a newcomer for the idle TTL.
+//     Sessions with an open listening stream are ended last: when every
+//     candidate holds one, the session whose stream is oldest ends (a cap
+//     never locks a newcomer out).
 //   - The whole request (headers and body) must arrive within
 //     httpReadTimeout; a response must be written within httpWriteTimeout
 //     (the listening stream, which lives as long as the session, clears both

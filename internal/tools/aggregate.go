@@ -15,10 +15,11 @@ package tools
 //     pipeline, whatever the stages do with $$ROOT, $objectToArray or
 //     $getField. Joined classes get the same treatment inside their
 //     sub-pipelines (see parsedb/pipeline.go).
-//   - Rows are shown the way Parse Server's aggregate endpoint shows them:
+//   - Rows are shown the way Parse Server's aggregate endpoint names them:
 //     _id is objectId (also a $group key; a null _id is objectId: null),
-//     _created_at/_updated_at are createdAt/updatedAt, dates are
-//     {"__type":"Date"}, hidden-class references are redacted at any depth.
+//     _created_at/_updated_at are createdAt/updatedAt; values are compact
+//     (dates ISO, pointers by id) unless shape is rest (README "Row
+//     shapes"); hidden-class references are redacted at any depth.
 //   - Pointer compaction applies to top-level `_p_` columns only; a column
 //     whose bare name is taken by another column keeps its storage name and
 //     raw "Class$id" value; a column mixing classes or holding redacted or
@@ -26,9 +27,10 @@ package tools
 //   - pipeline_stages is the list of stage operators actually sent, so the
 //     model sees the injected filters, projection and limit.
 //   - aggregate also takes dry_run (the pipeline that would be sent).
-//   - MongoDB's own rejections of a pipeline (a malformed stage) are
-//     invalid_query with the server's message, hidden-class references
-//     scrubbed; FerretDB's "not implemented" names the missing feature.
+//   - MongoDB's own rejections of a pipeline are invalid_query with the
+//     error's code and code name only (its message can quote stored values;
+//     it goes to the operator log — SECURITY.md "Errors and logging");
+//     FerretDB's "not implemented" names the missing feature.
 
 import (
 	"bytes"

@@ -1,6 +1,6 @@
 package tools
 
-// Output schemas (JSON Schema of structuredContent) of the read tools. They
+// Output schemas (JSON Schema of structuredContent) of the tools. They
 // describe every member a result can carry — rows, pagination, next_call,
 // truncation, the text formats, the untrusted-data note the policy adds — so
 // that a strict client can trust them; e2e/schema_test.go validates real
@@ -21,8 +21,9 @@ const (
 	osColumns = `"columns":{"type":"array"},"rows":{"type":"array"}`
 )
 
-// queryClassOut: JSON rows (results, result_count, has_more) or a text format
-// (format, headers, row_count, output).
+// queryClassOut: JSON rows (columns + rows by default, results for shape
+// objects/rest; result_count, has_more) or a text format (format, headers,
+// row_count, output).
 const queryClassOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,` + osNext + `,` + osTrunc + `,` + osText +
 	`,"results":` + osRows + `,` + osColumns + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["rows"]},{"required":["results"]},{"required":["output"]}]}`
 
