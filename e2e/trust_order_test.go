@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -39,5 +40,36 @@ func TestTrustOrderOnObjectValues(t *testing.T) {
 	out = callOK(t, c, "query_class", map[string]any{"class_name": "Song", "order": "meta.bpm", "keys": []any{"meta"}, "limit": 3})
 	if len(rowObjects(out, "results")) != 3 {
 		t.Errorf("order meta.bpm: %v", out)
+	}
+}
+
+// TestTrustPipelineWritesBelowOpaque (second adversarial pass, A4): on the
+// demo row whose meta.credential is a Pointer into the hidden VaultSecret,
+// removing or overwriting the pointer's className (or __type) below the
+// Object field used to make the row encoder show the bare hidden id. Every
+// such stage is refused; the id never appears.
+func TestTrustPipelineWritesBelowOpaque(t *testing.T) {
+	c := demoClient(t)
+	for _, stage := range []string{
+		`{"$unset":"meta.credential.className"}`,
+		`{"$unset":["meta.credential.__type","meta.credential.className"]}`,
+		`{"$project":{"meta.credential.className":0}}`,
+		`{"$project":{"meta":{"credential":{"className":0}}}}`,
+		`{"$addFields":{"meta.credential.className":"Song"}}`,
+		`{"$set":{"meta":{"credential":{"className":"Song"}}}}`,
+	} {
+		var st any
+		_ = json.Unmarshal([]byte(stage), &st)
+		res := call(t, c, "aggregate", map[string]any{"class_name": "Song", "apply_canonical_filter": false,
+			"pipeline": []any{map[string]any{"$match": map[string]any{"objectId": "ShgB9wlNeQ"}}, st}})
+		if got := text(res); !res.IsError || strings.Contains(got, "MT1TFYLBtk") || !strings.Contains(got, "which may hold an Object or Array value") {
+			t.Errorf("%s: %s", stage, got)
+		}
+	}
+	// The whole field still passes through, redacted below.
+	out := callOK(t, c, "aggregate", map[string]any{"class_name": "Song", "apply_canonical_filter": false,
+		"pipeline": []any{map[string]any{"$match": map[string]any{"objectId": "ShgB9wlNeQ"}}, map[string]any{"$project": map[string]any{"meta": 1}}}})
+	if b, _ := json.Marshal(out); strings.Contains(string(b), "MT1TFYLBtk") {
+		t.Errorf("whole meta: %s", b)
 	}
 }

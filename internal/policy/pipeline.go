@@ -513,7 +513,7 @@ func (pv *pipelineValidator) checkOutputName(s *fieldState, name, what string) e
 	if isStorageForm(rootOf(name), s.cls != nil) {
 		return storageFormError(name, "")
 	}
-	return nil
+	return pv.checkNotBelowOpaque(s, name, what)
 }
 
 // pipeline validates a (sub-)pipeline from state s and returns the state
@@ -612,6 +612,13 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			if err := pv.checkOutputName(s, e.Key, where); err != nil {
 				return err
 			}
+			// A non-operator object is a set of paths below e.Key that
+			// MongoDB merges into the stored value, not a new value.
+			if (parsedb.IsSubProjection(e.Value) || isPlainObject(e.Value)) && s.names(e.Key) {
+				if err := pv.checkNotBelowOpaque(s, e.Key+".*", where); err != nil {
+					return err
+				}
+			}
 			v, err := pv.value(s, e.Value)
 			if err != nil {
 				return err
@@ -640,6 +647,9 @@ func (pv *pipelineValidator) stage(s *fieldState, name string, arg any, where st
 			// Removing an internal field reveals nothing: accepted.
 			if !hasInternalSegment(str) && isStorageForm(rootOf(str), s.cls != nil) {
 				return storageFormError(str, "")
+			}
+			if err := pv.checkNotBelowOpaque(s, str, where); err != nil {
+				return err
 			}
 			if !strings.Contains(str, ".") {
 				delete(s.usable, str)
@@ -874,6 +884,9 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 			if isStorageForm(rootOf(e.Key), s.cls != nil) {
 				return storageFormError(e.Key, "")
 			}
+			if err := pv.checkNotBelowOpaque(s, e.Key, where); err != nil {
+				return err
+			}
 			if !strings.Contains(e.Key, ".") {
 				delete(s.usable, e.Key)
 			}
@@ -898,7 +911,13 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 			}
 			binds = append(binds, binding{rootOf(e.Key), exprVal{refs: []vref{{st: prev, path: rootOf(e.Key)}}}})
 		case parsedb.IsSubProjection(e.Value):
-			// {"meta": {"source": 1}}: a projection inside a field.
+			// {"meta": {"source": 1}}: a projection inside a field — of an
+			// opaque one, a path below it (as the dotted form is).
+			if s.names(e.Key) {
+				if err := pv.checkNotBelowOpaque(s, e.Key+".*", where); err != nil {
+					return err
+				}
+			}
 			if _, err := pv.ref(s, e.Key, ""); err != nil {
 				return err
 			}
@@ -927,6 +946,23 @@ func (pv *pipelineValidator) project(s *fieldState, arg any, where string) error
 		s.bind(prev, b.key, b.v)
 	}
 	return nil
+}
+
+// names reports whether key names a value the documents hold — a field a
+// stage bound, or a field of the class's schema — rather than a new name
+// (a nested spec on a new name builds a new object: nothing to merge into).
+func (s *fieldState) names(key string) bool {
+	if _, _, ok := s.aliasOf(key); ok {
+		return true
+	}
+	return s.cls != nil && s.cls.Field(rootOf(key)) != nil
+}
+
+// isPlainObject reports whether v is an object whose first key is not an
+// operator ({"zz": 1}, as opposed to {"$concat": …}).
+func isPlainObject(v any) bool {
+	entries, ok := parsedb.Entries(v)
+	return ok && len(entries) > 0 && !strings.HasPrefix(entries[0].Key, "$")
 }
 
 // binding is an output field of a stage and the value it gets.

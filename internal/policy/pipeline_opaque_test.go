@@ -38,8 +38,6 @@ var opaqueSources = []opaqueSource{
 	{"renamed by $set, then a path below", "", `{"$set":{"m":"$meta"}}`, `"$m.credential"`, ""},
 	{"renamed by $project", "", `{"$project":{"m":"$tags"}}`, `"$m"`, ""},
 	{"kept by an inclusion $project", "", `{"$project":{"meta":1}}`, `"$meta"`, ""},
-	{"kept by a sub-projection", "", `{"$project":{"meta":{"credential":1}}}`, `"$meta"`, ""},
-	{"dotted $addFields into an Object", "", `{"$addFields":{"meta.extra":1}}`, `"$meta"`, ""},
 	{"inside an object literal", "", `{"$addFields":{"o":{"a":"$meta"}}}`, `"$o.a"`, ""},
 	{"an object literal holding it", "", `{"$addFields":{"o":{"a":"$meta"}}}`, `"$o"`, ""},
 	{"inside an array literal", "", `{"$addFields":{"o":["$meta"]}}`, `"$o"`, ""},
@@ -418,5 +416,52 @@ func TestPipelineResolveIsLinear(t *testing.T) {
 	small, large := steps(3), steps(10)
 	if large > 8*small {
 		t.Fatalf("resolution steps: %d for 3 stages, %d for 10: not linear", small, large)
+	}
+}
+
+// TestPipelineNoWritesBelowOpaque (second adversarial pass, A4/A5): a stage
+// that sets, removes or projects a path below an opaque value could strip
+// the className/__type that marks an embedded reference, and the row
+// encoder would show a hidden object's id; such output paths are refused,
+// whole-value ones kept. Nested specs count as the dotted paths MongoDB
+// makes of them (it merges {"meta":{…}} into the stored document).
+func TestPipelineNoWritesBelowOpaque(t *testing.T) {
+	e := pipeEngine(t, nil)
+	validateDemo := func(t *testing.T, p string) error {
+		_, err := validatePipe(t, e, "Song", p)
+		return err
+	}
+	refused := []string{
+		`[{"$unset":"meta.credential.className"}]`,
+		`[{"$unset":["meta.credential.__type","meta.credential.className"]}]`,
+		`[{"$project":{"meta.credential.className":0}}]`,
+		`[{"$project":{"meta":{"credential":{"className":0}}}}]`,
+		`[{"$project":{"meta":{"credential":{"objectId":1}}}}]`,
+		`[{"$addFields":{"meta.credential.className":"Song"}}]`,
+		`[{"$set":{"meta.extra":1}}]`,
+		`[{"$addFields":{"meta":{"zz":1}}}]`,
+		`[{"$addFields":{"meta":{"credential":{"className":"Song"}}}}]`,
+		`[{"$addFields":{"m":"$meta"}},{"$unset":"m.credential.className"}]`,
+		`[{"$unwind":{"path":"$tags","includeArrayIndex":"meta.credential.className"}}]`,
+		`[{"$lookup":{"from":"Album","localField":"title","foreignField":"title","as":"meta.credential.className"}}]`,
+		`[{"$addFields":{"tags.0":1}}]`,
+	}
+	for _, p := range refused {
+		if got := pipeOutcome(validateDemo(t, p)); got != "invalid_query" {
+			t.Errorf("%s: %s, want invalid_query", p, got)
+		}
+	}
+	accepted := []string{
+		`[{"$unset":"meta"}]`,
+		`[{"$project":{"meta":0}}]`,
+		`[{"$addFields":{"meta":"$title"}}]`,
+		`[{"$addFields":{"loc":{"t":"$title","n":1}}}]`,
+		`[{"$project":{"o":{"t":"$title"}}}]`,
+		`[{"$project":{"meta.source":1}}]`,
+	}
+	for _, p := range accepted {
+		if got := pipeOutcome(validateDemo(t, p)); got != "ok" {
+			t.Errorf("%s: %s, want ok", p, got)
+		}
 	}
 }

@@ -275,6 +275,33 @@ func opaqueOperand(v exprVal, use string) error {
 	return invalidPipeline("%s may hold an Object or Array value (or a value inside one), so it cannot be %s: a pipeline may pass such a value through whole ($project, $addFields, $group _id, $push, $addToSet, $first, $last, $mergeObjects, $unwind) or filter it in $match (e.g. {\"$match\":{\"meta.source\":\"x\"}}), but not compute on it or below it. Match on the sub-path, or group by it, instead", truncateText(v.src, 60), use)
 }
 
+// checkNotBelowOpaque refuses a stage path that sets, removes or projects
+// part of an opaque value ($unset "meta.credential.className", an exclusion
+// {"meta.credential.className": 0}, a dotted $addFields key, $lookup "as",
+// $unwind includeArrayIndex, a nested {"meta": {…}} spec, which MongoDB
+// merges into the stored document): taking a member away or overwriting it
+// can strip the className or __type that marks an embedded reference as
+// one, and the row encoder would then show a hidden object's id and
+// members. The value may be set, removed or projected whole.
+func (pv *pipelineValidator) checkNotBelowOpaque(s *fieldState, path, what string) error {
+	for i := strings.IndexByte(path, '.'); i > 0; {
+		prefix := path[:i]
+		opaque, err := pv.resolve(s, prefix, 0)
+		if err != nil {
+			return err
+		}
+		if opaque {
+			return invalidPipeline("%s: %s is inside %s, which may hold an Object or Array value: a stage may set, remove or project such a value only whole (name %s itself, or build a new object with {\"$literal\": …} under another name), not a path below it", what, truncateText(path, 60), truncateText(prefix, 60), truncateText(prefix, 60))
+		}
+		j := strings.IndexByte(path[i+1:], '.')
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return nil
+}
+
 // operand evaluates an expression whose value an operator or a stage
 // computes on: it must not be opaque.
 func (pv *pipelineValidator) operand(s *fieldState, v any, use string) error {
