@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 // TestTrustOrderOnObjectValues (hidden references, order): a whole Object
@@ -71,5 +73,27 @@ func TestTrustPipelineWritesBelowOpaque(t *testing.T) {
 		"pipeline": []any{map[string]any{"$match": map[string]any{"objectId": "ShgB9wlNeQ"}}, map[string]any{"$project": map[string]any{"meta": 1}}}})
 	if b, _ := json.Marshal(out); strings.Contains(string(b), "MT1TFYLBtk") {
 		t.Errorf("whole meta: %s", b)
+	}
+}
+
+// TestTrustPipelineLiteralOracle (second adversarial pass, A10): a
+// pipeline literal "Class$id" used to come back redacted for a hidden class
+// and as written for a missing one, so one aggregate call enumerated hidden
+// class names; both are refused alike, for master and scoped identities.
+func TestTrustPipelineLiteralOracle(t *testing.T) {
+	for _, env := range [][]string{nil, {"PARSE_MCP_ACL_USER=" + demo.UserCarolID}} {
+		c := demoClient(t, env...)
+		var answers []string
+		for _, cls := range []string{"VaultSecret", "NoSuchClass"} {
+			res := call(t, c, "aggregate", map[string]any{"class_name": "Song", "pipeline": []any{
+				map[string]any{"$limit": 1}, map[string]any{"$addFields": map[string]any{"x": cls + "$abcdefghij"}}, map[string]any{"$project": map[string]any{"x": 1}}}})
+			answers = append(answers, strings.ReplaceAll(text(res), cls, "<C>"))
+			if !res.IsError {
+				t.Errorf("%v %s: accepted: %s", env, cls, text(res))
+			}
+		}
+		if answers[0] != answers[1] {
+			t.Errorf("%v: hidden %s, missing %s", env, answers[0], answers[1])
+		}
 	}
 }

@@ -74,7 +74,7 @@ func TestTrustPipelineOpaqueValues(t *testing.T) {
 		{"$unwind then $split", `[{"$unwind":"$tags"},{"$project":{"x":{"$split":["$tags.k","$"]}}},{"$match":{"x":"{G}"}},{"$count":"n"}]`, true},
 		{"$map over an Array", `[{"$project":{"x":{"$map":{"input":"$tags","as":"e","in":{"$substrCP":["$$e.k",6,8]}}}}},{"$match":{"x":"{G}"}},{"$count":"n"}]`, true},
 		{"$eq of the whole value", `[{"$match":{"$expr":{"$eq":["$meta",{"credential":{"__type":"Pointer","className":"{C}","objectId":"{G}"}}]}}},{"$count":"n"}]`, true},
-		{"$in with an object literal", `[{"$match":{"$expr":{"$in":[{"k":"{C}${G}"},"$tags"]}}},{"$count":"n"}]`, true},
+		{"$in with an object literal", `[{"$match":{"$expr":{"$in":[{"k":"{G}"},"$tags"]}}},{"$count":"n"}]`, true}, // (a literal naming {C} is refused earlier, see TestTrustPipelineLiteralOracle)
 		{"$concat of a renamed value", `[{"$addFields":{"m":"$meta.k"}},{"$project":{"x":{"$concat":["$m",""]}}}]`, true},
 		{"$sort by the whole value", `[{"$sort":{"meta":1}},{"$limit":1},{"$project":{"title":1}}]`, true},
 		{"$group $max of the whole value", `[{"$group":{"_id":null,"m":{"$max":"$meta"}}}]`, true},

@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -462,6 +463,42 @@ func TestPipelineNoWritesBelowOpaque(t *testing.T) {
 	for _, p := range accepted {
 		if got := pipeOutcome(validateDemo(t, p)); got != "ok" {
 			t.Errorf("%s: %s, want ok", p, got)
+		}
+	}
+}
+
+// TestPipelineLiteralsNameNoInvisibleClass (second adversarial pass,
+// A1/A10): a literal naming a hidden class came back redacted and one
+// naming a missing class as written — one call told them apart, and a join
+// or group could compare the literal whole with a stored value. Every value
+// position refuses such a literal, hidden and missing alike; a visible
+// class's stays usable.
+func TestPipelineLiteralsNameNoInvisibleClass(t *testing.T) {
+	e := pipeEngine(t, nil)
+	positions := []string{
+		`[{"$addFields":{"x":"%s$abcdefghij"}}]`,
+		`[{"$addFields":{"x":"%s$ab~"}}]`,
+		`[{"$project":{"x":{"$literal":{"className":"%s","objectId":"a"}}}}]`,
+		`[{"$project":{"x":{"$literal":"%s$abcdefghij"}}}]`,
+		`[{"$addFields":{"k":{"credential":{"__type":"Pointer","className":"%s","objectId":"a"}}}}]`,
+		`[{"$project":{"y":{"$concat":["%s$","$title"]}}}]`,
+		`[{"$group":{"_id":"%s$abcdefghij","n":{"$sum":1}}}]`,
+		`[{"$addFields":{"k":["%s$abcdefghij"]}}]`,
+	}
+	for _, p := range positions {
+		var answers []string
+		for _, cls := range []string{"VaultSecret", "NoSuchClzz"} {
+			_, err := validatePipe(t, e, "Song", fmt.Sprintf(p, cls))
+			answers = append(answers, pipeOutcome(err))
+			if pipeOutcome(err) != "invalid_query" {
+				t.Errorf("%s with %s: %s, want invalid_query", p, cls, pipeOutcome(err))
+			}
+		}
+		if answers[0] != answers[1] {
+			t.Errorf("%s: hidden %s, missing %s", p, answers[0], answers[1])
+		}
+		if _, err := validatePipe(t, e, "Song", fmt.Sprintf(p, "Artist")); err != nil {
+			t.Errorf("%s with a visible class: %v", p, err)
 		}
 	}
 }

@@ -344,11 +344,19 @@ func (pv *pipelineValidator) value(s *fieldState, v any) (exprVal, error) {
 		if strings.HasPrefix(x, "$") {
 			return pv.ref(s, x[1:], "$")
 		}
+		if pv.namesInvisibleClass([]any{x}) {
+			return exprVal{}, invisibleLiteral()
+		}
 		return exprVal{}, nil
 	}
 	if entries, ok := parsedb.Entries(v); ok {
 		if parsedb.IsOperatorObject(entries) {
 			return pv.operator(s, entries[0].Key, entries[0].Value)
+		}
+		for _, e := range entries {
+			if c, ok := e.Value.(string); ok && e.Key == "className" && pv.namesInvisibleClass(map[string]any{"className": c}) {
+				return exprVal{}, invisibleLiteral()
+			}
 		}
 		// An object literal: a document whose fields are the values.
 		lit := &fieldState{alias: map[string][]vref{}, usable: map[string]bool{}, intro: map[string]bool{}}
@@ -391,6 +399,9 @@ func (pv *pipelineValidator) value(s *fieldState, v any) (exprVal, error) {
 func (pv *pipelineValidator) operator(s *fieldState, op string, arg any) (exprVal, error) {
 	switch op {
 	case "$literal":
+		if pv.namesInvisibleClass([]any{arg}) {
+			return exprVal{}, invisibleLiteral()
+		}
 		return exprVal{}, nil
 	case "$getField", "$setField", "$unsetField":
 		return pv.fieldOperatorExpr(s, op, arg)
@@ -445,6 +456,15 @@ func (pv *pipelineValidator) namesInvisibleClass(v any) bool {
 	return parsedb.NamesInvisibleClass(v, false, func(class string) bool {
 		return pv.e.Hidden(class) || pv.schema.Class(class) == nil
 	})
+}
+
+// invisibleLiteral refuses a literal that names a hidden or missing class
+// anywhere in a pipeline — a "Class$…" string, an embedded className — as
+// $match refuses one: the output would show it redacted for a hidden class
+// and as written for a missing one (an oracle of the hidden classes'
+// names), and a join or group could compare it whole with a stored value.
+func invisibleLiteral() error {
+	return invalidPipeline("a literal refers to a class that does not exist or is not accessible: it cannot be used in a pipeline")
 }
 
 // resolveChecked checks and resolves a field name of s (a join option).
