@@ -66,13 +66,30 @@ func streamForever(w http.ResponseWriter) {
 	_ = rc.SetWriteDeadline(time.Time{})
 }
 
-// clientOf is the client a request counts against: its remote IP.
+// clientOf is the client a request counts against: its remote address,
+// normalised so that one party cannot pose as many — every loopback
+// address (all of 127.0.0.0/8, ::1, IPv4-mapped loopback) is one client,
+// since any local process may connect from any of them, and an IPv6
+// address counts by its /64, which one host or subscriber holds whole.
 func clientOf(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
-		return r.RemoteAddr
+		host = r.RemoteAddr
 	}
-	return host
+	return clientKey(host)
+}
+
+func clientKey(host string) string {
+	ip := net.ParseIP(host)
+	switch {
+	case ip == nil:
+		return host
+	case ip.IsLoopback():
+		return "loopback"
+	case ip.To4() != nil:
+		return ip.To4().String()
+	}
+	return ip.Mask(net.CIDRMask(64, 128)).String() + "/64"
 }
 
 // evictionsFor chooses the sessions to end so that client may open one

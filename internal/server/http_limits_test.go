@@ -176,3 +176,21 @@ func TestListenStreamCaps(t *testing.T) {
 		t.Fatalf("past the total the oldest stream must end: ended %v, %d open", ended, len(h.listens))
 	}
 }
+
+// TestClientKey: one party cannot pose as many clients — every loopback
+// address is one client, an IPv6 address counts by its /64.
+func TestClientKey(t *testing.T) {
+	for _, c := range []struct{ a, b string }{
+		{"127.0.0.1", "127.0.0.2"}, {"127.0.0.1", "127.255.3.4"}, {"127.0.0.1", "::1"}, {"::ffff:127.0.0.9", "127.0.0.1"},
+		{"2001:db8:1:2::1", "2001:db8:1:2:ffff::7"}, {"10.0.0.1", "::ffff:10.0.0.1"},
+	} {
+		if clientKey(c.a) != clientKey(c.b) {
+			t.Errorf("%s and %s are different clients: %s, %s", c.a, c.b, clientKey(c.a), clientKey(c.b))
+		}
+	}
+	for _, c := range []struct{ a, b string }{{"10.0.0.1", "10.0.0.2"}, {"2001:db8:1:2::1", "2001:db8:1:3::1"}, {"127.0.0.1", "10.0.0.1"}} {
+		if clientKey(c.a) == clientKey(c.b) {
+			t.Errorf("%s and %s are the same client: %s", c.a, c.b, clientKey(c.a))
+		}
+	}
+}

@@ -144,14 +144,19 @@ func unquoteKey(q []byte) (string, error) {
 	return s, err
 }
 
-// writeColumns writes rows as columns + rows, whatever their density
-// (get_objects: at most 50 rows, and its object layout is keyed by id).
-func writeColumns(o *jsonObject, objects []byte) error {
+// writeColumns writes get_objects' rows as columns + rows, or — when the
+// columns would cost more than the objects (very sparse rows) — its object
+// layout keyed by id (byID), as writeRows falls back for the other tools.
+func writeColumns(o *jsonObject, objects []byte, byID []byte) error {
 	cols, rows, _, err := columnarRows(objects)
 	if err != nil {
 		return err
 	}
 	colsJSON, _ := jsonenc.Marshal(append([]string{}, cols...))
+	if len(cols) > 0 && len(colsJSON)+len(rows)+len(`,"columns":,"rows":[]`) > len(byID)+len(`"objects":`) {
+		o.raw("objects", byID)
+		return nil
+	}
 	o.raw("columns", colsJSON)
 	o.rawArray("rows", rows)
 	return nil

@@ -167,14 +167,11 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 			missing = append(missing, id)
 			continue
 		}
-		if p.shape == shapeColumns {
-			if len(rows) > 0 {
-				rows = append(rows, ',')
-			}
-			rows = append(rows, row...)
-		} else {
-			objs.raw(id, row)
+		if len(rows) > 0 {
+			rows = append(rows, ',')
 		}
+		rows = append(rows, row...)
+		objs.raw(id, row)
 	}
 	o := newJSONObject()
 	o.str("class_name", p.target.Class.Name)
@@ -185,7 +182,7 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 	p.addIncludeNote(o)
 	addLegend(o, p.rowLegend())
 	if p.shape == shapeColumns {
-		if err := writeColumns(o, rows); err != nil {
+		if err := writeColumns(o, rows, objs.done()); err != nil {
 			return nil, err
 		}
 	} else {
