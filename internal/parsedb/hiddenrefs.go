@@ -222,6 +222,25 @@ func MayHoldObject(cls *Class, field string) bool {
 	return false
 }
 
+// NotHiddenRefAtStoragePath is the conjunct for the value at a storage
+// path as a pipeline stage left it — after a $unwind, whose elements may be
+// the arrays nested in the stored array, one level deeper than the
+// conjunct ahead of the stages reached (MongoDB's array matching looks one
+// level into an array, not into arrays inside it): the value is not a
+// "Hidden$…" string and its className is not a hidden class. nil when
+// nothing is hidden.
+func (h *HiddenRefs) NotHiddenRefAtStoragePath(path string) bson.D {
+	if h == nil || len(h.Names) == 0 {
+		return nil
+	}
+	names := HiddenClassNames(h.Names)
+	re := HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$`)
+	return bson.D{{Key: "$and", Value: bson.A{
+		bson.D{{Key: path, Value: bson.D{{Key: "$not", Value: re}}}},
+		bson.D{{Key: path + ".className", Value: bson.D{{Key: "$nin", Value: names}}}},
+	}}}
+}
+
 // NotHiddenRefFilter ANDs NotHiddenRef over several REST paths; nil when
 // none needs it.
 func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {

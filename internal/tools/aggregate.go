@@ -188,6 +188,7 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 	if err != nil {
 		return nil, err
 	}
+	user = guardUnwinds(user, hidden)
 	// The visible-fields projection goes after the caller's leading stages
 	// that only filter (by field name), order or page, so those can still
 	// use indexes; a $match with $expr (which can see the whole document
@@ -218,6 +219,38 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 	}
 	plan.pipeline = full
 	return plan, nil
+}
+
+// guardUnwinds puts the not-a-hidden-reference conjunct on the unwound path
+// right after each of the caller's top-level $unwind stages: an array
+// nested in a stored array hides its elements from the conjunct ahead of
+// the stages (MongoDB matches one array level), and $unwind lifts them one
+// level, where a path such as "$tags.objectId" would reach a hidden
+// pointer's id (SECURITY.md "Hidden references").
+func guardUnwinds(stages bson.A, hidden *parsedb.HiddenRefs) bson.A {
+	out := make(bson.A, 0, len(stages))
+	for _, st := range stages {
+		out = append(out, st)
+		d, ok := st.(bson.D)
+		if !ok || len(d) != 1 || d[0].Key != "$unwind" {
+			continue
+		}
+		path, _ := d[0].Value.(string)
+		if opts, ok := d[0].Value.(bson.D); ok {
+			for _, e := range opts {
+				if e.Key == "path" {
+					path, _ = e.Value.(string)
+				}
+			}
+		}
+		if !strings.HasPrefix(path, "$") || strings.HasPrefix(path, "$$") {
+			continue
+		}
+		if nh := hidden.NotHiddenRefAtStoragePath(path[1:]); nh != nil {
+			out = append(out, bson.D{{Key: "$match", Value: nh}})
+		}
+	}
+	return out
 }
 
 func isLeadingStage(st any) bool {

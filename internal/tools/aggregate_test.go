@@ -378,3 +378,20 @@ func TestAggregateJoinedPathsGetTheConjunct(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateUnwindGetsTheConjunct (second adversarial pass, A8): after
+// each $unwind of the caller, the unwound path gets the not-a-hidden-
+// reference conjunct again — elements of an array nested in the stored
+// array were one level below the leading conjunct's reach.
+func TestAggregateUnwindGetsTheConjunct(t *testing.T) {
+	d := aggDeps(t, nil)
+	for _, unwind := range []string{`"$tags"`, `{"path":"$tags","preserveNullAndEmptyArrays":true}`} {
+		got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":[{"$unwind":`+unwind+`},{"$unwind":"$tags"},{"$group":{"_id":"$tags","n":{"$sum":1}}}]}`)
+		guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}}`
+		for _, u := range []string{`{"$unwind":` + unwind + `},`, `{"$unwind":"$tags"},`} {
+			if !strings.Contains(got, u+guard) {
+				t.Errorf("%s: want the conjunct right after %s:\n%s", unwind, u, got)
+			}
+		}
+	}
+}
