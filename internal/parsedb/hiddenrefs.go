@@ -109,15 +109,28 @@ func (h *HiddenRefs) NotHiddenRefAnyType(cls *Class, path string) bson.A {
 	}
 	storage := StorageFieldName(cls, path)
 	segs := strings.Split(storage, ".")
-	names := HiddenClassNames(h.Names)
-	re := HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$`)
+	names, re := h.conjunctValues()
 	var out bson.A
 	for i := range segs {
 		q := strings.Join(segs[:i+1], ".")
-		out = append(out, bson.D{{Key: q, Value: bson.D{{Key: "$not", Value: re}}}})
-		if i == 0 && !strings.Contains(path, ".") && !MayHoldObject(cls, path) {
-			continue // a String/File column has no className below it
-		}
+		// A String/File column has no className below it.
+		className := i > 0 || strings.Contains(path, ".") || MayHoldObject(cls, path)
+		out = append(out, notRefClauses(q, className, names, re)...)
+	}
+	return out
+}
+
+// conjunctValues are the hidden class names and the "^(?:A|B)\$" pattern
+// the conjunct's clauses test, typed so that dry runs show neither.
+func (h *HiddenRefs) conjunctValues() (HiddenClassNames, HiddenRefPattern) {
+	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$`)
+}
+
+// notRefClauses are the conjunct's clauses for the value at storage path
+// q: not a "Hidden$…" string, and (className) no hidden className.
+func notRefClauses(q string, className bool, names HiddenClassNames, re HiddenRefPattern) bson.A {
+	out := bson.A{bson.D{{Key: q, Value: bson.D{{Key: "$not", Value: re}}}}}
+	if className {
 		out = append(out, bson.D{{Key: q + ".className", Value: bson.D{{Key: "$nin", Value: names}}}})
 	}
 	return out
@@ -233,12 +246,8 @@ func (h *HiddenRefs) NotHiddenRefAtStoragePath(path string) bson.D {
 	if h == nil || len(h.Names) == 0 {
 		return nil
 	}
-	names := HiddenClassNames(h.Names)
-	re := HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$`)
-	return bson.D{{Key: "$and", Value: bson.A{
-		bson.D{{Key: path, Value: bson.D{{Key: "$not", Value: re}}}},
-		bson.D{{Key: path + ".className", Value: bson.D{{Key: "$nin", Value: names}}}},
-	}}}
+	names, re := h.conjunctValues()
+	return bson.D{{Key: "$and", Value: notRefClauses(path, true, names, re)}}
 }
 
 // NotHiddenRefFilter ANDs NotHiddenRef over several REST paths; nil when
