@@ -1050,11 +1050,28 @@ func (e *RowEncoder) appendBytes(dst []byte, v []byte) []byte {
 // Class a Parse class name (optionally `_`-prefixed), id 1–32 of
 // [A-Za-z0-9_-].
 func (e *RowEncoder) hiddenRef(s []byte) ([]byte, bool) {
-	if e.HiddenClass == nil || len(s) < 3 || len(s) > 32+1+128 {
+	if e.HiddenClass == nil {
+		return nil, false
+	}
+	cls, ok := referenceClass(s)
+	if !ok || !e.HiddenClass(string(cls)) {
+		return nil, false
+	}
+	return cls, true
+}
+
+// referenceClass reports whether s is, as a whole, a stored-reference
+// string "Class$objectId" — a class name (ClassNameRe), "$", 1–32 objectId
+// characters (ObjectIDRe) — and returns its class. It is the one shape
+// both the row encoder (which redacts such a string for a hidden class)
+// and the write checkpoint (which refuses one for an invisible class) go
+// by, so a value written is shown alike for a hidden and a missing class.
+func referenceClass(s []byte) ([]byte, bool) {
+	if len(s) < 3 || len(s) > 32+1+128 {
 		return nil, false
 	}
 	i := bytes.IndexByte(s, '$')
-	if i <= 0 || len(s)-i-1 < 1 || len(s)-i-1 > 32 {
+	if i <= 0 || i > 128 || len(s)-i-1 < 1 || len(s)-i-1 > 32 {
 		return nil, false
 	}
 	cls, id := s[:i], s[i+1:]
@@ -1073,10 +1090,13 @@ func (e *RowEncoder) hiddenRef(s []byte) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	if !e.HiddenClass(string(cls)) {
-		return nil, false
-	}
 	return cls, true
+}
+
+// ReferenceClass is referenceClass for a string.
+func ReferenceClass(s string) (string, bool) {
+	cls, ok := referenceClass([]byte(s))
+	return string(cls), ok
 }
 
 // RedactedMarker is what a reference to a hidden or missing class is

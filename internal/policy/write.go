@@ -211,7 +211,12 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 	}
 	switch t := v.(type) {
 	case string:
-		if cn, ok := referenceString(t); ok && e.invisibleClass(schema, cn) {
+		// The reader's shape (parsedb.ReferenceClass): a string it would
+		// redact for a hidden class is refused for a hidden and a missing
+		// one alike, so a dry run cannot tell them apart; "A$AP Rocky" or
+		// "VaultSecret$ab~" are text ("Ke$ha" is refused unless Ke is a
+		// visible class — SECURITY.md "Writes").
+		if cn, ok := parsedb.ReferenceClass(t); ok && e.invisibleClass(schema, cn) {
 			return e.unknownClass(schema, cn)
 		}
 	case []any:
@@ -236,24 +241,6 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 		}
 	}
 	return nil
-}
-
-// referenceString reports whether a written string has the shape the
-// reader takes for a stored reference — the whole string "Class$objectId"
-// (a class-like name, "$", 1–32 id characters), which the row encoder
-// redacts when the class is hidden — and its class. Such a string naming a
-// class that is not visible is refused, hidden or missing alike: accepting
-// it would store a value the reader shows redacted for a hidden class and
-// verbatim for a missing one, so a dry run would tell them apart. Text
-// that is not of that exact shape ("A$AP Rocky", "US$ 100",
-// "VaultSecret$ab~") is written as given; text that is ("Ke$ha", "US$100")
-// is written only when its word is a visible class (SECURITY.md "Writes").
-func referenceString(s string) (class string, ok bool) {
-	cls, id, found := strings.Cut(s, "$")
-	if !found || !parsedb.ClassNameRe.MatchString(cls) || !parsedb.ObjectIDRe.MatchString(id) {
-		return "", false
-	}
-	return cls, true
 }
 
 // invisibleClass is the write side's one predicate for a referenced class:
