@@ -12,6 +12,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -75,23 +76,9 @@ func decodePipeline(t testing.TB, s string) []any {
 	return p
 }
 
-// outcome classifies a validator result: "ok", "violation", an error code,
-// or "access_denied:<kind>".
-func pipeOutcome(err error) string {
-	if err == nil {
-		return "ok"
-	}
-	if _, ok := toolerror.AsViolation(err); ok {
-		return "violation"
-	}
-	if te, ok := toolerror.As(err); ok {
-		if te.Code == toolerror.AccessDenied && te.Details != nil {
-			return "access_denied:" + te.Details.Kind
-		}
-		return string(te.Code)
-	}
-	return "internal: " + err.Error()
-}
+// pipeOutcome classifies a validator result: "ok", "violation", an error
+// code, or "access_denied:<kind>" (the tools' table tests use the same).
+var pipeOutcome = parsetest.Outcome
 
 func validatePipe(t testing.TB, e *Engine, class, pipeline string) (ValidatedPipeline, error) {
 	t.Helper()
