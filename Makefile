@@ -58,11 +58,11 @@ lint-fix:
 
 # Performance targets (figures are reported as benchmark metrics).
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./e2e/ ./internal/parsedb/ ./internal/policy/ ./internal/tools/
+	$(GO) test -run '^$$' -bench . -benchtime 20x ./e2e/ ./internal/parsedb/ ./policy/ ./tools/
 
 # A short fuzzing session on each fuzz target.
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzWhereToFilter -fuzztime 60s ./internal/parsedb/
 	$(GO) test -run '^$$' -fuzz FuzzSelectKeysRedaction -fuzztime 60s ./internal/parsedb/
-	$(GO) test -run '^$$' -fuzz FuzzValidatePipeline -fuzztime 60s ./internal/policy/
-	$(GO) test -run '^$$' -fuzz FuzzStdioFraming -fuzztime 60s ./internal/server/
+	$(GO) test -run '^$$' -fuzz FuzzValidatePipeline -fuzztime 60s ./policy/
+	$(GO) test -run '^$$' -fuzz FuzzStdioFraming -fuzztime 60s ./server/

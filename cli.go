@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/parse-mcp/parse-mcp/internal/server"
+	"github.com/parse-mcp/parse-mcp/server"
 )
 
 // runCommand runs a one-shot operator command.

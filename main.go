@@ -30,9 +30,9 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
-	"github.com/parse-mcp/parse-mcp/internal/server"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // Exit codes.

@@ -4,11 +4,11 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
-	"github.com/parse-mcp/parse-mcp/internal/policy"
-	"github.com/parse-mcp/parse-mcp/internal/prompts"
-	"github.com/parse-mcp/parse-mcp/internal/resources"
-	"github.com/parse-mcp/parse-mcp/internal/server"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/prompts"
+	"github.com/parse-mcp/parse-mcp/resources"
+	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // protocolSurface assembles everything besides the tools that the MCP server

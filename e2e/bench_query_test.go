@@ -16,8 +16,8 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // The query target (issue 3): query_class of 1000 rows within 1.3× of the

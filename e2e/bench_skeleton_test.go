@@ -188,7 +188,7 @@ func BenchmarkPingUnderLoad(b *testing.B) {
 // catalog and for the admin tier with the write tools listed (target
 // ≤ 10 KB with the write tools), with the share of the output schemas and
 // the bytes of name, description and input schema (what the model reads).
-// internal/tools TestToolsListSize guards the size.
+// tools TestToolsListSize guards the size.
 func BenchmarkToolsListSize(b *testing.B) {
 	for _, tc := range []struct {
 		name string

@@ -14,8 +14,8 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // The capability fallback of group_by / group_by_date (README "Decisions

@@ -329,7 +329,7 @@ func TestResourceSubscriptionsStdio(t *testing.T) {
 	}
 	// A burst of three visible writes, back to back (well inside the 250 ms
 	// debounce even on a loaded machine): exactly one update per URI. The
-	// debounce itself is checked step by step in internal/server.
+	// debounce itself is checked step by step in server.
 	for range 3 {
 		insertSong(t, false, nil)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // TestTrustEchoesNameNoHiddenClass: no client-visible echo of what a call

@@ -15,8 +15,8 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
-	"github.com/parse-mcp/parse-mcp/internal/policy"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // confirmServer is a Dispatcher over a server with one tool, "confirm_me",

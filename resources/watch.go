@@ -12,8 +12,8 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
-	"github.com/parse-mcp/parse-mcp/internal/server"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // ResolveSubscription implements server.SubscriptionSource: count and

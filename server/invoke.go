@@ -6,7 +6,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // CallTool runs a catalog tool exactly as tools/call does after routing: the

@@ -8,7 +8,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // SchemaTools are get_all_schemas and get_schema.

@@ -48,7 +48,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // DiscoveryTools is list_tools.

@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/server"
+	"github.com/parse-mcp/parse-mcp/server"
 )
 
 // Recent activity limits (README "Prompts and resources"): default 10, ≤0 → 10, >100 → 100.

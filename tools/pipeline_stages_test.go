@@ -8,7 +8,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // stageExamples holds one valid use of every stage of the shared table

@@ -20,9 +20,9 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/server"
+	"github.com/parse-mcp/parse-mcp/server"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // Scheme is the URI scheme of every resource.

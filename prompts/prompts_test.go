@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 func TestParseISODate(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // Version is reported in initialize.

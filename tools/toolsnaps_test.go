@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // toolsnapsDir holds one golden JSON file per tool: its MCP definition (name,
@@ -71,11 +71,11 @@ func TestToolSnapshots(t *testing.T) {
 		}
 		want, err := os.ReadFile(path)
 		if err != nil {
-			t.Errorf("%s has no snapshot (%v): run UPDATE_TOOLSNAPS=1 go test ./internal/tools/ -run TestToolSnapshots and commit %s", tool.Name, err, path)
+			t.Errorf("%s has no snapshot (%v): run UPDATE_TOOLSNAPS=1 go test ./tools/ -run TestToolSnapshots and commit %s", tool.Name, err, path)
 			continue
 		}
 		if !bytes.Equal(got, want) {
-			t.Errorf("%s differs from %s; if the change is intended, run UPDATE_TOOLSNAPS=1 go test ./internal/tools/ -run TestToolSnapshots and commit the file.\ngot:\n%s", tool.Name, path, got)
+			t.Errorf("%s differs from %s; if the change is intended, run UPDATE_TOOLSNAPS=1 go test ./tools/ -run TestToolSnapshots and commit the file.\ngot:\n%s", tool.Name, path, got)
 		}
 	}
 	entries, err := os.ReadDir(toolsnapsDir)

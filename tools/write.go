@@ -13,7 +13,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
+	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 

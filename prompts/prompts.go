@@ -19,11 +19,11 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/policy"
-	"github.com/parse-mcp/parse-mcp/internal/resources"
-	"github.com/parse-mcp/parse-mcp/internal/server"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/resources"
+	"github.com/parse-mcp/parse-mcp/server"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
-	"github.com/parse-mcp/parse-mcp/internal/tools"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // ArgType says how a prompt argument is validated and completed.

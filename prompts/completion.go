@@ -7,7 +7,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/internal/resources"
+	"github.com/parse-mcp/parse-mcp/resources"
 )
 
 // CompletePromptArgument completes class-name arguments with the classes
