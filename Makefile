@@ -41,7 +41,7 @@ test: vet lint
 # packages come from the test cache) and a short e2e subset. `make test`
 # stays the full suite.
 check:
-	$(GO) test -short ./internal/... .
+	$(GO) test -short ./internal/... ./server/... ./tools/... ./prompts/... ./resources/... ./policy/... .
 	$(GO) test -count=1 -run '$(CHECK_E2E)' ./e2e/
 
 vet:

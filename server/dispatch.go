@@ -14,8 +14,8 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
-	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // ResponseHoldBack is the least time between a request's last notification

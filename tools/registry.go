@@ -18,8 +18,8 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
-	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // Handler runs one tool call. It returns the structured result (encoded as

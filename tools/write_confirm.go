@@ -7,8 +7,8 @@ import (
 	"strings"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // Confirmation of writes (settings.confirm_writes): the person, not the
