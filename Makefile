@@ -1,7 +1,7 @@
 # parse-mcp — the README's two commands are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build demo test check lint lint-fix vet bench fuzz
+.PHONY: build demo test test-engine2 check lint lint-fix vet bench fuzz
 
 # Linters, pinned and run with `go run module@version`: a fresh machine needs
 # only the Go module proxy. staticcheck (its default checks include unused;
@@ -32,10 +32,20 @@ demo: build
 	@./bin/parse-mcp --demo
 
 # The whole suite: vet, the linters, then unit, e2e (the real binary over
-# stdio and HTTP against the embedded FerretDB, or PARSE_MCP_TEST_MONGODB_URI),
-# the real Parse Server tests and fuzz seed corpora.
+# stdio and HTTP against the embedded FerretDB 1.24, or
+# PARSE_MCP_TEST_MONGODB_URI), the real Parse Server tests and fuzz seed
+# corpora; then the e2e suite a second time on the second engine.
 test: vet lint
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) test-engine2
+
+# The e2e suite (incl. the Parse Server parity tests) on the second engine:
+# FerretDB 2.7 on PostgreSQL 18 + DocumentDB (internal/enginetest; needs root
+# and mmdebstrap, else it skips with a message). A real MongoDB
+# (PARSE_MCP_TEST_MONGODB_URI) takes precedence, so that is not run twice.
+test-engine2:
+	@if [ -n "$$PARSE_MCP_TEST_MONGODB_URI" ]; then echo "test-engine2: PARSE_MCP_TEST_MONGODB_URI is set: the suite already ran on that MongoDB" >&2; \
+	else PARSE_MCP_TEST_ENGINE=documentdb $(GO) test -count=1 -timeout 30m ./e2e/; fi
 
 # The inner loop: unit tests in short mode (no real Parse Server; unchanged
 # packages come from the test cache) and a short e2e subset. `make test`

@@ -26,18 +26,18 @@ func aggClient(t testing.TB) *client.Client {
 	return stdioClient(t, policyFile(t, "demo"))
 }
 
-// requireUnsupported checks the FerretDB answer for a feature it lacks, or
-// (real MongoDB) returns the successful result.
+// requireUnsupported checks FerretDB 1.24's answer for a feature it lacks,
+// or (second engine, real MongoDB) returns the successful result.
 func requireUnsupported(t *testing.T, c *client.Client, tool string, args map[string]any, feature string) map[string]any {
 	t.Helper()
-	if realMongo {
+	if !ferretDB1 {
 		return callOK(t, c, tool, args)
 	}
 	msg := callErr(t, c, tool, args, "invalid_query")
 	if !strings.Contains(msg, feature) {
 		t.Errorf("%s: the invalid_query message does not name %s: %s", tool, feature, msg)
 	}
-	t.Skipf("FerretDB does not implement %s (answered invalid_query as it should); set PARSE_MCP_TEST_MONGODB_URI to a real MongoDB to check the results", feature)
+	t.Skipf("FerretDB 1.24 does not implement %s (answered invalid_query as it should); make test-engine2 (or PARSE_MCP_TEST_MONGODB_URI) checks the results", feature)
 	return nil
 }
 

@@ -1,7 +1,27 @@
 // Package e2e runs the real parse-mcp binary over stdio and HTTP against a
-// MongoDB-compatible server loaded with Parse-format fixtures: the embedded
-// FerretDB by default, or a real MongoDB when PARSE_MCP_TEST_MONGODB_URI is
-// set (the test database is then created under a unique name and dropped).
+// MongoDB-compatible server loaded with Parse-format fixtures. The engine:
+//
+//   - a real MongoDB when PARSE_MCP_TEST_MONGODB_URI is set;
+//   - else, with PARSE_MCP_TEST_ENGINE=documentdb (`make test-engine2`), the
+//     second engine of internal/enginetest: FerretDB 2.7 on PostgreSQL 18 +
+//     DocumentDB, which runs expressions, $lookup, $facet, nested arrays,
+//     $text and $vectorSearch but has no explain plans, currentOp or change
+//     streams;
+//   - else (PARSE_MCP_TEST_ENGINE unset or "ferretdb") the embedded FerretDB
+//     1.24, the demo's engine.
+//
+// `make test` runs the suite twice: on FerretDB 1.24 (go test ./...) and on
+// the second engine. On a shared server the test database gets a unique
+// name and is dropped at the end.
+//
+// Skips that remain, by engine. FerretDB 1.24: every test of a feature it
+// lacks (expressions, $avg/$min/$max, $lookup, nested arrays …) checks the
+// clear invalid_query answer and skips naming the feature. Second engine and
+// FerretDB 1.24 alike: tests of explain plans (no winningPlan) and of
+// currentOp take their engine's fail-closed or no-currentOp path. Real
+// MongoDB: TestPolicyCollscanFailsClosed (MongoDB gives a plan, so the
+// fail-closed path cannot be reached). Anywhere: the /proc memory
+// benchmarks without /proc.
 package e2e
 
 import (
@@ -27,6 +47,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/enginetest"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
@@ -38,11 +59,24 @@ const ProtocolVersion = "2025-06-18"
 // `make build` produces (TestBuildTagsAsMakefile).
 const buildTags = "ferretdb_no_postgresql"
 
+// The engines the suite runs on (PARSE_MCP_TEST_ENGINE, or "mongodb" when
+// PARSE_MCP_TEST_MONGODB_URI is set).
+const (
+	engineFerretDB   = "ferretdb"   // embedded FerretDB 1.24 (SQLite)
+	engineDocumentDB = "documentdb" // FerretDB 2.7 on PostgreSQL + DocumentDB (internal/enginetest)
+	engineMongoDB    = "mongodb"    // a real MongoDB
+)
+
 var (
-	binary    string // the built parse-mcp
-	mongoURI  string // connection string including the test database
-	dbName    string
+	binary   string // the built parse-mcp
+	mongoURI string // connection string including the test database
+	dbName   string
+	engine   string // one of the engine* constants
+	// realMongo: a real MongoDB (explain plans, currentOp, killOp).
 	realMongo bool
+	// ferretDB1: the embedded FerretDB 1.24, which lacks expressions,
+	// $lookup, most accumulators, nested arrays …
+	ferretDB1 bool
 	testDB    *mongo.Database
 )
 
@@ -68,7 +102,21 @@ func runMain(m *testing.M) int {
 
 	base := os.Getenv("PARSE_MCP_TEST_MONGODB_URI")
 	dbName = fmt.Sprintf("parse_mcp_e2e_%d", os.Getpid())
-	if base == "" {
+	switch engine = os.Getenv("PARSE_MCP_TEST_ENGINE"); {
+	case base != "":
+		engine = engineMongoDB
+	case engine == engineDocumentDB:
+		if base, err = enginetest.Acquire(context.Background()); err != nil {
+			if enginetest.IsUnavailable(err) && os.Getenv(enginetest.EnvRequire) == "" {
+				fmt.Fprintf(os.Stderr, "skipping the e2e suite on the second engine: %v\n", err)
+				return 0
+			}
+			fmt.Fprintln(os.Stderr, "starting the second engine:", err)
+			return 1
+		}
+		defer enginetest.Release()
+	case engine == "" || engine == engineFerretDB:
+		engine = engineFerretDB
 		srv, err := embeddeddb.Start(filepath.Join(tmp, "db"), nil)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "starting embedded FerretDB:", err)
@@ -76,9 +124,12 @@ func runMain(m *testing.M) int {
 		}
 		defer srv.Stop()
 		base = srv.URI
-	} else {
-		realMongo = true
+	default:
+		fmt.Fprintf(os.Stderr, "PARSE_MCP_TEST_ENGINE=%q: want %q or %q\n", engine, engineFerretDB, engineDocumentDB)
+		return 1
 	}
+	realMongo, ferretDB1 = engine == engineMongoDB, engine == engineFerretDB
+	fmt.Fprintf(os.Stderr, "e2e: engine %s\n", engine)
 	u, err := url.Parse(base)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "PARSE_MCP_TEST_MONGODB_URI:", err)
@@ -100,7 +151,7 @@ func runMain(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "seeding fixtures:", err)
 		return 1
 	}
-	if realMongo {
+	if !ferretDB1 {
 		defer testDB.Drop(context.Background())
 	}
 	return m.Run()
