@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"syscall"
@@ -49,7 +50,7 @@ func main() {
 func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("parse-mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	demoFlag := fs.Bool("demo", false, "serve an embedded sample Parse database (no MongoDB needed)")
+	demoFlag := fs.Bool("demo", false, "serve an embedded sample Parse database, no MongoDB needed (PARSE_MCP_DEMO)")
 	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (PARSE_MCP_HTTP_ADDR)")
 	perms := fs.String("permissions", "", "readonly | write | admin (PARSE_MCP_PERMISSIONS)")
 	policyFile := fs.String("policy", "", "policy file, YAML or JSON (PARSE_MCP_POLICY_FILE)")
@@ -66,7 +67,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	if *version {
-		fmt.Fprintln(stdout, "parse-mcp", server.Version)
+		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	}
 
@@ -75,7 +76,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
 		return exitBadUsage
 	}
-	cfg.Demo = *demoFlag
+	cfg.Demo = cfg.Demo || *demoFlag
 	if *httpAddr != "" {
 		cfg.HTTPAddr = *httpAddr
 	}
@@ -106,6 +107,13 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	defer closeLog()
+	if len(cfg.Blank) > 0 {
+		log.Debug().Strs("variables", cfg.Blank).Msg("empty or unsubstituted ${…} settings are treated as unset")
+	}
+	if cfg.Demo && (cfg.MongoDBURI != "" || cfg.Database != "") {
+		// Names only: the connection string may carry a password.
+		log.Warn().Msg("demo mode: PARSE_MCP_MONGODB_URI and PARSE_MCP_DATABASE are ignored, the embedded sample database is served")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -135,6 +143,34 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitFailure
 	}
 	return exitOK
+}
+
+// commit is the source revision, stamped by `make release`
+// (-ldflags "-X main.commit=…"); the version is server.Version, stamped the
+// same way. A plain `go build` in a git checkout falls back to the revision
+// Go records in the build info.
+var commit string
+
+// versionLine is what --version prints: the version, the commit (with
+// "-dirty" when built from a modified tree) and the platform.
+func versionLine() string {
+	rev, dirty := commit, false
+	if info, ok := debug.ReadBuildInfo(); ok && rev == "" {
+		for _, s := range info.Settings {
+			switch s.Key {
+			case "vcs.revision":
+				rev = s.Value
+			case "vcs.modified":
+				dirty = s.Value == "true"
+			}
+		}
+	}
+	if rev == "" {
+		rev = "unknown"
+	} else if dirty {
+		rev += "-dirty"
+	}
+	return fmt.Sprintf("parse-mcp %s (commit %s, %s %s/%s)", server.Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 func checkCommand(cmd []string) string {

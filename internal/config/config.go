@@ -56,8 +56,14 @@ type Config struct {
 	// DemoDir is where --demo keeps its SQLite files (default: user cache dir).
 	DemoDir string `envconfig:"DEMO_DIR"`
 
-	// Demo is set by the --demo flag, not the environment.
-	Demo bool `ignored:"true"`
+	// Demo serves the embedded sample database (PARSE_MCP_DEMO or --demo);
+	// the connection settings are then ignored.
+	Demo bool `envconfig:"DEMO"`
+
+	// Blank lists the PARSE_MCP_* variables that were set but treated as
+	// unset: empty, or an unsubstituted ${…} placeholder (README "Install in
+	// Claude Desktop"). Names only, never values.
+	Blank []string `ignored:"true"`
 
 	Gates Gates `ignored:"true"`
 }
@@ -88,9 +94,11 @@ func (e *Error) Error() string {
 }
 
 // Load reads the PARSE_MCP_* variables and the PARSE_AGENT_ALLOW_* gates from
-// the process environment.
+// the process environment. A PARSE_MCP_* variable that is empty or still holds
+// a ${…} placeholder counts as unset (see unsetBlank).
 func Load() (*Config, error) {
 	var c Config
+	c.Blank = unsetBlank()
 	if err := envconfig.Process("PARSE_MCP", &c); err != nil {
 		// envconfig's ParseError names the field; translate it to the variable.
 		if pe, ok := err.(*envconfig.ParseError); ok {
@@ -105,6 +113,37 @@ func Load() (*Config, error) {
 		RawSchema:  Truthy(os.Getenv("PARSE_AGENT_ALLOW_RAW_SCHEMA")),
 	}
 	return &c, nil
+}
+
+// unsetBlank removes from the process environment every PARSE_MCP_* variable
+// that is empty or holds an unsubstituted placeholder, and returns their
+// names. Desktop clients launch the server from a template: an MCP bundle's
+// form fills each variable with what the user typed, which is "" for an
+// optional field left empty — and a host that knows no value for a field
+// may leave "${user_config.…}" in place. Either means "not set": "" would
+// otherwise replace a default (PARSE_MCP_PERMISSIONS="" is no tier) or fail
+// to parse (PARSE_MCP_DEMO="" is no bool), and a placeholder would be taken
+// for a connection string, a token or a path. envconfig reads the process
+// environment only, so the variables are unset rather than filtered.
+func unsetBlank() []string {
+	var names []string
+	for _, kv := range os.Environ() {
+		name, value, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, "PARSE_MCP_") {
+			continue
+		}
+		if v := strings.TrimSpace(value); v == "" || isPlaceholder(v) {
+			names = append(names, name)
+			_ = os.Unsetenv(name)
+		}
+	}
+	return names
+}
+
+// isPlaceholder reports whether v is a whole unsubstituted template variable,
+// e.g. "${user_config.mongodb_uri}". No setting's valid value has that shape.
+func isPlaceholder(v string) bool {
+	return strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") && !strings.ContainsAny(v[2:len(v)-1], "{}")
 }
 
 // Truthy reports whether an env gate value means "on": 1, true, yes, on (any case).

@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,70 @@ func TestLoadReadsTheMasterKeyAsASecret(t *testing.T) {
 	}
 	if s := fmt.Sprintf("%v %+v", c, *c); strings.Contains(s, "m4ster-value") {
 		t.Fatal("printing the configuration shows the master key")
+	}
+}
+
+// TestLoadBlankIsUnset: an MCP bundle's form fills every variable, with ""
+// for an optional field left empty, and a host without a value may leave the
+// ${user_config.…} placeholder. Both mean "unset": defaults stay, nothing
+// fails to parse, and a placeholder is never taken for a value.
+func TestLoadBlankIsUnset(t *testing.T) {
+	t.Setenv("PARSE_MCP_MONGODB_URI", "")
+	t.Setenv("PARSE_MCP_DATABASE", "${user_config.database}")
+	t.Setenv("PARSE_MCP_PERMISSIONS", "")
+	t.Setenv("PARSE_MCP_DEMO", "true")
+	t.Setenv("PARSE_MCP_WORKERS", " ")
+	t.Setenv("PARSE_MCP_SESSION_TOKEN", "${user_config.session_token}")
+	t.Setenv("PARSE_MCP_POLICY_FILE", "")
+	t.Setenv("PARSE_MCP_LOG_LEVEL", "")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.MongoDBURI != "" || c.Database != "" || c.SessionToken != "" || c.PolicyFile != "" {
+		t.Fatalf("blank values kept: %+v", c)
+	}
+	if c.Permissions != TierReadonly || c.Workers != 16 || c.LogLevel != "info" || !c.Demo {
+		t.Fatalf("defaults lost: permissions %q workers %d log %q demo %v", c.Permissions, c.Workers, c.LogLevel, c.Demo)
+	}
+	if err := c.Validate(); err != nil {
+		t.Fatalf("demo with blank connection settings: %v", err)
+	}
+	want := []string{"PARSE_MCP_DATABASE", "PARSE_MCP_LOG_LEVEL", "PARSE_MCP_MONGODB_URI", "PARSE_MCP_PERMISSIONS", "PARSE_MCP_POLICY_FILE", "PARSE_MCP_SESSION_TOKEN", "PARSE_MCP_WORKERS"}
+	got := slices.Sorted(slices.Values(c.Blank))
+	if !slices.Equal(got, want) {
+		t.Fatalf("Blank = %v, want %v", got, want)
+	}
+
+	// Blank is still not set: without the demo the URI is required.
+	t.Setenv("PARSE_MCP_DEMO", "false")
+	t.Setenv("PARSE_MCP_MONGODB_URI", "")
+	c, err = Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ce *Error
+	if err := c.Validate(); !errors.As(err, &ce) || ce.Variable != "PARSE_MCP_MONGODB_URI" {
+		t.Fatalf("blank URI without the demo: %v", err)
+	}
+	// A value that merely contains ${…} is a value.
+	for v, want := range map[string]bool{"${user_config.x}": true, "${}": true, "pa${ss}": false, "${a}${b}": false, "${a": false} {
+		if isPlaceholder(v) != want {
+			t.Errorf("isPlaceholder(%q) = %v", v, !want)
+		}
+	}
+}
+
+func TestLoadDemoFromTheEnvironment(t *testing.T) {
+	for v, want := range map[string]bool{"true": true, "1": true, "false": false} {
+		t.Setenv("PARSE_MCP_DEMO", v)
+		c, err := Load()
+		if err != nil || c.Demo != want {
+			t.Fatalf("PARSE_MCP_DEMO=%s: demo %v, %v", v, c != nil && c.Demo, err)
+		}
+	}
+	t.Setenv("PARSE_MCP_DEMO", "maybe")
+	if _, err := Load(); err == nil {
+		t.Fatal("PARSE_MCP_DEMO=maybe accepted")
 	}
 }
