@@ -1,7 +1,7 @@
 # parse-mcp — the README's two commands are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build demo test test-engine2 check lint lint-fix vet bench fuzz
+.PHONY: build demo test test-engine2 check lint lint-fix vet bench fuzz release
 
 # Linters, pinned and run with `go run module@version`: a fresh machine needs
 # only the Go module proxy. staticcheck (its default checks include unused;
@@ -24,6 +24,12 @@ BUILD_TAGS = ferretdb_no_postgresql
 build:
 	@echo "building bin/parse-mcp (the first build compiles the embedded database: a few minutes)" >&2
 	@$(GO) build -tags $(BUILD_TAGS) -o bin/parse-mcp .
+
+# Release builds for every desktop platform, the MCP bundles (packed and
+# checked with the official mcpb CLI through npx), server.json and SHA256SUMS,
+# all in dist/ (README "Release builds"; internal/release).
+release:
+	$(GO) run ./internal/release -tags $(BUILD_TAGS) -out dist
 
 # Serve MCP over stdio on the embedded sample Parse database. The built binary
 # runs directly (not under `go run`), so Ctrl-C ends it with exit 0 and make

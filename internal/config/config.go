@@ -165,7 +165,7 @@ func (c *Config) Validate() error {
 	}
 	if !c.Demo {
 		if c.MongoDBURI == "" {
-			return &Error{"PARSE_MCP_MONGODB_URI", "is required", "set it to your Parse app's MongoDB connection string, or run with --demo"}
+			return &Error{"PARSE_MCP_MONGODB_URI", "is required", "set it to your Parse app's MongoDB connection string, or run with --demo (PARSE_MCP_DEMO=true)"}
 		}
 		if !strings.HasPrefix(c.MongoDBURI, "mongodb://") && !strings.HasPrefix(c.MongoDBURI, "mongodb+srv://") {
 			return &Error{"PARSE_MCP_MONGODB_URI", "must start with mongodb:// or mongodb+srv://", "check the connection string"}
