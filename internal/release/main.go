@@ -51,7 +51,7 @@ func run(out, tags, version, only string) error {
 	targets := Targets
 	if only != "" {
 		targets = nil
-		for _, t := range strings.Split(only, ",") {
+		for t := range strings.SplitSeq(only, ",") {
 			goos, goarch, ok := strings.Cut(strings.TrimSpace(t), "/")
 			if !ok {
 				return fmt.Errorf("-targets: %q is not GOOS/GOARCH", t)

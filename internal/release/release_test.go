@@ -15,6 +15,7 @@ import (
 	"image"
 	"image/png"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -92,8 +93,8 @@ func TestIconIsDrawIcon(t *testing.T) {
 func TestSettingsAreConfigVariables(t *testing.T) {
 	known := map[string]bool{}
 	ct := reflect.TypeFor[config.Config]()
-	for i := range ct.NumField() {
-		if tag := ct.Field(i).Tag.Get("envconfig"); tag != "" {
+	for f := range ct.Fields() {
+		if tag := f.Tag.Get("envconfig"); tag != "" {
 			known["PARSE_MCP_"+tag] = true
 		}
 	}
@@ -592,9 +593,7 @@ func launch(t *testing.T, dir string, userValues map[string]any) (string, []stri
 			values[k] = o.Default
 		}
 	}
-	for k, v := range userValues {
-		values[k] = v
-	}
+	maps.Copy(values, userValues)
 	for k, v := range values {
 		switch v := v.(type) {
 		case bool:
