@@ -365,6 +365,9 @@ func TestReleaseArtifacts(t *testing.T) {
 	}
 }
 
+// lcCodeSignature is Mach-O's LC_CODE_SIGNATURE load command.
+const lcCodeSignature = 0x1d
+
 // checkExecutable: the file is an executable for the target's OS and CPU,
 // and on Linux static (no interpreter, no shared libraries).
 func checkExecutable(t *testing.T, path string, tg Target) {
@@ -397,10 +400,23 @@ func checkExecutable(t *testing.T, path string, tg Target) {
 		if f.Cpu != want {
 			t.Errorf("%s: cpu %v, want %v", path, f.Cpu, want)
 		}
+		// Apple silicon runs no unsigned code: the Go linker signs ad hoc.
+		signed := false
+		for _, l := range f.Loads {
+			if raw := l.Raw(); len(raw) >= 4 && f.ByteOrder.Uint32(raw) == lcCodeSignature {
+				signed = true
+			}
+		}
+		if tg.GOARCH == "arm64" && !signed {
+			t.Errorf("%s has no code signature", path)
+		}
+		// Without cgo Go calls macOS through libSystem and the system
+		// frameworks (Security for certificates): all part of every macOS,
+		// nothing from /usr/local, /opt or a bundle.
 		libs, _ := f.ImportedLibraries()
 		for _, l := range libs {
-			if !strings.HasPrefix(l, "/usr/lib/libSystem") {
-				t.Errorf("%s links %s: only the system library is expected without cgo", path, l)
+			if !strings.HasPrefix(l, "/usr/lib/") && !strings.HasPrefix(l, "/System/Library/Frameworks/") {
+				t.Errorf("%s links %s, which is not part of macOS", path, l)
 			}
 		}
 	case "windows":
