@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"debug/buildinfo"
 	"debug/elf"
 	"debug/macho"
 	"debug/pe"
@@ -326,6 +327,7 @@ func TestReleaseArtifacts(t *testing.T) {
 			continue
 		}
 		checkExecutable(t, filepath.Join(dir, name), tg)
+		checkBuildInfo(t, filepath.Join(dir, name), tg)
 	}
 	bundles := map[string]string{}
 	for name, sum := range sums {
@@ -362,6 +364,36 @@ func TestReleaseArtifacts(t *testing.T) {
 	}
 	if !regexp.MustCompile(`^parse-mcp ` + regexp.QuoteMeta(version) + ` \(commit [0-9a-f]{40}(-dirty)?, go`).Match(out) {
 		t.Errorf("--version printed %q: no stamped version and commit", out)
+	}
+}
+
+// checkBuildInfo: the binary was built as `make release` builds — no cgo,
+// trimmed paths, the Makefile's tags, for the target — and carries the
+// embedded database on the pure-Go SQLite, so --demo works on it.
+func checkBuildInfo(t *testing.T, path string, tg Target) {
+	t.Helper()
+	info, err := buildinfo.ReadFile(path)
+	if err != nil {
+		t.Errorf("%s: %v", path, err)
+		return
+	}
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	for k, want := range map[string]string{"CGO_ENABLED": "0", "-trimpath": "true", "-tags": buildTags, "GOOS": tg.GOOS, "GOARCH": tg.GOARCH} {
+		if settings[k] != want {
+			t.Errorf("%s: built with %s=%q, want %q", path, k, settings[k], want)
+		}
+	}
+	deps := map[string]bool{}
+	for _, d := range info.Deps {
+		deps[d.Path] = true
+	}
+	for _, want := range []string{"github.com/FerretDB/FerretDB", "modernc.org/sqlite"} {
+		if !deps[want] {
+			t.Errorf("%s does not contain %s: the demo database would be missing", path, want)
+		}
 	}
 }
 
