@@ -610,7 +610,10 @@ func buildHostBundle(host Target) (string, error) {
 // the platform override, then ${__dirname}, then each user_config value —
 // the manifest's default first, the user's value over it, booleans as
 // "true"/"false" — substituted; a variable with neither stays as written.
-func launch(t *testing.T, dir string, userValues map[string]any) (string, []string, []string) {
+//
+// Without defaults, it plays a host that substitutes only what the user
+// filled in and leaves the other placeholders as written.
+func launch(t *testing.T, dir string, userValues map[string]any, defaults bool) (string, []string, []string) {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
@@ -637,7 +640,7 @@ func launch(t *testing.T, dir string, userValues map[string]any) (string, []stri
 	vars := map[string]string{"__dirname": dir, "/": string(filepath.Separator), "pathSeparator": string(filepath.Separator)}
 	values := map[string]any{}
 	for k, o := range m.UserConfig {
-		if o.Default != nil {
+		if o.Default != nil && defaults {
 			values[k] = o.Default
 		}
 	}
@@ -726,8 +729,8 @@ func TestBundleRunsAsTheManifestSays(t *testing.T) {
 	t.Logf("bundle %s: %.1f MB packed, binary %.1f MB", filepath.Base(file), float64(fi.Size())/1e6, float64(bi.Size())/1e6)
 
 	cache := t.TempDir() // the demo database's files, not the user's cache
-	start := func(t *testing.T, values map[string]any) (*client.Client, *syncBuffer, time.Duration) {
-		command, args, env := launch(t, dir, values)
+	start := func(t *testing.T, values map[string]any, defaults bool) (*client.Client, *syncBuffer, time.Duration) {
+		command, args, env := launch(t, dir, values, defaults)
 		env = append(CleanEnv(), append(env, "XDG_CACHE_HOME="+cache, "HOME="+cache, "LocalAppData="+cache)...)
 		stderr := &syncBuffer{}
 		began := time.Now()
@@ -746,9 +749,11 @@ func TestBundleRunsAsTheManifestSays(t *testing.T) {
 		}
 		return c, stderr, time.Since(began)
 	}
-	demo := map[string]any{"demo": true, "mongodb_uri": secretURI}
+	// The demo switch on, a connection string the demo must ignore, the
+	// tier field cleared (""), the rest as the form's defaults leave them.
+	demo := map[string]any{"demo": true, "mongodb_uri": secretURI, "permissions": ""}
 
-	c, stderr, first := start(t, demo)
+	c, stderr, first := start(t, demo, true)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	tools, err := c.ListTools(ctx, mcp.ListToolsRequest{})
@@ -787,8 +792,12 @@ func TestBundleRunsAsTheManifestSays(t *testing.T) {
 	}
 
 	// A second start finds the demo data in place: the start-up a user
-	// sees every time Claude Desktop launches the server.
-	_, _, again := start(t, demo)
+	// sees every time Claude Desktop launches the server. This host leaves
+	// the unfilled fields' placeholders in the environment.
+	c, stderr, again := start(t, map[string]any{"demo": true}, false)
+	if _, err := c.ListTools(ctx, mcp.ListToolsRequest{}); err != nil {
+		t.Fatalf("with placeholders left in place: %v\n%s", err, stderr)
+	}
 	t.Logf("start-up to initialize answered: %v with a fresh demo database (seeded), %v with it in place", first.Round(time.Millisecond), again.Round(time.Millisecond))
 }
 
@@ -801,7 +810,7 @@ func TestBundleSecretsStayOutOfTheLog(t *testing.T) {
 	}
 	file := hostBundle(t)
 	dir := unzip(t, file)
-	command, args, env := launch(t, dir, map[string]any{"mongodb_uri": secretURI, "session_token": "r:" + secretPassword})
+	command, args, env := launch(t, dir, map[string]any{"mongodb_uri": secretURI, "session_token": "r:" + secretPassword}, true)
 	cmd := exec.Command(command, args...)
 	cmd.Env = append(CleanEnv(), env...)
 	var stdout, stderr bytes.Buffer
