@@ -344,6 +344,15 @@ func TestReleaseArtifacts(t *testing.T) {
 		fi, _ := os.Stat(filepath.Join(dir, name))
 		t.Logf("%s: %.1f MB", name, float64(fi.Size())/1e6)
 	}
+	// The demo database runs in the Linux builds: natively on the host, the
+	// other architecture under qemu user-mode emulation (.ci/run installs
+	// it). macOS and Windows builds cannot be run here; their build info
+	// shows the same pure-Go database inside.
+	for _, tg := range Targets {
+		if tg.GOOS == "linux" {
+			checkDemoRuns(t, filepath.Join(dir, tg.BinaryName(version)), tg)
+		}
+	}
 	// The macOS bundle's binary is both macOS builds joined.
 	unpacked := unzip(t, filepath.Join(dir, "parse-mcp-"+version+"-darwin-universal.mcpb"))
 	checkUniversal(t, filepath.Join(unpacked, "server", "parse-mcp"), map[macho.Cpu]string{
@@ -399,6 +408,40 @@ func checkBuildInfo(t *testing.T, path string, tg Target) {
 
 // lcCodeSignature is Mach-O's LC_CODE_SIGNATURE load command.
 const lcCodeSignature = 0x1d
+
+// checkDemoRuns starts a Linux build on its demo database and counts the
+// demo's songs through it.
+func checkDemoRuns(t *testing.T, path string, tg Target) {
+	t.Helper()
+	var cmd *exec.Cmd
+	args := []string{"call", "count_objects", `{"class_name":"Song","apply_canonical_filter":false}`}
+	switch {
+	case tg == Target{runtime.GOOS, runtime.GOARCH}:
+		cmd = exec.Command(path, args...)
+	default:
+		qemu := "qemu-" + map[string]string{"arm64": "aarch64", "amd64": "x86_64"}[tg.GOARCH]
+		if _, err := exec.LookPath(qemu); err != nil || runtime.GOOS != "linux" {
+			if config.Truthy(os.Getenv(requireReleaseEnv)) {
+				t.Errorf("%s: %s is missing (apt-get install qemu-user), so the %s build's demo cannot be run", path, qemu, tg)
+			} else {
+				t.Logf("%s not run: no %s", path, qemu)
+			}
+			return
+		}
+		cmd = exec.Command(qemu, append([]string{path}, args...)...)
+	}
+	cmd.Env = append(CleanEnv(), "PARSE_MCP_DEMO=true", "PARSE_MCP_DEMO_DIR="+t.TempDir(), "PARSE_MCP_LOG_LEVEL=error")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	began := time.Now()
+	out, err := cmd.Output()
+	var res struct{ Count int }
+	if err != nil || json.Unmarshal(out, &res) != nil || res.Count != 600 {
+		t.Errorf("%s --demo: count %d (%v)\n%s%s", path, res.Count, err, out, stderr.String())
+		return
+	}
+	t.Logf("%s: the demo database answered (%v, seed included)", filepath.Base(path), time.Since(began).Round(time.Millisecond))
+}
 
 // checkExecutable: the file is an executable for the target's OS and CPU,
 // and on Linux static (no interpreter, no shared libraries).
