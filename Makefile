@@ -63,7 +63,10 @@ check:
 vet:
 	$(GO) vet ./...
 
+# gofmt -l lists unformatted files and exits 0 anyway: the recipe fails when
+# the list is not empty.
 lint:
+	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt: unformatted files (run gofmt -w):" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run $(MODERNIZE) ./...
 

@@ -22,7 +22,12 @@ func TestNodeVersionOK(t *testing.T) {
 }
 
 // TestInstall only installs (CI runs it first, so later tests find the cache).
+// Under -short (make check) it skips: a fresh install is an npm download of
+// about a minute, and every test that needs Parse Server skips there anyway.
 func TestInstall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("skipping under -short (make check): installing parse-server with npm takes about a minute; make test runs it")
+	}
 	rt, err := parsetest.Install(t.Context())
 	if err != nil {
 		if os.Getenv(parsetest.EnvRequire) == "" {
