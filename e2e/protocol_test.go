@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -139,6 +140,48 @@ func (r *rawServer) collect(id string, within time.Duration) (notes []map[string
 		case <-deadline:
 			return notes, nil
 		}
+	}
+}
+
+// awaitProgress reads messages until a progress notification for token
+// arrives (a running call's heartbeat); any response first is a failure.
+func (r *rawServer) awaitProgress(token string, within time.Duration) {
+	r.t.Helper()
+	deadline := time.After(within)
+	for {
+		select {
+		case line, ok := <-r.lines:
+			if !ok {
+				r.t.Fatalf("server closed stdout")
+			}
+			m := decodeLine(r.t, line)
+			if m["method"] == "notifications/progress" && params(m)["progressToken"] == token {
+				return
+			}
+			if m["id"] != nil {
+				r.t.Fatalf("a response while waiting for progress on %s: %v", token, m)
+			}
+		case <-deadline:
+			r.t.Fatalf("no progress notification for %s within %v", token, within)
+		}
+	}
+}
+
+// awaitStderr polls the server's stderr until one line contains every part
+// of want: an event the server logs, with a ceiling for a loaded machine.
+func (r *rawServer) awaitStderr(within time.Duration, want ...string) {
+	r.t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		for line := range strings.Lines(r.stderr.String()) {
+			if !slices.ContainsFunc(want, func(w string) bool { return !strings.Contains(line, w) }) {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("stderr has no line with %q within %v:\n%s", want, within, r.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
 
@@ -293,12 +336,14 @@ func TestProgressOwnUnits(t *testing.T) {
 // -32603), the server answers the next call at once, and on a real MongoDB
 // the operation is gone from currentOp.
 func TestCancelSlowQuery(t *testing.T) {
-	r := startRaw(t, scratchEnv(t)...)
+	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")...)
 	r.initialize()
-	r.send(slowCount("slow", ""))
+	// Event-based: the first progress heartbeat says the count is running.
+	r.send(slowCount("slow", `{"progressToken":"slow"}`))
+	r.awaitProgress("slow", 30*time.Second)
 	if realMongo {
-		// Event-based: the count is in currentOp before the cancel (a
-		// generous ceiling for a loaded machine).
+		// And on a real MongoDB the count is in currentOp before the cancel
+		// (a generous ceiling for a loaded machine).
 		deadline := time.Now().Add(30 * time.Second)
 		for !opRunning(t, slowClass) {
 			if time.Now().After(deadline) {
@@ -306,10 +351,6 @@ func TestCancelSlowQuery(t *testing.T) {
 			}
 			time.Sleep(50 * time.Millisecond)
 		}
-	} else {
-		// FerretDB has no currentOp; the stdin order already puts the
-		// cancel after the call, this only lets the scan start.
-		time.Sleep(1500 * time.Millisecond)
 	}
 	cancelled := time.Now()
 	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"slow","reason":"user gave up"}}`)
@@ -365,14 +406,18 @@ func opRunning(t testing.TB, class string) bool {
 // cancelling it there means it never runs (no tool_call audit event) and
 // never answers.
 func TestCancelWhileQueued(t *testing.T) {
-	r := startRaw(t, scratchEnv(t, "PARSE_MCP_WORKERS=1", "PARSE_MCP_LOG_LEVEL=info")...)
+	r := startRaw(t, scratchEnv(t, "PARSE_MCP_WORKERS=1", "PARSE_MCP_LOG_LEVEL=debug", "PARSE_MCP_PROGRESS_INTERVAL=100ms")...)
 	r.initialize()
-	r.send(slowCount("busy", ""))
-	time.Sleep(500 * time.Millisecond)
+	// Each step waits for the event it depends on, never for a time: the
+	// busy call holds the only worker (its first heartbeat), the second call
+	// is queued (the dispatcher's debug event), the cancel reached it while
+	// queued (the next debug event).
+	r.send(slowCount("busy", `{"progressToken":"busy"}`))
+	r.awaitProgress("busy", 30*time.Second)
 	r.send(`{"jsonrpc":"2.0","id":"queued","method":"tools/call","params":{"name":"get_schema","arguments":{"class_name":"Song"}}}`)
-	time.Sleep(300 * time.Millisecond)
+	r.awaitStderr(30*time.Second, `"request_id":"queued"`, `"message":"tool call queued: every worker is busy"`)
 	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"queued"}}`)
-	time.Sleep(300 * time.Millisecond)
+	r.awaitStderr(30*time.Second, `"request_id":"queued"`, `"message":"tool call cancelled while queued"`)
 	// Free the worker.
 	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"busy"}}`)
 	r.send(`{"jsonrpc":"2.0","id":"next","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"}}}`)

@@ -158,6 +158,25 @@ func (d *Dispatcher) notification(ctx context.Context, sess *Session, env envelo
 	d.mcp.HandleMessage(d.mcp.WithContext(ctx, sess), raw)
 }
 
+// takeWorker waits for a free worker; false when ctx ends first. The two
+// debug events (queued, cancelled while queued) tell an operator why a call
+// waits, and let tests order a cancel after the queueing without sleeping.
+func (d *Dispatcher) takeWorker(ctx context.Context, id json.RawMessage) bool {
+	select {
+	case d.workers <- struct{}{}:
+		return true
+	default:
+	}
+	d.log.Debug().RawJSON("request_id", id).Msg("tool call queued: every worker is busy")
+	select {
+	case d.workers <- struct{}{}:
+		return true
+	case <-ctx.Done():
+		d.log.Debug().RawJSON("request_id", id).Msg("tool call cancelled while queued")
+		return false
+	}
+}
+
 func inflightKey(sess *Session, id json.RawMessage) string {
 	return sess.SessionID() + "\x00" + string(id)
 }
@@ -215,13 +234,11 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 				defer release()
 			}
 		}
-		select {
-		case d.workers <- struct{}{}:
-			defer func() { <-d.workers }()
-		case <-ctx.Done():
+		if !d.takeWorker(ctx, env.ID) {
 			// Cancelled while queued (or the transport is shutting down).
 			return nil
 		}
+		defer func() { <-d.workers }()
 	}
 
 	if env.Method == string(mcp.MethodSubscriptionsListen) && sess.SessionID() == StdioSessionID {
