@@ -21,9 +21,15 @@ CHECK_E2E = ^(TestInitializeAndToolsList|TestPolicyAuditEventAndUntrustedData|Te
 # harness builds with the same tags (e2e TestBuildTagsAsMakefile).
 BUILD_TAGS = ferretdb_no_postgresql
 
+# BIN is where `make build` puts the binary (the e2e TestMakeDemo points it
+# at a temporary copy).
+BIN ?= bin/parse-mcp
+
+# The banner is printed only when there is no binary yet, the one slow build;
+# a rebuild after a change is quick, and an up-to-date binary is not relinked.
 build:
-	@echo "building bin/parse-mcp (the first build compiles the embedded database: a few minutes)" >&2
-	@$(GO) build -tags $(BUILD_TAGS) -o bin/parse-mcp .
+	@test -e $(BIN) || echo "building $(BIN) (the first build compiles the embedded database: a few minutes)" >&2
+	@$(GO) build -tags $(BUILD_TAGS) -o $(BIN) .
 
 # Release builds for every desktop platform, the MCP bundles (packed and
 # checked with the official mcpb CLI through npx), server.json and SHA256SUMS,
@@ -31,11 +37,13 @@ build:
 release:
 	$(GO) run ./internal/release -tags $(BUILD_TAGS) -out dist
 
-# Serve MCP over stdio on the embedded sample Parse database. The built binary
-# runs directly (not under `go run`), so Ctrl-C ends it with exit 0 and make
-# reports no error.
+# Serve MCP over stdio on the embedded sample Parse database: silent on
+# stderr until a client speaks. Ctrl-C reaches the whole foreground process
+# group: the server stops and exits 0, but make itself is interrupted too
+# and, like any interrupted make, reports "Interrupt" and exits 130; no
+# recipe can change that (README "Quick start").
 demo: build
-	@./bin/parse-mcp --demo
+	@$(BIN) --demo
 
 # The whole suite: vet, the linters, then unit, e2e (the real binary over
 # stdio and HTTP against the embedded FerretDB 1.24, or

@@ -15,6 +15,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -118,6 +119,17 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
+	// The HTTP address is bound before the database is touched: a port in
+	// use is a configuration error, reported at once and by its variable.
+	var httpListener net.Listener
+	if cfg.HTTPAddr != "" && len(cmd) == 0 {
+		if httpListener, err = listenHTTP(cfg.HTTPAddr); err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+			return exitBadUsage
+		}
+		defer httpListener.Close()
+	}
+
 	app, code := start(ctx, cfg, log, stderr, len(cmd) > 0 && cmd[0] == "audit")
 	if app == nil {
 		return code
@@ -132,7 +144,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// long-lived server idles small.
 	debug.FreeOSMemory()
 	if cfg.HTTPAddr != "" {
-		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log}); err != nil {
+		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log, Listener: httpListener}); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)
 			return exitFailure
 		}
@@ -245,6 +257,10 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 			}
 			dir = filepath.Join(base, "parse-mcp", "demo")
 		}
+		if err := usableDir(dir); err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_DEMO_DIR: %v (set it to a writable directory)\n", err)
+			return nil, exitBadUsage
+		}
 		// FerretDB's own logs are noise for a demo user; at debug level they
 		// go to stderr (never stdout) to diagnose the embedded database.
 		var dbLog io.Writer
@@ -273,14 +289,21 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 			fmt.Fprintf(stderr, "parse-mcp: seeding the demo database: %v\n", err)
 			return nil, exitFailure
 		}
+		// Debug level: the demo is quiet until a client speaks to it.
 		if written {
-			log.Info().Msg("demo: sample data seeded")
+			log.Debug().Msg("demo: sample data seeded")
 		} else {
-			log.Info().Msg("demo: sample data already in place, seed skipped")
+			log.Debug().Msg("demo: sample data already in place, seed skipped")
 		}
 	}
 	if cfg.Identity() == "master" {
-		log.Warn().Msg("running in master posture: no PARSE_MCP_SESSION_TOKEN, PARSE_MCP_ACL_USER or PARSE_MCP_ACL_ROLE is set, so ACLs do not restrict reads (hidden classes and field rules still apply)")
+		posture := log.Warn()
+		if cfg.Demo && cfg.PolicyFile == "" {
+			// The demo runs in master posture by design (README), on fake
+			// data: no warning to a newcomer who did nothing wrong.
+			posture = log.Debug()
+		}
+		posture.Msg("running in master posture: no PARSE_MCP_SESSION_TOKEN, PARSE_MCP_ACL_USER or PARSE_MCP_ACL_ROLE is set, so ACLs do not restrict reads (hidden classes and field rules still apply)")
 	}
 	engine := policy.New(cfg, file, log)
 	a.deps = tools.NewDeps(a.store, engine, cfg, log)
@@ -312,6 +335,11 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
 		return nil, exitFailure
 	}
+	if cfg.Demo && cfg.PolicyFile != "" && !engine.Hidden(demo.ClassVaultSecret) {
+		// The demo's fake secrets are hidden by the demo policy only; an
+		// operator's own policy file replaces it whole.
+		log.Warn().Str("policy_file", cfg.PolicyFile).Msg("--demo with a policy file that does not hide " + demo.ClassVaultSecret + ": the model can read the demo's fake API keys (add `" + demo.ClassVaultSecret + ": {hidden: true}` under classes, as internal/demo/policy.yaml does)")
+	}
 	opts, err := protocolSurface(a.deps, file, log)
 	if err != nil {
 		a.Close()
@@ -323,11 +351,55 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	return a, exitOK
 }
 
-// connectReason shortens driver errors to what an operator needs.
+// listenHTTP binds PARSE_MCP_HTTP_ADDR; its error names the variable.
+func listenHTTP(addr string) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err == nil {
+		return ln, nil
+	}
+	reason := err.Error()
+	if errors.Is(err, syscall.EADDRINUSE) {
+		reason = "address already in use (another process listens there; stop it or choose another host:port)"
+	} else if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Err != nil {
+		reason = oe.Err.Error()
+	}
+	return nil, fmt.Errorf("PARSE_MCP_HTTP_ADDR (or --http): cannot listen on %s: %s", addr, reason)
+}
+
+// usableDir makes dir (the demo database's home) and checks that files can
+// be created in it, so a bad PARSE_MCP_DEMO_DIR is reported as such instead
+// of as a database failure.
+func usableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+// connectReason shortens driver errors to what an operator needs: what
+// really happened (a DNS failure names the name that did not resolve; only a
+// real timeout says it timed out).
 func connectReason(err error) string {
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		// mongodb+srv:// resolves its SRV (and TXT) records while the URI is
+		// parsed: the failure is immediate, nothing timed out.
+		return fmt.Sprintf("DNS lookup of %s failed: %s (check the host name in the URI)", dns.Name, dnsErrText(dns))
+	}
 	msg := err.Error()
+	if i := strings.Index(msg, "lookup "); i >= 0 && strings.Contains(msg, "no such host") {
+		// A plain mongodb:// host that does not resolve: the driver retries
+		// the lookup until server selection gives up.
+		name, _, _ := strings.Cut(msg[i+len("lookup "):], " ")
+		return "DNS lookup of " + name + " failed: no such host (check the host name in the URI; gave up after " + parsedb.ConnectTimeout.String() + ")"
+	}
 	switch {
-	case strings.Contains(msg, "server selection"), strings.Contains(msg, "connection refused"), strings.Contains(msg, "i/o timeout"), strings.Contains(msg, "no such host"):
+	case strings.Contains(msg, "server selection"), strings.Contains(msg, "connection refused"), strings.Contains(msg, "i/o timeout"):
 		return "server unreachable (check the host, port and network; timed out after " + parsedb.ConnectTimeout.String() + ")"
 	case strings.Contains(msg, "auth"):
 		return "authentication failed (check the user name and password)"
@@ -336,6 +408,16 @@ func connectReason(err error) string {
 		msg = msg[:200] + "…"
 	}
 	return msg
+}
+
+func dnsErrText(dns *net.DNSError) string {
+	switch {
+	case dns.IsNotFound:
+		return "no such host"
+	case dns.IsTimeout:
+		return "the DNS server did not answer in time"
+	}
+	return dns.Err
 }
 
 // newLogger logs to stderr (never stdout: it belongs to the protocol) and,

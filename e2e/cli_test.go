@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,7 +71,7 @@ func TestDemoMode(t *testing.T) {
 	dir := t.TempDir()
 	for i, name := range []string{"fresh seed", "already seeded"} {
 		start := time.Now()
-		out, stderr, code := runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, "PARSE_MCP_LOG_LEVEL=info"},
+		out, stderr, code := runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, "PARSE_MCP_LOG_LEVEL=debug"},
 			"--demo", "call", "count_objects", `{"class_name":"Song","apply_canonical_filter":false}`)
 		elapsed := time.Since(start)
 		if code != 0 {
@@ -89,10 +91,31 @@ func TestDemoMode(t *testing.T) {
 			t.Errorf("%s: the server did not log %q:\n%s", name, want, stderr)
 		}
 	}
-	// The demo policy hides the class of fake secrets.
-	out, _, code := runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir},
+	// The demo policy hides the class of fake secrets, and at the default
+	// log level the demo says nothing on stderr (no seed line, no
+	// master-posture warning: the demo runs in master posture by design).
+	out, stderr, code := runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, "PARSE_MCP_LOG_LEVEL=info"},
 		"--demo", "call", "get_all_schemas", `{}`)
 	if code != 0 || strings.Contains(out, demo.HiddenClassName) {
 		t.Fatalf("get_all_schemas under --demo: exit %d, mentions %s: %v", code, demo.HiddenClassName, strings.Contains(out, demo.HiddenClassName))
+	}
+	if strings.Contains(stderr, `"level"`) {
+		t.Errorf("--demo logged at the default level before any client spoke:\n%s", stderr)
+	}
+	// An operator's policy file replaces the demo policy whole: one that
+	// does not hide VaultSecret exposes the fake keys, and start-up says so.
+	own := filepath.Join(t.TempDir(), "own.yaml")
+	if err := os.WriteFile(own, []byte("classes:\n  Song: {description: \"A track\"}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, stderr, code = runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, "PARSE_MCP_POLICY_FILE=" + own},
+		"--demo", "call", "count_objects", `{"class_name":"Song"}`)
+	if code != 0 || !strings.Contains(stderr, "--demo with a policy file that does not hide VaultSecret") {
+		t.Errorf("--demo with a policy file exposing VaultSecret: exit %d, no start-up warning:\n%s", code, stderr)
+	}
+	_, stderr, _ = runCLI(t, []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, policyFile(t, "demo")},
+		"--demo", "call", "count_objects", `{"class_name":"Song"}`)
+	if strings.Contains(stderr, "does not hide VaultSecret") {
+		t.Errorf("warned although the policy file hides VaultSecret:\n%s", stderr)
 	}
 }

@@ -98,6 +98,13 @@ func TestExportFormatsAndCaps(t *testing.T) {
 	if num(out["row_count"]) != demo.SongActiveCount-500 || out["truncated"] != nil {
 		t.Errorf("limit 50 skip 500: %v rows, truncated %v", out["row_count"], out["truncated"])
 	}
+	// The schema's one type: a list of paths, "path:Header" naming a header.
+	out = callOK(t, c, "export_data", map[string]any{"class_name": "Song", "where": map[string]any{"genre": "rock"},
+		"columns": []any{"title:Song title", "artist.name:Artist", "plays"}, "order": "title"})
+	if recs := parseCSV(t, out["output"].(string)); strings.Join(recs[0], ",") != "Song title,Artist,plays" || len(recs) != demo.ActiveSongsPerGenre["rock"]+1 || recs[1][1] == "" && recs[2][1] == "" {
+		t.Errorf("list columns with headers: %v", recs[:min(3, len(recs))])
+	}
+	callErr(t, c, "export_data", map[string]any{"class_name": "Song", "columns": []any{"title:"}}, "invalid_argument")
 	callOK(t, c, "export_data", map[string]any{"class_name": "Song", "keys": []any{"title"}, "row_cap": 10000})
 	callErr(t, c, "export_data", map[string]any{"class_name": "Song", "row_cap": 10001}, "invalid_argument")
 	callErr(t, c, "export_data", map[string]any{"class_name": "Song", "row_cap": 0}, "invalid_argument")

@@ -20,7 +20,7 @@ func cliJSON(t *testing.T, stdout string) map[string]any {
 }
 
 func TestOperatorDescribe(t *testing.T) {
-	stdout, stderr, code := runCLI(t, []string{policyFile(t, "demo"), "PARSE_MCP_SESSION_TOKEN=" + demo.BobSessionToken, "PARSE_MCP_TENANT_ID=" + demo.OrgNorth}, "describe")
+	stdout, stderr, code := runCLI(t, []string{policyFile(t, "tenant_scoped"), "PARSE_MCP_SESSION_TOKEN=" + demo.BobSessionToken, "PARSE_MCP_TENANT_ID=" + demo.OrgNorth}, "describe")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -15,29 +15,34 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // End-to-end tests of the policy layer through the binary: tool filtering,
 // identity scope, tenant scope, start-up validation, the audit event.
 
-// policyFile is the PARSE_MCP_POLICY_FILE setting of the policy
-// testdata/policies/<name>.yaml: each is the demo policy with one change,
-// and its first line says why it exists. "demo" is the demo policy itself
-// (internal/demo/policy.yaml).
+// policyFile is the PARSE_MCP_POLICY_FILE setting of a policy: "demo" is the
+// demo policy itself (internal/demo/policy.yaml); any other name is the demo
+// policy with the overlay testdata/policies/<name>.yaml merged onto it
+// (policyoverlay_test.go), written to a temporary file.
 func policyFile(t testing.TB, name string) string {
 	t.Helper()
-	path := filepath.Join("testdata", "policies", name+".yaml")
 	if name == "demo" {
-		path = filepath.Join("..", "internal", "demo", "policy.yaml")
+		abs, err := filepath.Abs(filepath.Join("..", "internal", "demo", "policy.yaml"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "PARSE_MCP_POLICY_FILE=" + abs
 	}
-	abs, err := filepath.Abs(path)
+	merged, err := policyVariant(name)
 	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(abs); err != nil {
 		t.Fatalf("policy %s: %v", name, err)
 	}
-	return "PARSE_MCP_POLICY_FILE=" + abs
+	path := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(path, merged, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return "PARSE_MCP_POLICY_FILE=" + path
 }
 
 // runCLI runs the binary with arguments and returns stdout, stderr and the
@@ -219,6 +224,8 @@ func TestPolicyStartupValidation(t *testing.T) {
 		{"unknown session token", []string{"PARSE_MCP_SESSION_TOKEN=r:00000000000000000000000000000000"}, "PARSE_MCP_SESSION_TOKEN: unknown session token"},
 		{"unknown role", []string{"PARSE_MCP_ACL_ROLE=Root"}, "PARSE_MCP_ACL_ROLE: no _Role has this name"},
 		{"unknown user", []string{"PARSE_MCP_ACL_USER=nobody"}, "PARSE_MCP_ACL_USER: no _User has this objectId"},
+		{"tenant id that scopes nothing", []string{policyFile(t, "demo"), "PARSE_MCP_TENANT_ID=" + demo.OrgNorth}, "PARSE_MCP_TENANT_ID: set, but no class in the policy has a tenant_scope"},
+		{"tenant id without a policy file", []string{"PARSE_MCP_TENANT_ID=" + demo.OrgNorth}, "PARSE_MCP_TENANT_ID: set, but no class in the policy has a tenant_scope"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -350,7 +357,9 @@ func TestPolicyRateLimitPerHTTPSession(t *testing.T) {
 }
 
 // TestPolicyVariantFiles: every policy under testdata/policies says in its
-// first line why it exists, and some test loads it.
+// first line why it exists, is a small overlay (every key it sets changes the
+// demo policy, so it is not a copy), merges onto the demo policy into a
+// policy the server parses, and some test loads it.
 func TestPolicyVariantFiles(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "policies", "*.yaml"))
 	if err != nil || len(files) == 0 {
@@ -380,6 +389,22 @@ func TestPolicyVariantFiles(t *testing.T) {
 		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
 		if !strings.Contains(code.String(), `policyFile(t, "`+name+`")`) && !strings.Contains(code.String(), `policyFile(b, "`+name+`")`) && !strings.Contains(code.String(), `"`+name+`",`) {
 			t.Errorf("%s: no test loads it", f)
+		}
+		restated, err := overlayRestates(demo.PolicyYAML, b)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+		} else if len(restated) > 0 {
+			t.Errorf("%s: an overlay holds only differences from the demo policy: %v", f, restated)
+		}
+		merged, err := policyVariant(name)
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		// Valid variants parse; invalid_* ones must be refused by the
+		// policy decoder or by start-up validation (their own tests).
+		if _, err := policy.Parse(merged, false); err != nil && !strings.HasPrefix(name, "invalid_") {
+			t.Errorf("%s merged onto the demo policy does not parse: %v", f, err)
 		}
 	}
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -213,26 +216,43 @@ func TestShutdownOnSignalAndEOF(t *testing.T) {
 }
 
 func TestBadConfigurationExitCodes(t *testing.T) {
+	// A port another process holds.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	notDir := filepath.Join(t.TempDir(), "file")
+	if err := os.WriteFile(notDir, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cases := []struct {
 		name    string
 		env     []string
 		args    []string
 		code    int
 		mention string
+		absent  string // the message must not say this
 	}{
-		{"missing URI", []string{"PARSE_MCP_MONGODB_URI="}, nil, 2, "PARSE_MCP_MONGODB_URI"},
-		{"bad scheme", []string{"PARSE_MCP_MONGODB_URI=http://x/db"}, nil, 2, "PARSE_MCP_MONGODB_URI"},
-		{"no database", []string{"PARSE_MCP_MONGODB_URI=mongodb://127.0.0.1:1/"}, nil, 2, "PARSE_MCP_DATABASE"},
-		{"bad tier", []string{"PARSE_MCP_PERMISSIONS=root"}, nil, 2, "PARSE_MCP_PERMISSIONS"},
-		{"two identities", []string{"PARSE_MCP_ACL_USER=abc", "PARSE_MCP_ACL_ROLE=Admin"}, nil, 2, "PARSE_MCP_ACL_USER"},
-		{"bad workers", []string{"PARSE_MCP_WORKERS=lots"}, nil, 2, "PARSE_MCP_WORKERS"},
-		{"bad demo switch", []string{"PARSE_MCP_DEMO=maybe"}, nil, 2, "PARSE_MCP_DEMO"},
-		{"blank URI, demo off", []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO=false"}, nil, 2, "PARSE_MCP_DEMO=true"},
-		{"placeholder URI", []string{"PARSE_MCP_MONGODB_URI=${user_config.mongodb_uri}"}, nil, 2, "PARSE_MCP_MONGODB_URI: is required"},
-		{"public bind without key", []string{"PARSE_MCP_HTTP_ADDR=0.0.0.0:0"}, nil, 2, "PARSE_MCP_API_KEY"},
-		{"missing policy file", []string{"PARSE_MCP_POLICY_FILE=/nonexistent/policy.yaml"}, nil, 2, "PARSE_MCP_POLICY_FILE"},
-		{"unknown command", nil, []string{"frobnicate"}, 2, "unknown command"},
-		{"unreachable database", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3cret@127.0.0.1:1/app"}, nil, 1, "127.0.0.1:1"},
+		{"missing URI", []string{"PARSE_MCP_MONGODB_URI="}, nil, 2, "PARSE_MCP_MONGODB_URI", ""},
+		{"bad scheme", []string{"PARSE_MCP_MONGODB_URI=http://x/db"}, nil, 2, "PARSE_MCP_MONGODB_URI", ""},
+		{"no database", []string{"PARSE_MCP_MONGODB_URI=mongodb://127.0.0.1:1/"}, nil, 2, "PARSE_MCP_DATABASE", ""},
+		{"bad tier", []string{"PARSE_MCP_PERMISSIONS=root"}, nil, 2, "PARSE_MCP_PERMISSIONS", ""},
+		{"two identities", []string{"PARSE_MCP_ACL_USER=abc", "PARSE_MCP_ACL_ROLE=Admin"}, nil, 2, "PARSE_MCP_ACL_USER", ""},
+		{"bad workers", []string{"PARSE_MCP_WORKERS=lots"}, nil, 2, "PARSE_MCP_WORKERS", ""},
+		{"bad demo switch", []string{"PARSE_MCP_DEMO=maybe"}, nil, 2, "PARSE_MCP_DEMO", ""},
+		{"blank URI, demo off", []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO=false"}, nil, 2, "PARSE_MCP_DEMO=true", ""},
+		{"placeholder URI", []string{"PARSE_MCP_MONGODB_URI=${user_config.mongodb_uri}"}, nil, 2, "PARSE_MCP_MONGODB_URI: is required", ""},
+		{"public bind without key", []string{"PARSE_MCP_HTTP_ADDR=0.0.0.0:0"}, nil, 2, "PARSE_MCP_API_KEY", ""},
+		{"missing policy file", []string{"PARSE_MCP_POLICY_FILE=/nonexistent/policy.yaml"}, nil, 2, "PARSE_MCP_POLICY_FILE", ""},
+		{"unknown command", nil, []string{"frobnicate"}, 2, "unknown command", ""},
+		{"unreachable database", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3cret@127.0.0.1:1/app"}, nil, 1, "127.0.0.1:1", ""},
+		// mongodb+srv:// resolves at once: the message says DNS, names the
+		// name that failed, and does not claim a timeout.
+		{"unresolvable srv host", []string{"PARSE_MCP_MONGODB_URI=mongodb+srv://user:s3cret@no-such-host.invalid/app"}, nil, 1, "DNS lookup of _mongodb._tcp.no-such-host.invalid failed: no such host", "timed out"},
+		{"port in use", []string{"PARSE_MCP_HTTP_ADDR=" + busy.Addr().String()}, nil, 2, "PARSE_MCP_HTTP_ADDR (or --http): cannot listen on " + busy.Addr().String() + ": address already in use", ""},
+		{"demo dir is a file", []string{"PARSE_MCP_DEMO_DIR=" + notDir}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
+		{"demo dir under a file", []string{"PARSE_MCP_DEMO_DIR=" + filepath.Join(notDir, "demo")}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -251,6 +271,12 @@ func TestBadConfigurationExitCodes(t *testing.T) {
 			}
 			if !strings.Contains(stderr.String(), c.mention) {
 				t.Fatalf("stderr does not mention %q: %s", c.mention, stderr.String())
+			}
+			if c.absent != "" && strings.Contains(stderr.String(), c.absent) {
+				t.Fatalf("stderr says %q: %s", c.absent, stderr.String())
+			}
+			if lines := strings.Split(strings.TrimSpace(stderr.String()), "\n"); len(lines) != 1 {
+				t.Fatalf("want one line on stderr, got %d: %s", len(lines), stderr.String())
 			}
 			if strings.Contains(stderr.String(), "s3cret") || strings.Contains(stderr.String(), "panic") {
 				t.Fatalf("stderr leaks the password or panics: %s", stderr.String())

@@ -35,6 +35,11 @@ func (e *SetupError) Error() string { return e.Msg }
 // role is a configuration error). Call Register first.
 func (e *Engine) Setup(ctx context.Context, store *parsedb.Store, lenient bool) error {
 	e.SetStore(store)
+	if e.cfg.TenantID != "" && !e.anyTenantScope() {
+		// A tenant id that scopes nothing would let an operator believe
+		// reads are confined to one tenant when they are not.
+		return &SetupError{Config: true, Msg: "PARSE_MCP_TENANT_ID: set, but no class in the policy has a tenant_scope, so it would scope nothing (declare classes.<Class>.tenant_scope in PARSE_MCP_POLICY_FILE, or unset PARSE_MCP_TENANT_ID)"}
+	}
 	schema, err := store.Schema.Get(ctx)
 	if err != nil {
 		return &SetupError{Msg: fmt.Sprintf("reading _SCHEMA: %v", err)}
@@ -65,6 +70,20 @@ func (e *Engine) Setup(ctx context.Context, store *parsedb.Store, lenient bool) 
 	}
 	e.SetIdentity(id)
 	return nil
+}
+
+// anyTenantScope reports whether some class of the policy file has a
+// tenant_scope.
+func (e *Engine) anyTenantScope() bool {
+	if e.file == nil {
+		return false
+	}
+	for _, cp := range e.file.Classes {
+		if cp.TenantScope != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // Fingerprint is a short, non-reversible identifier of a secret.

@@ -42,6 +42,9 @@ type HTTPOptions struct {
 	Log    zerolog.Logger
 	// Ready, if set, receives the bound address once listening (tests, ":0").
 	Ready func(addr string)
+	// Listener, if set, is already bound to Addr (main binds it before
+	// connecting to the database, so a port in use fails at once).
+	Listener net.Listener
 }
 
 // HTTPHandler is parse-mcp's streamable HTTP transport: POST /mcp for
@@ -98,9 +101,11 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 	if !loopback && o.APIKey == "" {
 		return errors.New("refusing to bind a non-loopback address without PARSE_MCP_API_KEY")
 	}
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return err
+	ln := o.Listener
+	if ln == nil {
+		if ln, err = net.Listen("tcp", o.Addr); err != nil {
+			return err
+		}
 	}
 	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}

@@ -27,7 +27,7 @@ func ExportTools() []*Tool {
 	return []*Tool{{
 		ToolInfo:     policy.ToolInfo{Name: "export_data", Category: policy.CategoryExport, Tier: config.TierReadonly, Timeout: 60 * time.Second, Operation: policy.OpFind, UntrustedOutput: true},
 		Description:  "Export a class's objects (query mode) or pipeline results as CSV, a markdown table or a fixed-width table.",
-		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"type":["string","array","object"],"items":{"type":"string"},"description":"\"a,b.c\", [\"a\",\"b.c\"] or {\"path\":\"Header\"}"},"format":{"type":"string","enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
+		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"type":"array","items":{"type":"string"},"description":"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"},"format":{"type":"string","enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
 		OutputSchema: exportOut,
 		ReadOnly:     true,
 		Handler:      exportData,
@@ -124,10 +124,13 @@ func exportData(ctx context.Context, d *Deps, args Args) (any, error) {
 	return o.done(), nil
 }
 
-// columnsArg reads export_data's columns: "a,b" (or a list) or {path:
-// header}. The {path: header} form keeps the caller's key order when the raw
-// arguments are available; otherwise (a decoded map has no order) it
-// follows the order of keys, then sorts the remaining paths.
+// columnsArg reads export_data's columns. The schema declares one type, a
+// list of "path" or "path:Header" strings (a field path never holds a colon),
+// because clients that map tool schemas to single-type dialects reject a
+// union. The earlier forms stay accepted for the CLI and older clients: a
+// string "a,b" and an object {path: header}, which keeps the caller's key
+// order when the raw arguments are available; otherwise (a decoded map has
+// no order) it follows the order of keys, then sorts the remaining paths.
 func columnsArg(ctx context.Context, args Args, keys []string) ([]column, error) {
 	v, ok := args["columns"]
 	if !ok || v == nil {
@@ -156,7 +159,16 @@ func columnsArg(ctx context.Context, args Args, keys []string) ([]column, error)
 			return nil, err
 		}
 		for _, p := range list {
-			cols = append(cols, column{p, p})
+			path, header, named := strings.Cut(p, ":")
+			if !named {
+				cols = append(cols, column{p, p})
+				continue
+			}
+			path, header = strings.TrimSpace(path), strings.TrimSpace(header)
+			if header == "" || len(header) > 128 {
+				return nil, invalid("columns entry %q: the header after the colon must be 1-128 characters", truncate(p, 40))
+			}
+			cols = append(cols, column{path, header})
 		}
 	case map[string]any:
 		pos := map[string]int{}
@@ -182,7 +194,7 @@ func columnsArg(ctx context.Context, args Args, keys []string) ([]column, error)
 			return cols[i].path < cols[j].path
 		})
 	default:
-		return nil, invalid("columns must be a string \"a,b\" or an object {\"path\": \"Header\"}, got %s", jsonType(v))
+		return nil, invalid("columns must be a list of field paths [\"a\",\"b.c:Header\"], got %s", jsonType(v))
 	}
 	if len(cols) == 0 {
 		return nil, invalid("columns is empty")

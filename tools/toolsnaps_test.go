@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/parse-mcp/parse-mcp/policy"
@@ -116,8 +117,29 @@ func TestToolDefinitionsComplete(t *testing.T) {
 		if err := json.Unmarshal([]byte(tool.InputSchema), &schema); err != nil || schema["type"] != "object" {
 			t.Errorf("%s: the input schema is not a JSON object schema: %v", tool.Name, err)
 		}
+		for _, p := range multiTyped(schema, "") {
+			t.Errorf("%s: %s has a union type; clients that map tool schemas to a single-type dialect reject it", tool.Name, p)
+		}
 		if tool.OutputSchema != "" && !json.Valid([]byte(tool.OutputSchema)) {
 			t.Errorf("%s: the output schema is not valid JSON", tool.Name)
 		}
 	}
+}
+
+// multiTyped lists the paths in an input schema whose "type" is a list.
+func multiTyped(schema map[string]any, path string) []string {
+	var out []string
+	if _, ok := schema["type"].([]any); ok {
+		out = append(out, strings.TrimPrefix(path, "."))
+	}
+	props, _ := schema["properties"].(map[string]any)
+	for name, p := range props {
+		if sub, ok := p.(map[string]any); ok {
+			out = append(out, multiTyped(sub, path+"."+name)...)
+		}
+	}
+	if items, ok := schema["items"].(map[string]any); ok {
+		out = append(out, multiTyped(items, path+"[]")...)
+	}
+	return out
 }
