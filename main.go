@@ -144,7 +144,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// long-lived server idles small.
 	debug.FreeOSMemory()
 	if cfg.HTTPAddr != "" {
-		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log, Listener: httpListener}); err != nil {
+		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log, Listener: httpListener, Health: app.pingDatabase}); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)
 			return exitFailure
 		}
@@ -211,6 +211,11 @@ type app struct {
 	deps       *tools.Deps
 	dispatcher *server.Dispatcher
 	embedded   *embeddeddb.Server
+}
+
+// pingDatabase is GET /health's database check.
+func (a *app) pingDatabase(ctx context.Context) error {
+	return a.store.Client.Ping(ctx, nil)
 }
 
 func (a *app) Close() {

@@ -261,7 +261,7 @@ func (s *mcpSession) listen(ctx context.Context) <-chan map[string]any {
 func TestHTTPHealthAndGuards(t *testing.T) {
 	h := startHTTP(t)
 	resp, b := h.request("GET", "/health", "", nil)
-	if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != `{"status":"ok"}` {
+	if resp.StatusCode != 200 || strings.TrimSpace(string(b)) != `{"status":"ok","database":"ok"}` {
 		t.Fatalf("/health: %d %s", resp.StatusCode, b)
 	}
 

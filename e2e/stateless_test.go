@@ -184,6 +184,23 @@ func TestStatelessHTTP(t *testing.T) {
 			t.Fatalf("%s: %d %s", c.name, resp.StatusCode, b)
 		}
 	}
+	// A malformed _meta clientCapabilities (or none) is a malformed request:
+	// -32602 with HTTP 400, as the revision (and the conformance suite's
+	// server-stateless) requires, not a 200.
+	for name, caps := range map[string]string{"malformed": `"not an object"`, "wrong field type": `{"sampling":"yes"}`, "missing": ""} {
+		meta := `{"io.modelcontextprotocol/protocolVersion":"` + statelessVersion + `"`
+		if caps != "" {
+			meta += `,"io.modelcontextprotocol/clientCapabilities":` + caps
+		}
+		body := `{"jsonrpc":"2.0","id":"caps","method":"tools/list","params":{"_meta":` + meta + `}}}`
+		resp, b := h.request("POST", "/mcp", body, statelessHeaders("tools/list", ""))
+		var m map[string]any
+		_ = json.Unmarshal(b, &m)
+		e, _ := m["error"].(map[string]any)
+		if resp.StatusCode != http.StatusBadRequest || e == nil || e["code"] != float64(-32602) || !strings.Contains(fmt.Sprint(e["message"]), "clientCapabilities") {
+			t.Fatalf("%s clientCapabilities: %d %s", name, resp.StatusCode, b)
+		}
+	}
 	// A session client on the same endpoint is unaffected.
 	s := h.session(nil)
 	if m := s.rpc("p", "ping", `{}`); m["result"] == nil {

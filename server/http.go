@@ -45,7 +45,13 @@ type HTTPOptions struct {
 	// Listener, if set, is already bound to Addr (main binds it before
 	// connecting to the database, so a port in use fails at once).
 	Listener net.Listener
+	// Health, if set, checks the database for GET /health (nil error:
+	// reachable).
+	Health func(context.Context) error
 }
+
+// healthTimeout bounds the database check of GET /health.
+const healthTimeout = 2 * time.Second
 
 // HTTPHandler is parse-mcp's streamable HTTP transport: POST /mcp for
 // messages (answered as JSON, or as an SSE stream carrying the request's own
@@ -61,6 +67,7 @@ type HTTPHandler struct {
 	keyHash  [32]byte
 	hasKey   bool
 	loopback bool
+	health   func(context.Context) error
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
@@ -108,6 +115,7 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 		}
 	}
 	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
+	h.health = o.Health
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	applyServerTimeouts(srv)
 	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
@@ -137,6 +145,19 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if h.health != nil {
+			ctx, cancel := context.WithTimeout(r.Context(), healthTimeout)
+			err := h.health(ctx)
+			cancel()
+			if err != nil {
+				// No detail beyond "unreachable": /health needs no API key.
+				w.WriteHeader(http.StatusServiceUnavailable)
+				_, _ = io.WriteString(w, `{"status":"unavailable","database":"unreachable"}`)
+				return
+			}
+			_, _ = io.WriteString(w, `{"status":"ok","database":"ok"}`)
+			return
+		}
 		_, _ = io.WriteString(w, `{"status":"ok"}`)
 		return
 	case "/mcp":

@@ -24,6 +24,9 @@ type requestEra struct {
 	modern        bool
 	metaVersion   string
 	headerVersion string
+	// metaCaps: _meta carries client capabilities that decode as such
+	// (required on every 2026-07-28 request; {} declares none).
+	metaCaps bool
 }
 
 // detectEra reads the version from the body's _meta and from the
@@ -36,6 +39,7 @@ func detectEra(header http.Header, params json.RawMessage) requestEra {
 	}
 	if len(params) > 0 && json.Unmarshal(params, &p) == nil {
 		era.metaVersion = p.Meta.ProtocolVersion()
+		era.metaCaps = p.Meta.ClientCapabilities() != nil
 	}
 	era.modern = mcp.IsModernProtocol(era.metaVersion) || mcp.IsModernProtocol(era.headerVersion)
 	return era
@@ -65,6 +69,12 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 	case era.metaVersion == "":
 		writeJSON(w, http.StatusBadRequest, ErrorResponse(id, codeInvalidParams,
 			"missing or invalid _meta field "+mcp.MetaKeyProtocolVersion))
+		return
+	case !era.metaCaps:
+		// Refused here, not by mcp-go's -32602 answer (which would go out
+		// with HTTP 200): a malformed request is a 400 in this revision.
+		writeJSON(w, http.StatusBadRequest, ErrorResponse(id, codeInvalidParams,
+			"missing or invalid _meta field "+mcp.MetaKeyClientCapabilities))
 		return
 	case era.headerVersion != era.metaVersion:
 		writeJSON(w, http.StatusBadRequest, ErrorResponse(id, mcp.HEADER_MISMATCH,

@@ -147,6 +147,13 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
 		ctx = withCallInfo(ctx, t.Name, req)
 		out, err := t.Handler(ctx, d, Args(args))
+		if err != nil && t.ReadOnly && parsedb.IsConnectionFailure(err) && ctx.Err() == nil {
+			// A read is idempotent: after a connection failed (typically a
+			// pooled connection gone stale across a database restart) it
+			// is tried once more, on a fresh connection.
+			d.Log.Info().Str("tool", t.Name).Str("error", err.Error()).Msg("database connection failed; retrying the read once")
+			out, err = t.Handler(ctx, d, Args(args))
+		}
 		progress.finish()
 		if ask, ok := errors.AsType[*InputRequired](err); ok {
 			return ask.Result, nil
@@ -158,6 +165,9 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 	}
 }
 
+// UnavailableRetryAfter is the parse.retry_after of an unavailable error.
+const UnavailableRetryAfter = 5 * time.Second
+
 // classify maps a handler's error onto the kinds of package toolerror:
 // violations, refusals and model-fixable errors pass unchanged; context
 // expiry and driver timeouts become timeout/cancelled and a server's "not
@@ -166,6 +176,11 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 func classify(ctx context.Context, tool string, err error) error {
 	if toolerror.KindOf(err) != toolerror.Infrastructure {
 		return err
+	}
+	if parsedb.IsUnavailable(err) {
+		// Not the timeout advice: no filter or index helps during an outage.
+		return &toolerror.Error{Code: toolerror.Unavailable, RetryAfter: UnavailableRetryAfter, Cause: err,
+			Message: tool + " failed: the database is unreachable right now (parse-mcp keeps reconnecting); try again shortly. The request itself is fine: send it unchanged."}
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) || parsedb.IsTimeout(err) {
 		return toolerror.New(toolerror.Timeout, "%s timed out: narrow the filter (where), lower the limit, or ask the operator for an index on the filtered fields", tool).WithCause(err)

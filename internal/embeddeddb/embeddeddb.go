@@ -24,6 +24,12 @@ type Server struct {
 // dir. FerretDB's own logs are discarded unless logw is non-nil: stdout belongs
 // to the MCP protocol and FerretDB logs every connection at INFO.
 func Start(dir string, logw io.Writer) (*Server, error) {
+	return StartAt(dir, "127.0.0.1:0", logw)
+}
+
+// StartAt is Start on a given TCP address: a test that stops the database
+// under a live server restarts it where the server's URI points.
+func StartAt(dir, addr string, logw io.Writer) (*Server, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("embedded database directory %s: %w", dir, err)
 	}
@@ -32,7 +38,7 @@ func Start(dir string, logw io.Writer) (*Server, error) {
 	}
 	logger := slog.New(slog.NewTextHandler(logw, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	f, err := ferretdb.New(&ferretdb.Config{
-		Listener:  ferretdb.ListenerConfig{TCP: "127.0.0.1:0"},
+		Listener:  ferretdb.ListenerConfig{TCP: addr},
 		Logger:    logger,
 		Handler:   "sqlite",
 		SQLiteURL: "file:" + dir + "/",

@@ -5,9 +5,31 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
+
+// IsUnavailable reports whether err says the database cannot be reached:
+// no server could be selected (down, unreachable, restarting: the driver
+// waited ConnectTimeout for one) or a connection failed mid-operation (a
+// network error). Checked before IsTimeout: a server selection that gave up
+// also counts as a timeout for the driver, but it is an outage, not a slow
+// query.
+func IsUnavailable(err error) bool {
+	if err == nil {
+		return false
+	}
+	return errors.As(err, new(topology.ServerSelectionError)) || mongo.IsNetworkError(err)
+}
+
+// IsConnectionFailure reports a network error on an established connection
+// (a pooled connection gone stale when the database restarted, a reset): the
+// driver drops the pool, so one more attempt runs on a fresh connection. A
+// server selection failure is not one: it already waited for a server.
+func IsConnectionFailure(err error) bool {
+	return err != nil && mongo.IsNetworkError(err) && !errors.As(err, new(topology.ServerSelectionError))
+}
 
 // IsTimeout reports whether err is MongoDB's MaxTimeMSExpired (code 50) or a
 // driver timeout.

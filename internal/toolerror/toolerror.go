@@ -16,7 +16,8 @@
 //	                             error is logged
 //
 // A context deadline or cancellation inside a tool becomes an *Error
-// (timeout, cancelled) before the table applies (tools.classify). An *Error
+// (timeout, cancelled), and an unreachable database an *Error unavailable,
+// before the table applies (tools.classify). An *Error
 // may carry the Go error that caused it (Cause, Unwrap): the client sees only
 // Message, the operator log gets the cause.
 //
@@ -92,7 +93,10 @@ const (
 	ParseError           Code = "parse_error"
 	PointerShapeMismatch Code = "pointer_shape_mismatch"
 	Cancelled            Code = "cancelled"
-	Internal             Code = "internal_error"
+	// Unavailable: the database cannot be reached (an outage, a restart);
+	// the request is fine and should be sent again shortly.
+	Unavailable Code = "unavailable"
+	Internal    Code = "internal_error"
 )
 
 // Details is parse.details of an access_denied failure.
