@@ -50,8 +50,9 @@ func TestMakeDemo(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	done := make(chan struct{})
+	var waitErr error
+	go func() { waitErr = cmd.Wait(); close(done) }()
 	t.Cleanup(func() {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		<-done
@@ -86,7 +87,8 @@ func TestMakeDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-done:
+	case <-done:
+		err := waitErr
 		ee, ok := err.(*exec.ExitError)
 		if !ok {
 			t.Fatalf("make exited %v, want interrupted", err)
