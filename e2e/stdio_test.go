@@ -251,8 +251,8 @@ func TestBadConfigurationExitCodes(t *testing.T) {
 		// name that failed, and does not claim a timeout.
 		{"unresolvable srv host", []string{"PARSE_MCP_MONGODB_URI=mongodb+srv://user:s3cret@no-such-host.invalid/app"}, nil, 1, "DNS lookup of _mongodb._tcp.no-such-host.invalid failed: no such host", "timed out"},
 		{"port in use", []string{"PARSE_MCP_HTTP_ADDR=" + busy.Addr().String()}, nil, 2, "PARSE_MCP_HTTP_ADDR (or --http): cannot listen on " + busy.Addr().String() + ": address already in use", ""},
-		{"demo dir is a file", []string{"PARSE_MCP_DEMO_DIR=" + notDir}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
-		{"demo dir under a file", []string{"PARSE_MCP_DEMO_DIR=" + filepath.Join(notDir, "demo")}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
+		{"demo dir is a file", []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + notDir}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
+		{"demo dir under a file", []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + filepath.Join(notDir, "demo")}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
