@@ -285,6 +285,11 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	engine := policy.New(cfg, file, log)
 	a.deps = tools.NewDeps(a.store, engine, cfg, log)
 	a.deps.Bridge = bridge
+	if cfg.HTTPAddr != "" {
+		// Over HTTP several processes may serve one client (README
+		// "Scale-out"): confirmations are single-use across all of them.
+		a.deps.Confirmations = parsedb.NewConfirmationLedger(a.store, cfg.ConfirmSecret.Reveal())
+	}
 	if bridge != nil && cfg.LiveQueryURL != "" {
 		lq, err := bridge.NewLiveQuery(cfg.LiveQueryURL, log)
 		if err != nil {

@@ -37,8 +37,11 @@ type Config struct {
 	TenantID         string `envconfig:"TENANT_ID"`
 	HTTPAddr         string `envconfig:"HTTP_ADDR"`
 	APIKey           string `envconfig:"API_KEY"`
-	LogLevel         string `envconfig:"LOG_LEVEL" default:"info"`
-	LogFile          string `envconfig:"LOG_FILE"`
+	// ConfirmSecret signs 2026-07-28 confirmation tokens over HTTP (empty:
+	// a secret stored once in the database, shared by every process).
+	ConfirmSecret parseserver.Secret `envconfig:"CONFIRM_SECRET"`
+	LogLevel      string             `envconfig:"LOG_LEVEL" default:"info"`
+	LogFile       string             `envconfig:"LOG_FILE"`
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
 	Workers int `envconfig:"WORKERS" default:"16"`
@@ -211,6 +214,9 @@ func (c *Config) Validate() error {
 	}
 	if c.APIKey != "" && len(c.APIKey) < 16 {
 		return &Error{"PARSE_MCP_API_KEY", "is shorter than 16 characters", "use a long random key"}
+	}
+	if c.ConfirmSecret.IsSet() && len(c.ConfirmSecret.Reveal()) < 32 {
+		return &Error{"PARSE_MCP_CONFIRM_SECRET", "is shorter than 32 characters", "use a long random secret, the same on every process (e.g. openssl rand -hex 32)"}
 	}
 	return nil
 }

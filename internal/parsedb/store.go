@@ -83,7 +83,7 @@ func IsInternalCollection(name string) bool {
 	}
 	switch name {
 	case "_SCHEMA", "_Hooks", "_GlobalConfig", "_GraphQLConfig", "_Idempotency", "_PushStatus",
-		"_JobStatus", "_JobSchedule", "_Audience", "_Product", "_ExportProgress":
+		"_JobStatus", "_JobSchedule", "_Audience", "_Product", "_ExportProgress", ConfirmationCollection:
 		return true
 	}
 	return false
