@@ -132,7 +132,10 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// long-lived server idles small.
 	debug.FreeOSMemory()
 	if cfg.HTTPAddr != "" {
-		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log}); err != nil {
+		trusted, _ := cfg.TrustedProxyNets() // validated at start-up
+		maxSessions, perClient, _, _ := cfg.HTTPCaps()
+		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log,
+			TrustedProxies: trusted, MaxSessions: maxSessions, SessionsPerClient: perClient}); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)
 			return exitFailure
 		}

@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,7 +29,6 @@ import (
 const (
 	MaxHTTPBodyBytes = 1 << 20
 	MaxJSONDepth     = 20
-	maxHTTPSessions  = 256
 	sessionIdleTTL   = 30 * time.Minute
 )
 
@@ -42,6 +42,12 @@ type HTTPOptions struct {
 	Log    zerolog.Logger
 	// Ready, if set, receives the bound address once listening (tests, ":0").
 	Ready func(addr string)
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// (see clientOf); MaxSessions and SessionsPerClient are the session caps
+	// (0: the defaults).
+	TrustedProxies    []netip.Prefix
+	MaxSessions       int
+	SessionsPerClient int
 }
 
 // HTTPHandler is parse-mcp's streamable HTTP transport: POST /mcp for
@@ -58,6 +64,11 @@ type HTTPHandler struct {
 	keyHash  [32]byte
 	hasKey   bool
 	loopback bool
+	// trusted are the declared proxies; maxSessions and perClient the
+	// session caps (0: the defaults), see http_limits.go.
+	trusted     []netip.Prefix
+	maxSessions int
+	perClient   int
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
@@ -103,6 +114,7 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 		return err
 	}
 	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
+	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	applyServerTimeouts(srv)
 	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
@@ -269,7 +281,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 
 	var sess *httpSession
 	if env.Method == "initialize" {
-		sess, err = h.newSession(clientOf(r))
+		sess, err = h.newSession(h.clientOf(r))
 		if err != nil {
 			writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "Too many sessions")
 			return

@@ -19,9 +19,13 @@ import (
 // the HTTP stream of the request that caused them.
 type Session struct {
 	id string
-	// client is the HTTP client the session belongs to (its remote IP;
-	// "" on stdio): the unit of the per-client share of the tool workers.
-	client      string
+	// client is the HTTP client the session belongs to (clientOf; "" on
+	// stdio): the unit of the per-client share of the tool workers and of
+	// the rate limit.
+	client string
+	// oneRequest marks the session of a single stateless (2026-07-28) HTTP
+	// request: it has no rate-limit bucket of its own, only its client's.
+	oneRequest  bool
 	initialized atomic.Bool
 	unsolicited chan mcp.JSONRPCNotification
 
