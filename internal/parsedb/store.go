@@ -76,7 +76,8 @@ func (s *Store) SchemaCollection() *mongo.Collection {
 }
 
 // IsInternalCollection reports whether a class name designates one of Parse
-// Server's internal collections, which no tool may ever read.
+// Server's internal collections, or parse-mcp's own confirmation ledger,
+// which no tool may ever read.
 func IsInternalCollection(name string) bool {
 	if strings.HasPrefix(name, "_Join:") {
 		return true
