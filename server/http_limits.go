@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strings"
 	"time"
 
@@ -102,9 +103,8 @@ func (h *HTTPHandler) clientOf(r *http.Request) string {
 	if err != nil || !h.trustedProxy(peer) {
 		return clientKey(host)
 	}
-	hops := forwardedFor(r.Header)
-	for i := len(hops) - 1; i >= 0; i-- {
-		a, ok := hopAddr(hops[i])
+	for i, hop := range slices.Backward(forwardedFor(r.Header)) {
+		a, ok := hopAddr(hop)
 		if !ok {
 			// Not an address: nothing trustworthy names the client; count
 			// the request against the proxy itself.
