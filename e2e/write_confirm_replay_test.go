@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync/atomic"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -34,28 +35,12 @@ func TestWriteConfirmReplay(t *testing.T) {
 		}
 		return n
 	}
-	seq := 0
-	// create sends create_object with title; state and answer, when set, are
-	// the retry's requestState and the accepted answer.
 	create := func(h *httpServer, title, state string) map[string]any {
 		t.Helper()
-		seq++
-		params := map[string]any{
-			"name":      "create_object",
-			"arguments": map[string]any{"class_name": "Memo", "fields": map[string]any{"title": title}},
-			"_meta": map[string]any{
-				"io.modelcontextprotocol/protocolVersion":    statelessVersion,
-				"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
-				"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "replay", "version": "1"},
-			},
-		}
-		if state != "" {
-			params["requestState"] = state
-			params["inputResponses"] = map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}
-		}
-		body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprint("c", seq), "method": "tools/call", "params": params})
-		resp, raw := h.request("POST", "/mcp", string(body), statelessHeaders("tools/call", "create_object"))
-		return lastResult(t, decodeAnswer(t, resp, raw))
+		return confirmCreate(t, func(body []byte) map[string]any {
+			resp, raw := h.request("POST", "/mcp", string(body), statelessHeaders("tools/call", "create_object"))
+			return lastResult(t, decodeAnswer(t, resp, raw))
+		}, title, state)
 	}
 	ask := func(h *httpServer, title string) string {
 		t.Helper()
@@ -100,4 +85,75 @@ func TestWriteConfirmReplay(t *testing.T) {
 
 	// A forged or truncated state is asked anew too.
 	asked("a forged state", create(a, "twice", "parse-mcp.confirm.v2.AAAA"), 2)
+}
+
+var confirmSeq atomic.Int64
+
+// confirmCreate sends a 2026-07-28 create_object of a Memo titled title
+// through send (which returns the call's result); state, when set, is the
+// retry's requestState, sent with an accepted answer.
+func confirmCreate(t *testing.T, send func(body []byte) map[string]any, title, state string) map[string]any {
+	t.Helper()
+	params := map[string]any{
+		"name":      "create_object",
+		"arguments": map[string]any{"class_name": "Memo", "fields": map[string]any{"title": title}},
+		"_meta": map[string]any{
+			"io.modelcontextprotocol/protocolVersion":    statelessVersion,
+			"io.modelcontextprotocol/clientCapabilities": map[string]any{"elicitation": map[string]any{}},
+			"io.modelcontextprotocol/clientInfo":         map[string]any{"name": "replay", "version": "1"},
+		},
+	}
+	if state != "" {
+		params["requestState"] = state
+		params["inputResponses"] = map[string]any{"confirm": map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}}
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": fmt.Sprint("c", confirmSeq.Add(1)), "method": "tools/call", "params": params})
+	return send(body)
+}
+
+// TestWriteConfirmReplayStdio: over stdio the token is spent in the process;
+// replays there are asked anew, and a second stdio process (its own
+// signing key) does not take the first one's token.
+func TestWriteConfirmReplayStdio(t *testing.T) {
+	db, uri := writeDB(t, attackSchemas()...)
+	env := append(append([]string{}, writeEnv...), uri, policyEnv(t, "settings: {confirm_writes: always}\n"))
+	call := func(r *rawServer) func(body []byte) map[string]any {
+		return func(body []byte) map[string]any {
+			var m struct {
+				ID any `json:"id"`
+			}
+			_ = json.Unmarshal(body, &m)
+			r.send(string(body))
+			for {
+				if got := r.next(); got["id"] == m.ID {
+					return obj(got["result"])
+				}
+			}
+		}
+	}
+	a, b := call(startRaw(t, env...)), call(startRaw(t, env...))
+	memos := func() int64 {
+		n, err := db.Collection("Memo").CountDocuments(context.Background(), bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first := confirmCreate(t, a, "once", "")
+	state, _ := first["requestState"].(string)
+	if state == "" {
+		t.Fatalf("first call: %v", first)
+	}
+	if res := confirmCreate(t, a, "once", state); obj(res["structuredContent"])["created"] != true {
+		t.Fatalf("accepted: %v", res)
+	}
+	for i := range 3 {
+		if res := confirmCreate(t, a, "once", state); res["resultType"] != "input_required" || memos() != 1 {
+			t.Fatalf("replay %d: %v, %d objects", i, res, memos())
+		}
+	}
+	fresh, _ := confirmCreate(t, a, "twice", "")["requestState"].(string)
+	if res := confirmCreate(t, b, "twice", fresh); res["resultType"] != "input_required" || memos() != 1 {
+		t.Fatalf("another stdio process took the token: %v, %d objects", res, memos())
+	}
 }
