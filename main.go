@@ -134,8 +134,9 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if cfg.HTTPAddr != "" {
 		trusted, _ := cfg.TrustedProxyNets() // validated at start-up
 		maxSessions, perClient, _, _ := cfg.HTTPCaps()
+		named, _ := cfg.NamedAPIKeys() // validated at start-up
 		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log,
-			TrustedProxies: trusted, MaxSessions: maxSessions, SessionsPerClient: perClient}); err != nil {
+			TrustedProxies: trusted, MaxSessions: maxSessions, SessionsPerClient: perClient, NamedKeys: named}); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)
 			return exitFailure
 		}

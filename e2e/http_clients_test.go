@@ -133,3 +133,32 @@ func TestHTTPSpoofedForwardedForIgnored(t *testing.T) {
 		t.Errorf("17 sessions with spoofed addresses: the first should have been evicted (one client, cap 16), got HTTP %d", status)
 	}
 }
+
+// TestHTTPNamedKeysAreClients: with PARSE_MCP_API_KEYS every named key is
+// its own client, on loopback too (where every process is otherwise one
+// client): one key spending its whole window does not starve another, and
+// a key that matches none is refused.
+func TestHTTPNamedKeysAreClients(t *testing.T) {
+	const alice, bob = "alice-e2e-key-0123456789", "bob-e2e-key-0123456789ab"
+	h := startHTTP(t, "PARSE_MCP_API_KEYS=alice:"+alice+",bob:"+bob,
+		policyEnv(t, "settings: {rate_limit: {requests: 3, window: 60s}}\n"))
+	outcomes := map[string]int{}
+	for s := range 3 {
+		sess := h.session(map[string]string{"X-MCP-API-Key": alice})
+		for i := range 4 {
+			outcomes[countCall(sess, fmt.Sprint("a", s, i))]++
+		}
+	}
+	if outcomes["ok"] != 6 || outcomes["rate_limited"] != 6 {
+		t.Fatalf("alice: %v (want her client window of 6, then rate_limited)", outcomes)
+	}
+	other := h.session(map[string]string{"Authorization": "Bearer " + bob})
+	for i := range 3 {
+		if got := countCall(other, fmt.Sprint("b", i)); got != "ok" {
+			t.Fatalf("bob's call %d after alice's: %s", i, got)
+		}
+	}
+	if resp, _ := h.request("POST", "/mcp", initBody, map[string]string{"X-MCP-API-Key": alice[:len(alice)-1] + "x"}); resp.StatusCode != 401 {
+		t.Fatalf("a key matching none: HTTP %d", resp.StatusCode)
+	}
+}

@@ -151,6 +151,13 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 		if e.cfg.APIKey != "" {
 			h["api_key"] = Fingerprint(e.cfg.APIKey)
 		}
+		if named, err := e.cfg.NamedAPIKeys(); err == nil && len(named) > 0 {
+			keys := map[string]string{}
+			for _, k := range named {
+				keys[k.Name] = Fingerprint(k.Key.Reveal())
+			}
+			h["api_keys"] = keys
+		}
 		out["http"] = h
 	}
 	if e.cfg.MongoDBURI != "" {

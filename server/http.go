@@ -48,7 +48,20 @@ type HTTPOptions struct {
 	TrustedProxies    []netip.Prefix
 	MaxSessions       int
 	SessionsPerClient int
+	// NamedKeys are further API keys, each naming its client
+	// (PARSE_MCP_API_KEYS).
+	NamedKeys []config.NamedAPIKey
 }
+
+// acceptedKey is one accepted API key: its name ("" for the shared
+// PARSE_MCP_API_KEY) and the SHA-256 of the key.
+type acceptedKey struct {
+	name string
+	hash [32]byte
+}
+
+// credentialKey carries the name of the named API key a request presented.
+type credentialKey struct{}
 
 // HTTPHandler is parse-mcp's streamable HTTP transport: POST /mcp for
 // messages (answered as JSON, or as an SSE stream carrying the request's own
@@ -59,10 +72,11 @@ type HTTPOptions struct {
 // because the latter misroutes progress notifications between concurrent
 // requests in stateful mode and has no body limit, Origin check or auth.
 type HTTPHandler struct {
-	d        *Dispatcher
-	log      zerolog.Logger
-	keyHash  [32]byte
-	hasKey   bool
+	d   *Dispatcher
+	log zerolog.Logger
+	// keys are the accepted API keys (SHA-256): PARSE_MCP_API_KEY, shared
+	// and nameless, and the named PARSE_MCP_API_KEYS, each one client.
+	keys     []acceptedKey
 	loopback bool
 	// trusted are the declared proxies; maxSessions and perClient the
 	// session caps (0: the defaults), see http_limits.go.
@@ -93,8 +107,7 @@ type httpSession struct {
 func NewHTTPHandler(d *Dispatcher, apiKey string, loopback bool, log zerolog.Logger) *HTTPHandler {
 	h := &HTTPHandler{d: d, log: log, loopback: loopback, sessions: map[string]*httpSession{}}
 	if apiKey != "" {
-		h.keyHash = sha256.Sum256([]byte(apiKey))
-		h.hasKey = true
+		h.keys = append(h.keys, acceptedKey{hash: sha256.Sum256([]byte(apiKey))})
 	}
 	return h
 }
@@ -106,7 +119,7 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 		return err
 	}
 	loopback := config.IsLoopbackHost(host)
-	if !loopback && o.APIKey == "" {
+	if !loopback && o.APIKey == "" && len(o.NamedKeys) == 0 {
 		return errors.New("refusing to bind a non-loopback address without PARSE_MCP_API_KEY")
 	}
 	ln, err := net.Listen("tcp", o.Addr)
@@ -115,6 +128,9 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 	}
 	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
 	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
+	for _, k := range o.NamedKeys {
+		h.keys = append(h.keys, acceptedKey{name: k.Name, hash: sha256.Sum256([]byte(k.Key.Reveal()))})
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	applyServerTimeouts(srv)
 	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
@@ -169,11 +185,15 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !h.authorized(r) {
+	name, ok := h.credential(r)
+	if !ok {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, unauthorizedBody)
 		return
+	}
+	if name != "" {
+		r = r.WithContext(context.WithValue(r.Context(), credentialKey{}, name))
 	}
 	if r.Method != http.MethodPost && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// 2026-07-28 has no sessions: no GET stream (subscriptions/listen
@@ -195,11 +215,14 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorized checks X-MCP-API-Key or Authorization: Bearer in constant time
-// (hashing first so that the key's length does not leak either).
-func (h *HTTPHandler) authorized(r *http.Request) bool {
-	if !h.hasKey {
-		return true
+// credential checks X-MCP-API-Key or Authorization: Bearer against every
+// accepted key in constant time (hashing first so that the key's length does
+// not leak either, and comparing with all keys so that which one matched
+// does not); it returns the matching key's name ("" for the shared key, or
+// when no key is configured).
+func (h *HTTPHandler) credential(r *http.Request) (string, bool) {
+	if len(h.keys) == 0 {
+		return "", true
 	}
 	key := r.Header.Get("X-MCP-API-Key")
 	if key == "" {
@@ -208,7 +231,16 @@ func (h *HTTPHandler) authorized(r *http.Request) bool {
 		}
 	}
 	got := sha256.Sum256([]byte(key))
-	return subtle.ConstantTimeCompare(got[:], h.keyHash[:]) == 1 && key != ""
+	match := -1
+	for i, k := range h.keys {
+		if subtle.ConstantTimeCompare(got[:], k.hash[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 || key == "" {
+		return "", false
+	}
+	return h.keys[match].name, true
 }
 
 // hostAllowed defeats DNS rebinding: on a loopback bind the Host header must

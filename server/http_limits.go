@@ -85,8 +85,8 @@ func (h *HTTPHandler) caps() (maxSessions, perClient int) {
 }
 
 // clientOf is the client a request counts against (sessions, listen
-// streams, the per-client share of the workers and of the rate limit): its
-// remote address, normalised by clientKey — or, when that peer is a proxy
+// streams, the per-client share of the workers and of the rate limit): the
+// named API key it presented (PARSE_MCP_API_KEYS), else its remote address, normalised by clientKey — or, when that peer is a proxy
 // the operator declared trusted (PARSE_MCP_TRUSTED_PROXIES), the address it
 // forwards: the rightmost X-Forwarded-For entry that is not itself a
 // trusted proxy. Entries to the left of it were written by the client and
@@ -95,6 +95,9 @@ func (h *HTTPHandler) caps() (maxSessions, perClient int) {
 // (RFC 7239) is not read: a proxy that appends only X-Forwarded-For — most
 // do — would pass a client's own Forwarded header through unchanged.
 func (h *HTTPHandler) clientOf(r *http.Request) string {
+	if name, _ := r.Context().Value(credentialKey{}).(string); name != "" {
+		return "key:" + name // a named API key is its client, wherever it connects from
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr

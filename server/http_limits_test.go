@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -241,5 +242,53 @@ func TestClientBehindTrustedProxy(t *testing.T) {
 	r.Header.Set("X-Forwarded-For", "198.51.100.7")
 	if got := (&HTTPHandler{}).clientOf(r); got != "10.1.2.3" {
 		t.Errorf("no trusted proxies: client %q", got)
+	}
+}
+
+// TestNamedKeysAreClients: a named API key (PARSE_MCP_API_KEYS) is its own
+// client wherever it connects from, also behind a declared proxy; the
+// shared key names no one; a key that matches nothing is refused.
+func TestNamedKeysAreClients(t *testing.T) {
+	h := NewHTTPHandler(nil, "shared-key-0123456789", false, zerolog.Nop())
+	h.trusted = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, k := range []struct{ name, key string }{{"alice", "alice-key-0123456789"}, {"bob", "bob-key-0123456789ab"}} {
+		h.keys = append(h.keys, acceptedKey{name: k.name, hash: sha256.Sum256([]byte(k.key))})
+	}
+	for _, c := range []struct {
+		name, peer, xff, header, value string
+		ok                             bool
+		client                         string
+	}{
+		{"alice", "203.0.113.1:1", "", "X-MCP-API-Key", "alice-key-0123456789", true, "key:alice"},
+		{"alice elsewhere", "198.51.100.2:1", "", "Authorization", "Bearer alice-key-0123456789", true, "key:alice"},
+		{"alice behind the proxy", "10.0.0.1:1", "198.51.100.9", "X-MCP-API-Key", "alice-key-0123456789", true, "key:alice"},
+		{"bob", "203.0.113.1:1", "", "X-MCP-API-Key", "bob-key-0123456789ab", true, "key:bob"},
+		{"shared key: the address", "203.0.113.1:1", "", "X-MCP-API-Key", "shared-key-0123456789", true, "203.0.113.1"},
+		{"shared key behind the proxy", "10.0.0.1:1", "198.51.100.9", "X-MCP-API-Key", "shared-key-0123456789", true, "198.51.100.9"},
+		{"wrong key", "203.0.113.1:1", "", "X-MCP-API-Key", "alice-key-0123456780", false, ""},
+		{"no key", "203.0.113.1:1", "", "", "", false, ""},
+	} {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.RemoteAddr = c.peer
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if c.header != "" {
+			r.Header.Set(c.header, c.value)
+		}
+		name, ok := h.credential(r)
+		if ok != c.ok {
+			t.Errorf("%s: authorised %v", c.name, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if name != "" {
+			r = r.WithContext(context.WithValue(r.Context(), credentialKey{}, name))
+		}
+		if got := h.clientOf(r); got != c.client {
+			t.Errorf("%s: client %q, want %q", c.name, got, c.client)
+		}
 	}
 }

@@ -39,6 +39,9 @@ type Config struct {
 	TenantID         string `envconfig:"TENANT_ID"`
 	HTTPAddr         string `envconfig:"HTTP_ADDR"`
 	APIKey           string `envconfig:"API_KEY"`
+	// APIKeys are named HTTP keys, "name:key,name:key": each name is one
+	// client (README "Behind a load balancer"); see NamedAPIKeys.
+	APIKeys parseserver.Secret `envconfig:"API_KEYS"`
 	// TrustedProxies are the reverse proxies / load balancers (CIDRs or
 	// addresses, comma-separated) whose X-Forwarded-For names the client;
 	// see TrustedProxyNets.
@@ -221,12 +224,15 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return &Error{"PARSE_MCP_HTTP_ADDR", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
 		}
-		if !IsLoopbackHost(host) && c.APIKey == "" {
-			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key or bind 127.0.0.1"}
+		if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() {
+			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key (or PARSE_MCP_API_KEYS) or bind 127.0.0.1"}
 		}
 	}
 	if c.APIKey != "" && len(c.APIKey) < 16 {
 		return &Error{"PARSE_MCP_API_KEY", "is shorter than 16 characters", "use a long random key"}
+	}
+	if _, err := c.NamedAPIKeys(); err != nil {
+		return err
 	}
 	if err := c.validateHTTPCaps(); err != nil {
 		return err
@@ -405,4 +411,52 @@ func (c *Config) TrustedProxyNets() ([]netip.Prefix, error) {
 		out = append(out, p)
 	}
 	return out, nil
+}
+
+// NamedAPIKey is one entry of PARSE_MCP_API_KEYS.
+type NamedAPIKey struct {
+	Name string
+	Key  parseserver.Secret
+}
+
+// NamedAPIKeys parses PARSE_MCP_API_KEYS: comma-separated name:key pairs,
+// names of letters, digits, '.', '_' and '-' (≤ 64), keys of ≥ 16
+// characters; names and keys are unique, and no key equals
+// PARSE_MCP_API_KEY. Errors never quote a key.
+func (c *Config) NamedAPIKeys() ([]NamedAPIKey, error) {
+	const variable = "PARSE_MCP_API_KEYS"
+	var out []NamedAPIKey
+	names, keys := map[string]bool{}, map[string]bool{c.APIKey: c.APIKey != ""}
+	for i, item := range strings.Split(c.APIKeys.Reveal(), ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, key, found := strings.Cut(item, ":")
+		switch {
+		case !found || !validKeyName(name):
+			return nil, &Error{variable, fmt.Sprintf("entry %d is not name:key with a name of letters, digits, '.', '_' or '-'", i+1), "use e.g. alice:KEY1,ci-bot:KEY2"}
+		case len(key) < 16:
+			return nil, &Error{variable, fmt.Sprintf("the key of %q is shorter than 16 characters", name), "use long random keys"}
+		case names[name]:
+			return nil, &Error{variable, fmt.Sprintf("%q is named twice", name), "give every key its own name"}
+		case keys[key]:
+			return nil, &Error{variable, fmt.Sprintf("the key of %q is used twice (or is PARSE_MCP_API_KEY)", name), "give every client its own key"}
+		}
+		names[name], keys[key] = true, true
+		out = append(out, NamedAPIKey{Name: name, Key: parseserver.NewSecret(key)})
+	}
+	return out, nil
+}
+
+func validKeyName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

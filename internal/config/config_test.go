@@ -56,6 +56,23 @@ func TestValidate(t *testing.T) {
 		{"trusted proxies trust everyone", func(c *Config) { c.TrustedProxies = "0.0.0.0/0" }, "PARSE_MCP_TRUSTED_PROXIES"},
 		{"trusted proxies trust every v6", func(c *Config) { c.TrustedProxies = "::/0" }, "PARSE_MCP_TRUSTED_PROXIES"},
 		{"trusted proxies trust every mapped v4", func(c *Config) { c.TrustedProxies = "::ffff:0.0.0.0/96" }, "PARSE_MCP_TRUSTED_PROXIES"},
+		{"named keys", func(c *Config) {
+			c.HTTPAddr = "0.0.0.0:8080"
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef, ci-bot.2:fedcba9876543210")
+		}, ""},
+		{"named key without name", func(c *Config) { c.APIKeys = parseserver.NewSecret("0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"named key bad name", func(c *Config) { c.APIKeys = parseserver.NewSecret("a b:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"named key short", func(c *Config) { c.APIKeys = parseserver.NewSecret("alice:short") }, "PARSE_MCP_API_KEYS"},
+		{"named key twice", func(c *Config) {
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef,alice:fedcba9876543210")
+		}, "PARSE_MCP_API_KEYS"},
+		{"one key for two names", func(c *Config) {
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef,bob:0123456789abcdef")
+		}, "PARSE_MCP_API_KEYS"},
+		{"named key equals the shared key", func(c *Config) {
+			c.APIKey = "0123456789abcdef"
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef")
+		}, "PARSE_MCP_API_KEYS"},
 		{"session caps", func(c *Config) { c.HTTPMaxSessions = 1000; c.HTTPSessionsPerClient = 4 }, ""},
 		{"no sessions", func(c *Config) { c.HTTPMaxSessions = -1 }, "PARSE_MCP_HTTP_MAX_SESSIONS"},
 		{"per client above total", func(c *Config) { c.HTTPMaxSessions = 10; c.HTTPSessionsPerClient = 11 }, "PARSE_MCP_HTTP_SESSIONS_PER_CLIENT"},
