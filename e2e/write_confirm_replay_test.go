@@ -14,8 +14,9 @@ import (
 // processes on one database (a load balancer's view): an accepted
 // requestState + inputResponses authorises exactly one execution of exactly
 // one request by one identity. Replays on the same process and on the other
-// one, the answer moved onto other arguments, and the token presented to a
-// process acting as another identity are each asked anew and write nothing;
+// one, the answer moved onto other arguments, the token presented to a
+// process acting as another identity or by another caller (named API key)
+// are each asked anew and write nothing;
 // an unspent token issued by one process is honoured once by the other
 // (the signing secret is the database's, created once).
 func TestWriteConfirmReplay(t *testing.T) {
@@ -24,7 +25,8 @@ func TestWriteConfirmReplay(t *testing.T) {
 	if _, err := db.Collection("_User").InsertOne(context.Background(), bson.D{{Key: "_id", Value: "someoneElse"}, {Key: "username", Value: "else"}}); err != nil {
 		t.Fatal(err)
 	}
-	serverEnv := append(append([]string{}, writeEnv...), uri, policy)
+	const alice, bob = "alice-confirm-key-0123456789", "bob-confirm-key-0123456789"
+	serverEnv := append(append([]string{}, writeEnv...), uri, policy, "PARSE_MCP_API_KEYS=alice:"+alice+",bob:"+bob)
 	a, b := startHTTP(t, serverEnv...), startHTTP(t, serverEnv...)
 	other := startHTTP(t, append(append([]string{}, serverEnv...), "PARSE_MCP_ACL_USER=someoneElse")...)
 
@@ -35,10 +37,13 @@ func TestWriteConfirmReplay(t *testing.T) {
 		}
 		return n
 	}
+	key := alice // the caller: a named API key
 	create := func(h *httpServer, title, state string) map[string]any {
 		t.Helper()
 		return confirmCreate(t, func(body []byte) map[string]any {
-			resp, raw := h.request("POST", "/mcp", string(body), statelessHeaders("tools/call", "create_object"))
+			hdr := statelessHeaders("tools/call", "create_object")
+			hdr["X-MCP-API-Key"] = key
+			resp, raw := h.request("POST", "/mcp", string(body), hdr)
 			return lastResult(t, decodeAnswer(t, resp, raw))
 		}, title, state)
 	}
@@ -77,6 +82,9 @@ func TestWriteConfirmReplay(t *testing.T) {
 	fresh := ask(a, "twice")
 	asked("the answer moved onto other arguments", create(a, "swapped", fresh), 1)
 	asked("the token on a process acting as another identity", create(other, "twice", fresh), 1)
+	key = bob
+	asked("the token from another caller (named API key)", create(b, "twice", fresh), 1)
+	key = alice
 	// The same token on the other process of the same identity: taken once.
 	if res := create(b, "twice", fresh); obj(res["structuredContent"])["created"] != true {
 		t.Fatalf("an unspent token on the other process: %v", res)

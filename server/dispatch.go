@@ -16,6 +16,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // ResponseHoldBack is the least time between a request's last notification
@@ -206,6 +207,9 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 			session = ""
 		}
 		ctx = policy.WithClient(ctx, sess.client, session)
+	}
+	if sess.credential != "" {
+		ctx = tools.WithCredential(ctx, sess.credential)
 	}
 	if env.Method == string(mcp.MethodToolsCall) {
 		// Only tool calls take a worker: ping, initialize and lists are cheap

@@ -25,7 +25,10 @@ type Session struct {
 	client string
 	// oneRequest marks the session of a single stateless (2026-07-28) HTTP
 	// request: it has no rate-limit bucket of its own, only its client's.
-	oneRequest  bool
+	oneRequest bool
+	// credential is the named API key the request presented ("" for none
+	// or the shared key): a 2026-07-28 confirmation is bound to it.
+	credential  string
 	initialized atomic.Bool
 	unsolicited chan mcp.JSONRPCNotification
 

@@ -98,9 +98,21 @@ type callInfo struct {
 
 type callInfoKey struct{}
 
+// credentialKey carries the caller's named credential (WithCredential).
+type credentialKey struct{}
+
+// WithCredential records the named credential a request presented (over
+// HTTP: a PARSE_MCP_API_KEYS name). A confirmation is bound to it, so one
+// caller's answer is not taken from another; a transport without such a
+// credential sets nothing.
+func WithCredential(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, credentialKey{}, name)
+}
+
 func withCallInfo(ctx context.Context, d *Deps, tool string, req mcp.CallToolRequest) context.Context {
 	info := &callInfo{tool: tool, req: req, ledger: d.confirmationLedger()}
-	info.binding = callBinding(tool, req, identityBinding(d.Config))
+	credential, _ := ctx.Value(credentialKey{}).(string)
+	info.binding = callBinding(tool, req, identityBinding(d.Config)+"\x00caller="+credential)
 	return context.WithValue(ctx, callInfoKey{}, info)
 }
 

@@ -13,10 +13,14 @@ import (
 )
 
 func confirmCall(d *Deps, tool, args string) *callInfo {
+	return confirmCallAs(context.Background(), d, tool, args)
+}
+
+func confirmCallAs(ctx context.Context, d *Deps, tool, args string) *callInfo {
 	var req mcp.CallToolRequest
 	req.Params.Name = tool
 	req.Params.RawArguments = json.RawMessage(args)
-	return withCallInfo(context.Background(), d, tool, req).Value(callInfoKey{}).(*callInfo)
+	return withCallInfo(ctx, d, tool, req).Value(callInfoKey{}).(*callInfo)
 }
 
 // TestConfirmTokenAttacks: a 2026-07-28 confirmation token authorises one
@@ -58,6 +62,7 @@ func TestConfirmTokenAttacks(t *testing.T) {
 		{"other number digits", confirmCall(user, "create_object", `{"class_name":"Memo","fields":{"title":"a","n":1.5}}`), question, nil},
 		{"other question", confirmCall(user, "create_object", args), "delete everything?", nil},
 		{"other identity", confirmCall(otherUser, "create_object", args), question, nil},
+		{"other caller (named API key)", confirmCallAs(WithCredential(ctx, "bob"), user, "create_object", args), question, nil},
 		{"other tenant", confirmCall(otherTenant, "create_object", args), question, nil},
 		{"other database", confirmCall(otherDB, "create_object", args), question, nil},
 		{"other signing key", confirmCall(otherKey, "create_object", args), question, nil},
