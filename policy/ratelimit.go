@@ -25,8 +25,9 @@ type originKey struct{}
 type origin struct{ client, session string }
 
 // WithClient tells the engine who sends a request: client is an opaque key
-// the transport chose for the party behind it (over HTTP: its address or
-// the address a trusted proxy forwards), session the key of its session
+// the transport chose for the party behind it (over HTTP: its named API
+// key, its address or the address a trusted proxy forwards), session the
+// key of its session
 // ("" for a request that belongs to none). The rate limit keeps one bucket
 // per session and one per client, under one for the process; a context
 // without an origin (stdio) counts against the process's bucket alone.

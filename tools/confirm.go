@@ -89,9 +89,9 @@ var confirmSchema = map[string]any{
 type callInfo struct {
 	tool string
 	req  mcp.CallToolRequest
-	// binding is a digest of the tool name, the canonical arguments and the
-	// identity the server acts as: what a 2026-07-28 confirmation token is
-	// bound to (with the question).
+	// binding is a digest of the tool name, the canonical arguments, the
+	// identity the server acts as and the caller's named credential: what a
+	// 2026-07-28 confirmation token is bound to (with the question).
 	binding [32]byte
 	ledger  ConfirmationLedger
 }
