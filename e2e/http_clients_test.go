@@ -136,8 +136,9 @@ func TestHTTPSpoofedForwardedForIgnored(t *testing.T) {
 
 // TestHTTPNamedKeysAreClients: with PARSE_MCP_API_KEYS every named key is
 // its own client, on loopback too (where every process is otherwise one
-// client): one key spending its whole window does not starve another, and
-// a key that matches none is refused.
+// client): one key spending its whole window does not starve another, a
+// key that matches none is refused, and one key cannot use another's
+// session.
 func TestHTTPNamedKeysAreClients(t *testing.T) {
 	const alice, bob = "alice-e2e-key-0123456789", "bob-e2e-key-0123456789ab"
 	h := startHTTP(t, "PARSE_MCP_API_KEYS=alice:"+alice+",bob:"+bob,
@@ -160,5 +161,15 @@ func TestHTTPNamedKeysAreClients(t *testing.T) {
 	}
 	if resp, _ := h.request("POST", "/mcp", initBody, map[string]string{"X-MCP-API-Key": alice[:len(alice)-1] + "x"}); resp.StatusCode != 401 {
 		t.Fatalf("a key matching none: HTTP %d", resp.StatusCode)
+	}
+	// A session belongs to the key that opened it: bob holding alice's
+	// session id gets 404, as for an unknown session.
+	mine := h.session(map[string]string{"X-MCP-API-Key": alice})
+	stolen := &mcpSession{h: h, id: mine.id, headers: map[string]string{"X-MCP-API-Key": bob, "Mcp-Session-Id": mine.id}}
+	if status, _ := stolen.post(`{"jsonrpc":"2.0","id":"p","method":"ping"}`); status != 404 {
+		t.Fatalf("another key on alice's session: HTTP %d", status)
+	}
+	if m := mine.rpc("p", "ping", ""); m["result"] == nil {
+		t.Fatalf("alice's own session: %v", m)
 	}
 }

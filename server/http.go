@@ -63,6 +63,13 @@ type acceptedKey struct {
 // credentialKey carries the name of the named API key a request presented.
 type credentialKey struct{}
 
+// credentialOf is the named API key the request presented ("" for none or
+// the shared key).
+func credentialOf(r *http.Request) string {
+	name, _ := r.Context().Value(credentialKey{}).(string)
+	return name
+}
+
 // HTTPHandler is parse-mcp's streamable HTTP transport: POST /mcp for
 // messages (answered as JSON, or as an SSE stream carrying the request's own
 // notifications before its response), GET /mcp for a session's unsolicited
@@ -313,7 +320,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 
 	var sess *httpSession
 	if env.Method == "initialize" {
-		sess, err = h.newSession(h.clientOf(r))
+		sess, err = h.newSession(h.clientOf(r), credentialOf(r))
 		if err != nil {
 			writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "Too many sessions")
 			return
@@ -479,14 +486,14 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *HTTPHandler) newSession(client string) (*httpSession, error) {
+func (h *HTTPHandler) newSession(client, credential string) (*httpSession, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), client: client, lastUsed: time.Now(), ctx: ctx, cancel: cancel}
-	s.Session.client = client
+	s.Session.client, s.Session.credential = client, credential
 	h.mu.Lock()
 	victims, ok := h.evictionsFor(client)
 	if ok {
@@ -516,7 +523,9 @@ func (h *HTTPHandler) session(r *http.Request) (*httpSession, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.sessions[id]
-	if s == nil {
+	if s == nil || s.credential != credentialOf(r) {
+		// A session belongs to the named key that opened it: another
+		// caller holding its id is answered as for an unknown session.
 		return nil, http.StatusNotFound
 	}
 	s.lastUsed = time.Now()

@@ -95,7 +95,7 @@ func (h *HTTPHandler) caps() (maxSessions, perClient int) {
 // (RFC 7239) is not read: a proxy that appends only X-Forwarded-For — most
 // do — would pass a client's own Forwarded header through unchanged.
 func (h *HTTPHandler) clientOf(r *http.Request) string {
-	if name, _ := r.Context().Value(credentialKey{}).(string); name != "" {
+	if name := credentialOf(r); name != "" {
 		return "key:" + name // a named API key is its client, wherever it connects from
 	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)

@@ -80,7 +80,7 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 	_, _ = rand.Read(b[:])
 	sess := NewSession("stateless-" + hex.EncodeToString(b[:]))
 	sess.client, sess.oneRequest = h.clientOf(r), true
-	sess.credential, _ = r.Context().Value(credentialKey{}).(string)
+	sess.credential = credentialOf(r)
 	ctx := r.Context()
 	var extra func(context.Context, func([]byte))
 	if env.Method == string(mcp.MethodSubscriptionsListen) {

@@ -26,8 +26,9 @@ type Session struct {
 	// oneRequest marks the session of a single stateless (2026-07-28) HTTP
 	// request: it has no rate-limit bucket of its own, only its client's.
 	oneRequest bool
-	// credential is the named API key the request presented ("" for none
-	// or the shared key): a 2026-07-28 confirmation is bound to it.
+	// credential is the named API key that opened the session or sent the
+	// stateless request ("" for none or the shared key): only it may use
+	// the session, and a 2026-07-28 confirmation is bound to it.
 	credential  string
 	initialized atomic.Bool
 	unsolicited chan mcp.JSONRPCNotification
