@@ -144,7 +144,12 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// long-lived server idles small.
 	debug.FreeOSMemory()
 	if cfg.HTTPAddr != "" {
-		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log, Listener: httpListener, Health: app.pingDatabase}); err != nil {
+		trusted, _ := cfg.TrustedProxyNets() // validated at start-up
+		maxSessions, perClient, _, _ := cfg.HTTPCaps()
+		named, _ := cfg.NamedAPIKeys() // validated at start-up
+		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log,
+			TrustedProxies: trusted, MaxSessions: maxSessions, SessionsPerClient: perClient, NamedKeys: named,
+			Listener: httpListener, Health: app.pingDatabase}); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)
 			return exitFailure
 		}
@@ -313,6 +318,11 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	engine := policy.New(cfg, file, log)
 	a.deps = tools.NewDeps(a.store, engine, cfg, log)
 	a.deps.Bridge = bridge
+	if cfg.HTTPAddr != "" {
+		// Over HTTP several processes may serve one client (README
+		// "Scale-out"): confirmations are single-use across all of them.
+		a.deps.Confirmations = parsedb.NewConfirmationLedger(a.store, cfg.ConfirmSecret.Reveal())
+	}
 	if bridge != nil && cfg.LiveQueryURL != "" {
 		lq, err := bridge.NewLiveQuery(cfg.LiveQueryURL, log)
 		if err != nil {

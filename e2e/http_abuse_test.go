@@ -9,8 +9,9 @@ import (
 // TestHTTPAbuse (leak class 8) through the binary over HTTP: a client that
 // opens more sessions than its cap (16) is never refused — its least
 // recently used idle session ends instead, so it cannot lock others out for
-// the idle TTL; and the rate limit is per session and per process (4×), so
-// opening new sessions does not reset it.
+// the idle TTL; and the rate limit is per session and per client (2×; every
+// loopback address is one client), so opening new sessions does not reset
+// it.
 func TestHTTPAbuse(t *testing.T) {
 	h := startHTTP(t, policyEnv(t, "settings: {rate_limit: {requests: 3, window: 60s}}\n"))
 	var sessions []*mcpSession
@@ -34,8 +35,8 @@ func TestHTTPAbuse(t *testing.T) {
 		}
 		return "ok"
 	}
-	// 4 sessions × 3 calls fill the process window (3 × 4 = 12).
-	for s := 1; s <= 4; s++ {
+	// 2 sessions × 3 calls fill the client's window (3 × 2 = 6).
+	for s := 1; s <= 2; s++ {
 		for i := range 3 {
 			if got := call(sessions[s], fmt.Sprint("c", s, i)); got != "ok" {
 				t.Fatalf("session %d call %d: %s", s, i, got)
@@ -46,7 +47,7 @@ func TestHTTPAbuse(t *testing.T) {
 		}
 	}
 	if got := call(sessions[5], "fresh"); got != "rate_limited" {
-		t.Errorf("an unused session got past the full process window: %s", got)
+		t.Errorf("an unused session got past the client's full window: %s", got)
 	}
 	if got := call(h.session(nil), "brand-new"); got != "rate_limited" {
 		t.Errorf("a new session reset the limit: %s", got)

@@ -160,18 +160,6 @@ func markUntrusted(b []byte) ([]byte, bool) {
 	return out, true
 }
 
-// rateKey is the rate limiter's bucket: the whole process over stdio, one
-// bucket per session over HTTP.
-func (e *Engine) rateKey(ctx context.Context) string {
-	if e.cfg.HTTPAddr == "" {
-		return "process"
-	}
-	if s := mcpserver.ClientSessionFromContext(ctx); s != nil {
-		return "session:" + s.SessionID()
-	}
-	return "process"
-}
-
 // audit emits the tool_call event (SECURITY.md "Dispatch order"). It logs argument names only, never
 // values (where, pipeline, tokens…), and the session id only as a
 // fingerprint.

@@ -131,6 +131,8 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 	rl := map[string]any{"requests": e.limiter.limit, "window": e.limiter.window.String(), "scope": "process"}
 	if e.cfg.HTTPAddr != "" {
 		rl["scope"] = "per HTTP session"
+		rl["per_client"] = e.clientLimiter.limit
+		rl["per_process"] = e.processLimiter.limit
 	}
 	if e.limiter.limit <= 0 {
 		rl = map[string]any{"disabled": true}
@@ -156,9 +158,24 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 		out["policy_file"] = "(none: built-in safe defaults)"
 	}
 	if e.cfg.HTTPAddr != "" {
-		h := map[string]any{"addr": e.cfg.HTTPAddr}
+		maxSessions, perClient, _, _ := e.cfg.HTTPCaps()
+		h := map[string]any{"addr": e.cfg.HTTPAddr, "max_sessions": maxSessions, "sessions_per_client": perClient}
+		if nets, err := e.cfg.TrustedProxyNets(); err == nil && len(nets) > 0 {
+			proxies := make([]string, len(nets))
+			for i, n := range nets {
+				proxies[i] = n.String()
+			}
+			h["trusted_proxies"] = proxies
+		}
 		if e.cfg.APIKey != "" {
 			h["api_key"] = Fingerprint(e.cfg.APIKey)
+		}
+		if named, err := e.cfg.NamedAPIKeys(); err == nil && len(named) > 0 {
+			keys := map[string]string{}
+			for _, k := range named {
+				keys[k.Name] = Fingerprint(k.Key.Reveal())
+			}
+			h["api_keys"] = keys
 		}
 		out["http"] = h
 	}

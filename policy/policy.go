@@ -67,8 +67,10 @@ type Engine struct {
 	identity *parsedb.Identity
 	store    *parsedb.Store
 	limiter  *rateLimiter
-	// processLimiter bounds the whole process over HTTP (per-session limit
-	// × ProcessRateLimitFactor).
+	// clientLimiter bounds one client over HTTP (per-session limit ×
+	// PARSE_MCP_HTTP_CLIENT_RATE_FACTOR), processLimiter the whole process
+	// (× PARSE_MCP_HTTP_PROCESS_RATE_FACTOR, always more than one client's).
+	clientLimiter  *rateLimiter
 	processLimiter *rateLimiter
 	now            func() time.Time
 }
@@ -108,7 +110,9 @@ func New(cfg *config.Config, file *File, log zerolog.Logger) *Engine {
 		}
 	}
 	e.limiter = newRateLimiter(limit, window, func() time.Time { return e.now() })
-	e.processLimiter = newRateLimiter(limit*ProcessRateLimitFactor, window, func() time.Time { return e.now() })
+	_, _, clientFactor, processFactor := cfg.HTTPCaps()
+	e.clientLimiter = newRateLimiter(limit*clientFactor, window, func() time.Time { return e.now() })
+	e.processLimiter = newRateLimiter(limit*processFactor, window, func() time.Time { return e.now() })
 	return e
 }
 

@@ -10,14 +10,30 @@ import (
 )
 
 // Default rate limit (SECURITY.md "Limits and guards"): 60 calls per 60 s.
+// Over HTTP the limit applies per session; one client's sessions and
+// stateless requests together get config.DefaultHTTPClientRateFactor times
+// as much, the whole process config.DefaultHTTPProcessRateFactor times (both
+// configurable, the client's always less than the process's).
 const (
 	DefaultRateLimitRequests = 60
 	DefaultRateLimitWindow   = 60 * time.Second
-	// ProcessRateLimitFactor: over HTTP the limit applies per session and,
-	// this many times larger, to the whole process, so new sessions cannot
-	// reset it and one client cannot take more than a share of the process.
-	ProcessRateLimitFactor = 4
 )
+
+// originKey carries the request's origin (WithClient).
+type originKey struct{}
+
+type origin struct{ client, session string }
+
+// WithClient tells the engine who sends a request: client is an opaque key
+// the transport chose for the party behind it (over HTTP: its named API
+// key, its address or the address a trusted proxy forwards), session the
+// key of its session
+// ("" for a request that belongs to none). The rate limit keeps one bucket
+// per session and one per client, under one for the process; a context
+// without an origin (stdio) counts against the process's bucket alone.
+func WithClient(ctx context.Context, client, session string) context.Context {
+	return context.WithValue(ctx, originKey{}, origin{client: client, session: session})
+}
 
 // rateLimiter is a sliding-window log per key: a call is allowed when fewer
 // than limit calls were allowed in the last window. Refused calls do not
@@ -53,32 +69,38 @@ func (r *rateLimiter) allow(key string) (time.Duration, bool) {
 	return r.allowLocked(key, now)
 }
 
-// allowBoth records a call in two limiters only when both have room (a
-// refused call uses neither window): the session's bucket and the process's
-// (ProcessRateLimitFactor times as large), so that opening a new session
-// does not reset what the process allows. The lock order (session limiter
-// first) is the same everywhere.
-func allowBoth(a *rateLimiter, ka string, b *rateLimiter, kb string) (time.Duration, bool) {
-	if a == nil || a.limit <= 0 {
-		return b.allow(kb)
+// bucketRef is one bucket of one limiter.
+type bucketRef struct {
+	l   *rateLimiter
+	key string
+	// scope names the bucket in the refusal ("this session", …).
+	scope string
+}
+
+// allowAll records a call in every bucket only when all have room (a
+// refused call uses none) and otherwise names the first full one. The
+// limiters are locked in the order given, which is the same everywhere
+// (session, client, process).
+func allowAll(now time.Time, refs ...bucketRef) (refused *bucketRef, wait time.Duration) {
+	var live []bucketRef
+	for _, r := range refs {
+		if r.l != nil && r.l.limit > 0 {
+			live = append(live, r)
+		}
 	}
-	if b == nil || b.limit <= 0 {
-		return a.allow(ka)
+	for _, r := range live {
+		r.l.mu.Lock()
+		defer r.l.mu.Unlock()
 	}
-	now := a.now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if wait, ok := a.roomLocked(ka, now); !ok {
-		return wait, false
+	for i, r := range live {
+		if w, ok := r.l.roomLocked(r.key, now); !ok {
+			return &live[i], w
+		}
 	}
-	if wait, ok := b.roomLocked(kb, now); !ok {
-		return wait, false
+	for _, r := range live {
+		r.l.allowLocked(r.key, now)
 	}
-	a.allowLocked(ka, now)
-	b.allowLocked(kb, now)
-	return 0, true
+	return nil, 0
 }
 
 // roomLocked reports whether key has room now, without recording a call.
@@ -141,33 +163,28 @@ func (r *rateLimiter) sweep(now time.Time) {
 }
 
 // checkRate applies the rate limit to one call: one bucket for the process
-// over stdio; over HTTP the session's bucket and the process's, both of
-// which must have room.
+// over stdio; over HTTP the session's (if any), the client's and the
+// process's, all of which must have room. A client's bucket is smaller than
+// the process's, so no single client can use up the process's alone.
 func (e *Engine) checkRate(ctx context.Context) *toolerror.Error {
-	key := e.rateKey(ctx)
-	var wait time.Duration
-	var ok bool
-	limit := e.limiter.limit
+	now := e.now()
+	var refs []bucketRef
 	if e.cfg.HTTPAddr == "" {
-		wait, ok = e.limiter.allow(key)
+		refs = []bucketRef{{e.limiter, "process", "this server"}}
 	} else {
-		if key == "process" {
-			// Over HTTP without a session (stateless requests): one shared
-			// bucket of the per-session size, inside the process's.
-			key = "sessionless"
+		o, _ := ctx.Value(originKey{}).(origin)
+		if o.session != "" {
+			refs = append(refs, bucketRef{e.limiter, o.session, "this session"})
 		}
-		wait, ok = allowBoth(e.limiter, key, e.processLimiter, "process")
-		if !ok && e.processLimiter != nil {
-			if _, sessionOK := e.limiter.peek(key); sessionOK {
-				limit = e.processLimiter.limit // the process-wide bucket refused
-			}
-		}
+		refs = append(refs, bucketRef{e.clientLimiter, "client:" + o.client, "this client"},
+			bucketRef{e.processLimiter, "process", "this server, all clients together"})
 	}
-	if ok {
+	refused, wait := allowAll(now, refs...)
+	if refused == nil {
 		return nil
 	}
 	return &toolerror.Error{Code: toolerror.RateLimited, RetryAfter: wait,
-		Message: fmt.Sprintf("rate limit reached (%d calls per %s); retry in %d s", limit, e.limiter.window, retrySeconds(wait))}
+		Message: fmt.Sprintf("rate limit reached (%d calls per %s for %s); retry in %d s", refused.l.limit, refused.l.window, refused.scope, retrySeconds(wait))}
 }
 
 // AllowRequest counts a non-tool request that costs the server work
@@ -178,14 +195,4 @@ func (e *Engine) AllowRequest(ctx context.Context) error {
 		return err
 	}
 	return nil
-}
-
-// peek reports whether key has room, recording nothing.
-func (r *rateLimiter) peek(key string) (time.Duration, bool) {
-	if r == nil || r.limit <= 0 {
-		return 0, true
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.roomLocked(key, r.now())
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // ResponseHoldBack is the least time between a request's last notification
@@ -217,6 +218,18 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		d.mu.Unlock()
 	}()
 
+	if sess.client != "" {
+		// The policy's rate limit counts per client and per session; it
+		// knows them only as opaque keys.
+		session := sess.SessionID()
+		if sess.oneRequest {
+			session = ""
+		}
+		ctx = policy.WithClient(ctx, sess.client, session)
+	}
+	if sess.credential != "" {
+		ctx = tools.WithCredential(ctx, sess.credential)
+	}
 	if env.Method == string(mcp.MethodToolsCall) {
 		// Only tool calls take a worker: ping, initialize and lists are cheap
 		// and must never wait behind slow aggregates.

@@ -13,6 +13,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -28,7 +29,6 @@ import (
 const (
 	MaxHTTPBodyBytes = 1 << 20
 	MaxJSONDepth     = 20
-	maxHTTPSessions  = 256
 	sessionIdleTTL   = 30 * time.Minute
 )
 
@@ -48,6 +48,32 @@ type HTTPOptions struct {
 	// Health, if set, checks the database for GET /health (nil error:
 	// reachable).
 	Health func(context.Context) error
+	// TrustedProxies are the proxies whose X-Forwarded-For names the client
+	// (see clientOf); MaxSessions and SessionsPerClient are the session caps
+	// (0: the defaults).
+	TrustedProxies    []netip.Prefix
+	MaxSessions       int
+	SessionsPerClient int
+	// NamedKeys are further API keys, each naming its client
+	// (PARSE_MCP_API_KEYS).
+	NamedKeys []config.NamedAPIKey
+}
+
+// acceptedKey is one accepted API key: its name ("" for the shared
+// PARSE_MCP_API_KEY) and the SHA-256 of the key.
+type acceptedKey struct {
+	name string
+	hash [32]byte
+}
+
+// credentialKey carries the name of the named API key a request presented.
+type credentialKey struct{}
+
+// credentialOf is the named API key the request presented ("" for none or
+// the shared key).
+func credentialOf(r *http.Request) string {
+	name, _ := r.Context().Value(credentialKey{}).(string)
+	return name
 }
 
 // healthTimeout bounds the database check of GET /health.
@@ -62,12 +88,18 @@ const healthTimeout = 2 * time.Second
 // because the latter misroutes progress notifications between concurrent
 // requests in stateful mode and has no body limit, Origin check or auth.
 type HTTPHandler struct {
-	d        *Dispatcher
-	log      zerolog.Logger
-	keyHash  [32]byte
-	hasKey   bool
+	d   *Dispatcher
+	log zerolog.Logger
+	// keys are the accepted API keys (SHA-256): PARSE_MCP_API_KEY, shared
+	// and nameless, and the named PARSE_MCP_API_KEYS, each one client.
+	keys     []acceptedKey
 	loopback bool
 	health   func(context.Context) error
+	// trusted are the declared proxies; maxSessions and perClient the
+	// session caps (0: the defaults), see http_limits.go.
+	trusted     []netip.Prefix
+	maxSessions int
+	perClient   int
 
 	mu       sync.Mutex
 	sessions map[string]*httpSession
@@ -92,8 +124,7 @@ type httpSession struct {
 func NewHTTPHandler(d *Dispatcher, apiKey string, loopback bool, log zerolog.Logger) *HTTPHandler {
 	h := &HTTPHandler{d: d, log: log, loopback: loopback, sessions: map[string]*httpSession{}}
 	if apiKey != "" {
-		h.keyHash = sha256.Sum256([]byte(apiKey))
-		h.hasKey = true
+		h.keys = append(h.keys, acceptedKey{hash: sha256.Sum256([]byte(apiKey))})
 	}
 	return h
 }
@@ -105,7 +136,7 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 		return err
 	}
 	loopback := config.IsLoopbackHost(host)
-	if !loopback && o.APIKey == "" {
+	if !loopback && o.APIKey == "" && len(o.NamedKeys) == 0 {
 		return errors.New("refusing to bind a non-loopback address without PARSE_MCP_API_KEY")
 	}
 	ln := o.Listener
@@ -116,6 +147,10 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 	}
 	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
 	h.health = o.Health
+	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
+	for _, k := range o.NamedKeys {
+		h.keys = append(h.keys, acceptedKey{name: k.Name, hash: sha256.Sum256([]byte(k.Key.Reveal()))})
+	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	applyServerTimeouts(srv)
 	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
@@ -183,11 +218,15 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !h.authorized(r) {
+	name, ok := h.credential(r)
+	if !ok {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
 		_, _ = io.WriteString(w, unauthorizedBody)
 		return
+	}
+	if name != "" {
+		r = r.WithContext(context.WithValue(r.Context(), credentialKey{}, name))
 	}
 	if r.Method != http.MethodPost && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// 2026-07-28 has no sessions: no GET stream (subscriptions/listen
@@ -209,11 +248,14 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// authorized checks X-MCP-API-Key or Authorization: Bearer in constant time
-// (hashing first so that the key's length does not leak either).
-func (h *HTTPHandler) authorized(r *http.Request) bool {
-	if !h.hasKey {
-		return true
+// credential checks X-MCP-API-Key or Authorization: Bearer against every
+// accepted key in constant time (hashing first so that the key's length does
+// not leak either, and comparing with all keys so that which one matched
+// does not); it returns the matching key's name ("" for the shared key, or
+// when no key is configured).
+func (h *HTTPHandler) credential(r *http.Request) (string, bool) {
+	if len(h.keys) == 0 {
+		return "", true
 	}
 	key := r.Header.Get("X-MCP-API-Key")
 	if key == "" {
@@ -222,7 +264,16 @@ func (h *HTTPHandler) authorized(r *http.Request) bool {
 		}
 	}
 	got := sha256.Sum256([]byte(key))
-	return subtle.ConstantTimeCompare(got[:], h.keyHash[:]) == 1 && key != ""
+	match := -1
+	for i, k := range h.keys {
+		if subtle.ConstantTimeCompare(got[:], k.hash[:]) == 1 {
+			match = i
+		}
+	}
+	if match < 0 || key == "" {
+		return "", false
+	}
+	return h.keys[match].name, true
 }
 
 // hostAllowed defeats DNS rebinding: on a loopback bind the Host header must
@@ -295,7 +346,7 @@ func (h *HTTPHandler) post(w http.ResponseWriter, r *http.Request) {
 
 	var sess *httpSession
 	if env.Method == "initialize" {
-		sess, err = h.newSession(clientOf(r))
+		sess, err = h.newSession(h.clientOf(r), credentialOf(r))
 		if err != nil {
 			writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "Too many sessions")
 			return
@@ -461,14 +512,14 @@ func (h *HTTPHandler) delete(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-func (h *HTTPHandler) newSession(client string) (*httpSession, error) {
+func (h *HTTPHandler) newSession(client, credential string) (*httpSession, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), client: client, lastUsed: time.Now(), ctx: ctx, cancel: cancel}
-	s.Session.client = client
+	s.Session.client, s.Session.credential = client, credential
 	h.mu.Lock()
 	victims, ok := h.evictionsFor(client)
 	if ok {
@@ -498,7 +549,9 @@ func (h *HTTPHandler) session(r *http.Request) (*httpSession, int) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	s := h.sessions[id]
-	if s == nil {
+	if s == nil || s.credential != credentialOf(r) {
+		// A session belongs to the named key that opened it: another
+		// caller holding its id is answered as for an unknown session.
 		return nil, http.StatusNotFound
 	}
 	s.lastUsed = time.Now()

@@ -1,20 +1,27 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net"
 	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
 // HTTP under abuse (SECURITY.md "HTTP"): session caps that cannot lock other
 // clients out, connection timeouts, and a per-session share of the tool
 // workers.
 //
-//   - A client (the remote IP) holds at most maxSessionsPerClient sessions;
+//   - A client (clientOf: the remote IP, or behind a trusted proxy the
+//     address it forwards) holds at most sessionsPerClient sessions;
 //     its next initialize ends its own least recently used idle session
-//     instead of failing. When the process holds maxHTTPSessions, the least
+//     instead of failing. When the process holds maxSessions, the least
 //     recently used idle session of any client is ended — so sessions
 //     abandoned without DELETE never refuse a newcomer for the idle TTL.
 //     Sessions with an open listening stream are ended last: when every
@@ -28,16 +35,21 @@ import (
 //     workers (sessionShare), one client at most a larger one over all its
 //     sessions and stateless requests (clientShare).
 
+// The default caps (PARSE_MCP_HTTP_SESSIONS_PER_CLIENT,
+// PARSE_MCP_HTTP_MAX_SESSIONS). The open stateless (2026-07-28)
+// subscriptions/listen streams, the stateless revision's long-lived state,
+// are capped by the same numbers.
 const (
-	maxSessionsPerClient = 16
-	// maxListensPerClient and maxListens cap the open stateless
-	// (2026-07-28) subscriptions/listen streams, the stateless revision's
-	// long-lived state.
-	maxListensPerClient = 16
-	maxListens          = 256
-	httpReadTimeout     = 30 * time.Second
-	httpWriteTimeout    = 10 * time.Minute
-	httpIdleTimeout     = 2 * time.Minute
+	maxSessionsPerClient = config.DefaultHTTPSessionsPerClient
+	maxHTTPSessions      = config.DefaultHTTPMaxSessions
+	maxListensPerClient  = maxSessionsPerClient
+	maxListens           = maxHTTPSessions
+)
+
+const (
+	httpReadTimeout  = 30 * time.Second
+	httpWriteTimeout = 10 * time.Minute
+	httpIdleTimeout  = 2 * time.Minute
 )
 
 // errTooManySessions: nothing can be evicted (unreachable while the caps
@@ -66,17 +78,83 @@ func streamForever(w http.ResponseWriter) {
 	_ = rc.SetWriteDeadline(time.Time{})
 }
 
-// clientOf is the client a request counts against: its remote address,
-// normalised so that one party cannot pose as many — every loopback
-// address (all of 127.0.0.0/8, ::1, IPv4-mapped loopback) is one client,
-// since any local process may connect from any of them, and an IPv6
-// address counts by its /64, which one host or subscriber holds whole.
-func clientOf(r *http.Request) string {
+// caps are the session caps in force (the defaults for a handler built
+// without them).
+func (h *HTTPHandler) caps() (maxSessions, perClient int) {
+	return cmp.Or(h.maxSessions, maxHTTPSessions), cmp.Or(h.perClient, maxSessionsPerClient)
+}
+
+// clientOf is the client a request counts against (sessions, listen
+// streams, the per-client share of the workers and of the rate limit): the
+// named API key it presented (PARSE_MCP_API_KEYS), else its remote address, normalised by clientKey — or, when that peer is a proxy
+// the operator declared trusted (PARSE_MCP_TRUSTED_PROXIES), the address it
+// forwards: the rightmost X-Forwarded-For entry that is not itself a
+// trusted proxy. Entries to the left of it were written by the client and
+// are never read, so a client cannot choose who it is; a peer that is not
+// trusted has its X-Forwarded-For ignored altogether. The Forwarded header
+// (RFC 7239) is not read: a proxy that appends only X-Forwarded-For — most
+// do — would pass a client's own Forwarded header through unchanged.
+func (h *HTTPHandler) clientOf(r *http.Request) string {
+	if name := credentialOf(r); name != "" {
+		return "key:" + name // a named API key is its client, wherever it connects from
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		host = r.RemoteAddr
 	}
+	peer, err := netip.ParseAddr(host)
+	if err != nil || !h.trustedProxy(peer) {
+		return clientKey(host)
+	}
+	for i, hop := range slices.Backward(forwardedFor(r.Header)) {
+		a, ok := hopAddr(hop)
+		if !ok {
+			// Not an address: nothing trustworthy names the client; count
+			// the request against the proxy itself.
+			return clientKey(host)
+		}
+		if !h.trustedProxy(a) {
+			return clientKey(a.String())
+		}
+		if i == 0 {
+			return clientKey(a.String()) // every hop is a proxy: the first one is the client
+		}
+	}
 	return clientKey(host)
+}
+
+func (h *HTTPHandler) trustedProxy(a netip.Addr) bool {
+	a = a.Unmap().WithZone("")
+	for _, p := range h.trusted {
+		if p.Contains(a) {
+			return true
+		}
+	}
+	return false
+}
+
+// forwardedFor is the list of X-Forwarded-For entries, over every header
+// line in order (a proxy may add a line instead of extending the last).
+func forwardedFor(hdr http.Header) []string {
+	var hops []string
+	for _, line := range hdr.Values("X-Forwarded-For") {
+		for hop := range strings.SplitSeq(line, ",") {
+			hops = append(hops, strings.TrimSpace(hop))
+		}
+	}
+	return hops
+}
+
+// hopAddr reads one X-Forwarded-For entry: an address, possibly with a port
+// (1.2.3.4:5, [::1]:5) or in brackets.
+func hopAddr(s string) (netip.Addr, bool) {
+	if a, err := netip.ParseAddr(strings.Trim(s, "[]")); err == nil {
+		return a.Unmap().WithZone(""), true
+	}
+	if ap, err := netip.ParseAddrPort(s); err == nil {
+		return ap.Addr().Unmap().WithZone(""), true
+	}
+	return netip.Addr{}, false
 }
 
 func clientKey(host string) string {
@@ -127,8 +205,9 @@ func (h *HTTPHandler) evictionsFor(client string) (victims []*httpSession, ok bo
 		}
 		return lru
 	}
+	maxSessions, perClient := h.caps()
 	chosen := map[*httpSession]bool{}
-	if len(own) >= maxSessionsPerClient {
+	if len(own) >= perClient {
 		v := pick(own, chosen)
 		if v == nil {
 			return nil, false
@@ -136,7 +215,7 @@ func (h *HTTPHandler) evictionsFor(client string) (victims []*httpSession, ok bo
 		chosen[v] = true
 		victims = append(victims, v)
 	}
-	if len(h.sessions)-len(victims) >= maxHTTPSessions {
+	if len(h.sessions)-len(victims) >= maxSessions {
 		all := make([]*httpSession, 0, len(h.sessions))
 		for _, s := range h.sessions {
 			all = append(all, s)
@@ -158,8 +237,8 @@ type listenStream struct {
 }
 
 // admitListen admits one stateless listen stream of client, whose request
-// ends when end is called. Past maxListensPerClient the client's own oldest
-// stream ends; past maxListens the oldest stream of any client ends — so
+// ends when end is called. Past the per-client cap the client's own oldest
+// stream ends; past the process cap the oldest stream of any client ends — so
 // streams held open cannot lock a newcomer out. release must be called when
 // the stream ends.
 func (h *HTTPHandler) admitListen(client string, end context.CancelFunc) (release func()) {
@@ -182,14 +261,15 @@ func (h *HTTPHandler) admitListen(client string, end context.CancelFunc) (releas
 			own++
 		}
 	}
+	maxStreams, perClient := h.caps()
 	var victims []*listenStream
-	if own >= maxListensPerClient {
+	if own >= perClient {
 		victims = append(victims, oldest(true))
 	}
 	for _, v := range victims {
 		delete(h.listens, v)
 	}
-	if len(h.listens) >= maxListens {
+	if len(h.listens) >= maxStreams {
 		v := oldest(false)
 		delete(h.listens, v)
 		victims = append(victims, v)

@@ -2,8 +2,11 @@ package server
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"testing"
 	"time"
 
@@ -191,6 +194,101 @@ func TestClientKey(t *testing.T) {
 	for _, c := range []struct{ a, b string }{{"10.0.0.1", "10.0.0.2"}, {"2001:db8:1:2::1", "2001:db8:1:3::1"}, {"127.0.0.1", "10.0.0.1"}} {
 		if clientKey(c.a) == clientKey(c.b) {
 			t.Errorf("%s and %s are the same client: %s", c.a, c.b, clientKey(c.a))
+		}
+	}
+}
+
+// TestClientBehindTrustedProxy: behind a declared proxy the client is the
+// rightmost X-Forwarded-For entry that is not a declared proxy; the entries
+// a client wrote to the left are never read, and a peer that is not a
+// declared proxy has its header ignored.
+func TestClientBehindTrustedProxy(t *testing.T) {
+	h := &HTTPHandler{trusted: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8"), netip.MustParsePrefix("127.0.0.1/32")}}
+	for _, c := range []struct {
+		name, peer string
+		xff        []string
+		want       string
+	}{
+		{"untrusted peer: header ignored", "203.0.113.9:5000", []string{"198.51.100.7"}, "203.0.113.9"},
+		{"untrusted loopback peer", "[::1]:5000", []string{"198.51.100.7"}, "loopback"},
+		{"trusted peer, no header", "10.1.2.3:5000", nil, "10.1.2.3"},
+		{"trusted peer", "10.1.2.3:5000", []string{"198.51.100.7"}, "198.51.100.7"},
+		{"trusted loopback proxy", "127.0.0.1:5000", []string{"198.51.100.7"}, "198.51.100.7"},
+		{"spoofed entries to the left", "10.1.2.3:5000", []string{"1.1.1.1, 2.2.2.2, 198.51.100.7"}, "198.51.100.7"},
+		{"a chain of proxies", "10.1.2.3:5000", []string{"6.6.6.6, 198.51.100.7, 10.9.9.9, 10.8.8.8"}, "198.51.100.7"},
+		{"several header lines", "10.1.2.3:5000", []string{"6.6.6.6", "198.51.100.7, 10.9.9.9"}, "198.51.100.7"},
+		{"with a port", "10.1.2.3:5000", []string{"198.51.100.7:4711"}, "198.51.100.7"},
+		{"IPv6 with a port", "10.1.2.3:5000", []string{"[2001:db8:1:2::5]:4711"}, "2001:db8:1:2::/64"},
+		{"IPv6 counts by /64", "10.1.2.3:5000", []string{"2001:db8:1:2::9"}, "2001:db8:1:2::/64"},
+		{"IPv4-mapped", "10.1.2.3:5000", []string{"::ffff:198.51.100.7"}, "198.51.100.7"},
+		{"forwarded loopback", "10.1.2.3:5000", []string{"127.0.0.5"}, "loopback"},
+		{"every hop a proxy", "10.1.2.3:5000", []string{"10.7.7.7, 10.9.9.9"}, "10.7.7.7"},
+		{"garbage where the client should be", "10.1.2.3:5000", []string{"198.51.100.7, unknown"}, "10.1.2.3"},
+		{"empty header", "10.1.2.3:5000", []string{""}, "10.1.2.3"},
+	} {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.RemoteAddr = c.peer
+		for _, v := range c.xff {
+			r.Header.Add("X-Forwarded-For", v)
+		}
+		r.Header.Set("Forwarded", "for=192.0.2.1") // never read
+		if got := h.clientOf(r); got != c.want {
+			t.Errorf("%s: client %q, want %q", c.name, got, c.want)
+		}
+	}
+	// Without declared proxies nothing forwarded is read.
+	r := httptest.NewRequest("POST", "/mcp", nil)
+	r.RemoteAddr = "10.1.2.3:5000"
+	r.Header.Set("X-Forwarded-For", "198.51.100.7")
+	if got := (&HTTPHandler{}).clientOf(r); got != "10.1.2.3" {
+		t.Errorf("no trusted proxies: client %q", got)
+	}
+}
+
+// TestNamedKeysAreClients: a named API key (PARSE_MCP_API_KEYS) is its own
+// client wherever it connects from, also behind a declared proxy; the
+// shared key names no one; a key that matches nothing is refused.
+func TestNamedKeysAreClients(t *testing.T) {
+	h := NewHTTPHandler(nil, "shared-key-0123456789", false, zerolog.Nop())
+	h.trusted = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
+	for _, k := range []struct{ name, key string }{{"alice", "alice-key-0123456789"}, {"bob", "bob-key-0123456789ab"}} {
+		h.keys = append(h.keys, acceptedKey{name: k.name, hash: sha256.Sum256([]byte(k.key))})
+	}
+	for _, c := range []struct {
+		name, peer, xff, header, value string
+		ok                             bool
+		client                         string
+	}{
+		{"alice", "203.0.113.1:1", "", "X-MCP-API-Key", "alice-key-0123456789", true, "key:alice"},
+		{"alice elsewhere", "198.51.100.2:1", "", "Authorization", "Bearer alice-key-0123456789", true, "key:alice"},
+		{"alice behind the proxy", "10.0.0.1:1", "198.51.100.9", "X-MCP-API-Key", "alice-key-0123456789", true, "key:alice"},
+		{"bob", "203.0.113.1:1", "", "X-MCP-API-Key", "bob-key-0123456789ab", true, "key:bob"},
+		{"shared key: the address", "203.0.113.1:1", "", "X-MCP-API-Key", "shared-key-0123456789", true, "203.0.113.1"},
+		{"shared key behind the proxy", "10.0.0.1:1", "198.51.100.9", "X-MCP-API-Key", "shared-key-0123456789", true, "198.51.100.9"},
+		{"wrong key", "203.0.113.1:1", "", "X-MCP-API-Key", "alice-key-0123456780", false, ""},
+		{"no key", "203.0.113.1:1", "", "", "", false, ""},
+	} {
+		r := httptest.NewRequest("POST", "/mcp", nil)
+		r.RemoteAddr = c.peer
+		if c.xff != "" {
+			r.Header.Set("X-Forwarded-For", c.xff)
+		}
+		if c.header != "" {
+			r.Header.Set(c.header, c.value)
+		}
+		name, ok := h.credential(r)
+		if ok != c.ok {
+			t.Errorf("%s: authorised %v", c.name, ok)
+			continue
+		}
+		if !ok {
+			continue
+		}
+		if name != "" {
+			r = r.WithContext(context.WithValue(r.Context(), credentialKey{}, name))
+		}
+		if got := h.clientOf(r); got != c.client {
+			t.Errorf("%s: client %q, want %q", c.name, got, c.client)
 		}
 	}
 }

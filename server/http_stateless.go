@@ -89,7 +89,8 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 	var b [12]byte
 	_, _ = rand.Read(b[:])
 	sess := NewSession("stateless-" + hex.EncodeToString(b[:]))
-	sess.client = clientOf(r)
+	sess.client, sess.oneRequest = h.clientOf(r), true
+	sess.credential = credentialOf(r)
 	ctx := r.Context()
 	var extra func(context.Context, func([]byte))
 	if env.Method == string(mcp.MethodSubscriptionsListen) {
@@ -98,7 +99,7 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 		var end context.CancelFunc
 		ctx, end = context.WithCancel(ctx)
 		defer end()
-		defer h.admitListen(clientOf(r), end)()
+		defer h.admitListen(sess.client, end)()
 		// A listen stream is the one stateless request that receives
 		// notifications belonging to no request (resource updates): its
 		// session is registered while the stream is open, and those

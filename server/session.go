@@ -19,9 +19,17 @@ import (
 // the HTTP stream of the request that caused them.
 type Session struct {
 	id string
-	// client is the HTTP client the session belongs to (its remote IP;
-	// "" on stdio): the unit of the per-client share of the tool workers.
-	client      string
+	// client is the HTTP client the session belongs to (clientOf; "" on
+	// stdio): the unit of the per-client share of the tool workers and of
+	// the rate limit.
+	client string
+	// oneRequest marks the session of a single stateless (2026-07-28) HTTP
+	// request: it has no rate-limit bucket of its own, only its client's.
+	oneRequest bool
+	// credential is the named API key that opened the session or sent the
+	// stateless request ("" for none or the shared key): only it may use
+	// the session, and a 2026-07-28 confirmation is bound to it.
+	credential  string
 	initialized atomic.Bool
 	unsolicited chan mcp.JSONRPCNotification
 

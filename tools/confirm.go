@@ -1,13 +1,19 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
 
@@ -24,9 +30,12 @@ import (
 // never asked: Confirm returns ConfirmUnsupported and the handler decides (a
 // write tool refuses, see README "Decisions where the spec is silent").
 //
-// The answer is bound to the call: requestState is a digest of the tool name,
-// its arguments and the question, so an answer given for one call is not
-// taken for a retry with other arguments (the question is asked again).
+// In 2026-07-28 the answer comes back with the client's retry, so it must be
+// bound to the call: requestState is a signed, expiring, single-use token
+// (confirm_token.go) for exactly this tool, these arguments, this question
+// and this identity. An answer with a token for anything else, an expired
+// token or one already used (by this process or any other on the database)
+// is not taken: the question is asked again.
 
 // Confirmation is the user's answer.
 type Confirmation int
@@ -78,35 +87,90 @@ var confirmSchema = map[string]any{
 
 // callInfo is what Handle records about the call for Confirm.
 type callInfo struct {
-	tool  string
-	req   mcp.CallToolRequest
-	rawID string // digest of the tool name and arguments
+	tool string
+	req  mcp.CallToolRequest
+	// binding is a digest of the tool name, the canonical arguments, the
+	// identity the server acts as and the caller's named credential: what a
+	// 2026-07-28 confirmation token is bound to (with the question).
+	binding [32]byte
+	ledger  ConfirmationLedger
 }
 
 type callInfoKey struct{}
 
-func withCallInfo(ctx context.Context, tool string, req mcp.CallToolRequest) context.Context {
-	h := sha256.New()
-	h.Write([]byte(tool))
-	h.Write([]byte{0})
-	h.Write(req.Params.RawArguments)
-	if len(req.Params.RawArguments) == 0 {
-		b, _ := jsonenc.Marshal(req.Params.Arguments)
-		h.Write(b)
+// credentialKey carries the caller's named credential (WithCredential).
+type credentialKey struct{}
+
+// WithCredential records the named credential a request presented (over
+// HTTP: a PARSE_MCP_API_KEYS name). A confirmation is bound to it, so one
+// caller's answer is not taken from another; a transport without such a
+// credential sets nothing.
+func WithCredential(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, credentialKey{}, name)
+}
+
+func withCallInfo(ctx context.Context, d *Deps, tool string, req mcp.CallToolRequest) context.Context {
+	info := &callInfo{tool: tool, req: req, ledger: d.confirmationLedger()}
+	credential, _ := ctx.Value(credentialKey{}).(string)
+	info.binding = callBinding(tool, req, identityBinding(d.Config)+"\x00caller="+credential)
+	return context.WithValue(ctx, callInfoKey{}, info)
+}
+
+// callBinding digests what one confirmation authorises: this tool, with
+// these arguments (canonical JSON: key order and spacing do not matter,
+// numbers keep their digits), for this identity.
+func callBinding(tool string, req mcp.CallToolRequest, identity string) [32]byte {
+	raw := []byte(req.Params.RawArguments)
+	if len(raw) == 0 {
+		raw, _ = jsonenc.Marshal(req.Params.Arguments)
 	}
-	return context.WithValue(ctx, callInfoKey{}, &callInfo{tool: tool, req: req, rawID: hex.EncodeToString(h.Sum(nil))})
+	canonical := raw
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) == nil {
+		if b, err := jsonenc.Marshal(v); err == nil {
+			canonical = b
+		}
+	}
+	h := sha256.New()
+	for _, part := range [][]byte{[]byte(tool), canonical, []byte(identity)} {
+		var n [8]byte
+		binary.BigEndian.PutUint64(n[:], uint64(len(part)))
+		h.Write(n[:])
+		h.Write(part)
+	}
+	var out [32]byte
+	h.Sum(out[:0])
+	return out
+}
+
+// identityBinding names the identity the server acts as (kind and value,
+// the session token only as a digest), its tenant and its database: a
+// confirmation given to one of them is not valid for another.
+func identityBinding(cfg *config.Config) string {
+	if cfg == nil {
+		return ""
+	}
+	value := cfg.ACLUser + cfg.ACLRole
+	if cfg.SessionToken != "" {
+		h := sha256.Sum256([]byte(cfg.SessionToken))
+		value = hex.EncodeToString(h[:])
+	}
+	return strings.Join([]string{cfg.Identity(), value, "tenant=" + cfg.TenantID, "db=" + cfg.DatabaseName(), "prefix=" + cfg.CollectionPrefix}, "\x00")
 }
 
 // Confirm asks the user to confirm what message describes (plain text,
 // shown by the client as is). See the package comment above for the two
-// eras. It returns an error only for *InputRequired (2026-07-28: return it
-// from the handler) or when the call was cancelled while waiting.
+// eras. It returns an error for *InputRequired (2026-07-28: return it from
+// the handler), when the call was cancelled while waiting, or when the
+// confirmation ledger cannot be reached (an infrastructure error: nothing
+// may be written then).
 func Confirm(ctx context.Context, message string) (Confirmation, error) {
 	info, _ := ctx.Value(callInfoKey{}).(*callInfo)
 	if info == nil {
 		return ConfirmUnsupported, nil
 	}
-	state := confirmState(info, message)
 	params := mcp.ElicitationParams{Message: message, RequestedSchema: confirmSchema}
 
 	if mcpserver.IsModernRequest(ctx) {
@@ -114,10 +178,15 @@ func Confirm(ctx context.Context, message string) (Confirmation, error) {
 			return ConfirmUnsupported, nil
 		}
 		mrt := info.req.Params.MultiRoundTripParams
-		if mrt.RequestState == state {
-			if res := mcpserver.ElicitationResponse(mrt.InputResponses, confirmInputKey); res != nil {
-				return confirmationOf(res), nil
+		if res := mcpserver.ElicitationResponse(mrt.InputResponses, confirmInputKey); res != nil && mrt.RequestState != "" {
+			answer, ok, err := redeem(ctx, info, message, mrt.RequestState, res)
+			if err != nil || ok {
+				return answer, err
 			}
+		}
+		state, err := issue(ctx, info, message)
+		if err != nil {
+			return ConfirmUnsupported, err
 		}
 		b := mcpserver.NewInputRequestBuilder(state).Elicit(confirmInputKey, params)
 		return 0, &InputRequired{Result: b.ToolResult()}
@@ -160,9 +229,4 @@ func confirmationOf(res *mcp.ElicitationResult) Confirmation {
 		return ConfirmDeclined
 	}
 	return ConfirmCancelled
-}
-
-func confirmState(info *callInfo, message string) string {
-	h := sha256.Sum256([]byte(info.rawID + "\x00" + message))
-	return "parse-mcp.confirm." + hex.EncodeToString(h[:16])
 }

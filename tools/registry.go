@@ -65,6 +65,10 @@ type Deps struct {
 	// CloudFunctions runs declared Cloud Code function actions (nil: none;
 	// the Parse Server bridge installs it).
 	CloudFunctions CloudFunctionCaller
+	// Confirmations signs 2026-07-28 confirmation tokens and records their
+	// single use (nil: this process's own ledger, right for stdio; over HTTP
+	// the database's, shared by every process behind a load balancer).
+	Confirmations ConfirmationLedger
 }
 
 // NewDeps builds the handlers' dependencies around the whole Catalog and
@@ -145,7 +149,7 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 		}
 		ctx = withRawArguments(ctx, req.Params.RawArguments)
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
-		ctx = withCallInfo(ctx, t.Name, req)
+		ctx = withCallInfo(ctx, d, t.Name, req)
 		out, err := t.Handler(ctx, d, Args(args))
 		if err != nil && t.ReadOnly && parsedb.IsConnectionFailure(err) && ctx.Err() == nil {
 			// A read is idempotent: after a connection failed (typically a

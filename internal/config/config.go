@@ -4,8 +4,10 @@
 package config
 
 import (
+	"cmp"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"strings"
@@ -37,8 +39,25 @@ type Config struct {
 	TenantID         string `envconfig:"TENANT_ID"`
 	HTTPAddr         string `envconfig:"HTTP_ADDR"`
 	APIKey           string `envconfig:"API_KEY"`
-	LogLevel         string `envconfig:"LOG_LEVEL" default:"info"`
-	LogFile          string `envconfig:"LOG_FILE"`
+	// APIKeys are named HTTP keys, "name:key,name:key": each name is one
+	// client (README "Behind a load balancer"); see NamedAPIKeys.
+	APIKeys parseserver.Secret `envconfig:"API_KEYS"`
+	// TrustedProxies are the reverse proxies / load balancers (CIDRs or
+	// addresses, comma-separated) whose X-Forwarded-For names the client;
+	// see TrustedProxyNets.
+	TrustedProxies string `envconfig:"TRUSTED_PROXIES"`
+	// HTTP caps (README "Behind a load balancer"): sessions in the process
+	// and per client, and the rate-limit buckets of one client and of the
+	// process as multiples of the policy's rate_limit.requests.
+	HTTPMaxSessions       int `envconfig:"HTTP_MAX_SESSIONS" default:"256"`
+	HTTPSessionsPerClient int `envconfig:"HTTP_SESSIONS_PER_CLIENT" default:"16"`
+	HTTPClientRateFactor  int `envconfig:"HTTP_CLIENT_RATE_FACTOR" default:"2"`
+	HTTPProcessRateFactor int `envconfig:"HTTP_PROCESS_RATE_FACTOR" default:"4"`
+	// ConfirmSecret signs 2026-07-28 confirmation tokens over HTTP (empty:
+	// a secret stored once in the database, shared by every process).
+	ConfirmSecret parseserver.Secret `envconfig:"CONFIRM_SECRET"`
+	LogLevel      string             `envconfig:"LOG_LEVEL" default:"info"`
+	LogFile       string             `envconfig:"LOG_FILE"`
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
 	Workers int `envconfig:"WORKERS" default:"16"`
@@ -205,12 +224,21 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return &Error{"PARSE_MCP_HTTP_ADDR", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
 		}
-		if !IsLoopbackHost(host) && c.APIKey == "" {
-			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key or bind 127.0.0.1"}
+		if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() {
+			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key (or PARSE_MCP_API_KEYS) or bind 127.0.0.1"}
 		}
 	}
 	if c.APIKey != "" && len(c.APIKey) < 16 {
 		return &Error{"PARSE_MCP_API_KEY", "is shorter than 16 characters", "use a long random key"}
+	}
+	if _, err := c.NamedAPIKeys(); err != nil {
+		return err
+	}
+	if err := c.validateHTTPCaps(); err != nil {
+		return err
+	}
+	if c.ConfirmSecret.IsSet() && len(c.ConfirmSecret.Reveal()) < 32 {
+		return &Error{"PARSE_MCP_CONFIRM_SECRET", "is shorter than 32 characters", "use a long random secret, the same on every process (e.g. openssl rand -hex 32)"}
 	}
 	return nil
 }
@@ -315,4 +343,120 @@ func (c *Config) validateBridge() error {
 		}
 	}
 	return nil
+}
+
+// validateHTTPCaps checks the trusted proxies and the HTTP caps. Zero
+// values (a Config built in code) mean the defaults.
+func (c *Config) validateHTTPCaps() error {
+	if _, err := c.TrustedProxyNets(); err != nil {
+		return err
+	}
+	maxSessions := cmp.Or(c.HTTPMaxSessions, DefaultHTTPMaxSessions)
+	if maxSessions < 1 || maxSessions > 100_000 {
+		return &Error{"PARSE_MCP_HTTP_MAX_SESSIONS", fmt.Sprintf("%d is out of range", c.HTTPMaxSessions), "use a number from 1 to 100000"}
+	}
+	if per := cmp.Or(c.HTTPSessionsPerClient, DefaultHTTPSessionsPerClient); per < 1 || per > maxSessions {
+		return &Error{"PARSE_MCP_HTTP_SESSIONS_PER_CLIENT", fmt.Sprintf("%d is out of range", c.HTTPSessionsPerClient), fmt.Sprintf("use a number from 1 to PARSE_MCP_HTTP_MAX_SESSIONS (%d)", maxSessions)}
+	}
+	process := cmp.Or(c.HTTPProcessRateFactor, DefaultHTTPProcessRateFactor)
+	if process < 2 || process > 10_000 {
+		return &Error{"PARSE_MCP_HTTP_PROCESS_RATE_FACTOR", fmt.Sprintf("%d is out of range", c.HTTPProcessRateFactor), "use a number from 2 to 10000"}
+	}
+	if client := cmp.Or(c.HTTPClientRateFactor, DefaultHTTPClientRateFactor); client < 1 || client >= process {
+		return &Error{"PARSE_MCP_HTTP_CLIENT_RATE_FACTOR", fmt.Sprintf("%d is out of range", c.HTTPClientRateFactor),
+			fmt.Sprintf("use a number from 1 to PARSE_MCP_HTTP_PROCESS_RATE_FACTOR − 1 (%d): one client must not be able to fill the process's bucket alone", process-1)}
+	}
+	return nil
+}
+
+// HTTP cap defaults (see Config).
+const (
+	DefaultHTTPMaxSessions       = 256
+	DefaultHTTPSessionsPerClient = 16
+	DefaultHTTPClientRateFactor  = 2
+	DefaultHTTPProcessRateFactor = 4
+)
+
+// HTTPCaps are the effective HTTP caps (defaults for zero values).
+func (c *Config) HTTPCaps() (maxSessions, perClient, clientRateFactor, processRateFactor int) {
+	return cmp.Or(c.HTTPMaxSessions, DefaultHTTPMaxSessions), cmp.Or(c.HTTPSessionsPerClient, DefaultHTTPSessionsPerClient),
+		cmp.Or(c.HTTPClientRateFactor, DefaultHTTPClientRateFactor), cmp.Or(c.HTTPProcessRateFactor, DefaultHTTPProcessRateFactor)
+}
+
+// TrustedProxyNets parses PARSE_MCP_TRUSTED_PROXIES: comma-separated CIDRs
+// or single addresses. A range that trusts every address is refused: any
+// client could then name itself in X-Forwarded-For.
+func (c *Config) TrustedProxyNets() ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for item := range strings.SplitSeq(c.TrustedProxies, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		p, err := netip.ParsePrefix(item)
+		if err != nil {
+			a, aerr := netip.ParseAddr(item)
+			if aerr != nil {
+				return nil, &Error{"PARSE_MCP_TRUSTED_PROXIES", fmt.Sprintf("%q is neither an address nor a CIDR", item), "list the proxies' addresses or ranges, e.g. 10.0.0.0/8,127.0.0.1"}
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		p = p.Masked()
+		if p.Addr().Is4In6() {
+			p = netip.PrefixFrom(p.Addr().Unmap(), max(0, p.Bits()-96))
+		}
+		if p.Bits() == 0 {
+			return nil, &Error{"PARSE_MCP_TRUSTED_PROXIES", fmt.Sprintf("%q trusts every address", item), "list only the proxies' own addresses or ranges"}
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// NamedAPIKey is one entry of PARSE_MCP_API_KEYS.
+type NamedAPIKey struct {
+	Name string
+	Key  parseserver.Secret
+}
+
+// NamedAPIKeys parses PARSE_MCP_API_KEYS: comma-separated name:key pairs,
+// names of letters, digits, '.', '_' and '-' (≤ 64), keys of ≥ 16
+// characters; names and keys are unique, and no key equals
+// PARSE_MCP_API_KEY. Errors never quote a key.
+func (c *Config) NamedAPIKeys() ([]NamedAPIKey, error) {
+	const variable = "PARSE_MCP_API_KEYS"
+	var out []NamedAPIKey
+	names, keys := map[string]bool{}, map[string]bool{c.APIKey: c.APIKey != ""}
+	for i, item := range strings.Split(c.APIKeys.Reveal(), ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, key, found := strings.Cut(item, ":")
+		switch {
+		case !found || !validKeyName(name):
+			return nil, &Error{variable, fmt.Sprintf("entry %d is not name:key with a name of letters, digits, '.', '_' or '-'", i+1), "use e.g. alice:KEY1,ci-bot:KEY2"}
+		case len(key) < 16:
+			return nil, &Error{variable, fmt.Sprintf("the key of %q is shorter than 16 characters", name), "use long random keys"}
+		case names[name]:
+			return nil, &Error{variable, fmt.Sprintf("%q is named twice", name), "give every key its own name"}
+		case keys[key]:
+			return nil, &Error{variable, fmt.Sprintf("the key of %q is used twice (or is PARSE_MCP_API_KEY)", name), "give every client its own key"}
+		}
+		names[name], keys[key] = true, true
+		out = append(out, NamedAPIKey{Name: name, Key: parseserver.NewSecret(key)})
+	}
+	return out, nil
+}
+
+func validKeyName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '.' || r == '_' || r == '-') {
+			return false
+		}
+	}
+	return true
 }

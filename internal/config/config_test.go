@@ -49,6 +49,36 @@ func TestValidate(t *testing.T) {
 		{"http loopback", func(c *Config) { c.HTTPAddr = "127.0.0.1:8080" }, ""},
 		{"http localhost", func(c *Config) { c.HTTPAddr = "localhost:8080" }, ""},
 		{"short key", func(c *Config) { c.APIKey = "short" }, "PARSE_MCP_API_KEY"},
+		{"short confirm secret", func(c *Config) { c.ConfirmSecret = parseserver.NewSecret("0123456789abcdef") }, "PARSE_MCP_CONFIRM_SECRET"},
+		{"confirm secret", func(c *Config) { c.ConfirmSecret = parseserver.NewSecret("0123456789abcdef0123456789abcdef") }, ""},
+		{"trusted proxies", func(c *Config) { c.TrustedProxies = " 10.0.0.0/8, 127.0.0.1 ,fd00::/8," }, ""},
+		{"trusted proxy not an address", func(c *Config) { c.TrustedProxies = "10.0.0.0/8,proxy.internal" }, "PARSE_MCP_TRUSTED_PROXIES"},
+		{"trusted proxies trust everyone", func(c *Config) { c.TrustedProxies = "0.0.0.0/0" }, "PARSE_MCP_TRUSTED_PROXIES"},
+		{"trusted proxies trust every v6", func(c *Config) { c.TrustedProxies = "::/0" }, "PARSE_MCP_TRUSTED_PROXIES"},
+		{"trusted proxies trust every mapped v4", func(c *Config) { c.TrustedProxies = "::ffff:0.0.0.0/96" }, "PARSE_MCP_TRUSTED_PROXIES"},
+		{"named keys", func(c *Config) {
+			c.HTTPAddr = "0.0.0.0:8080"
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef, ci-bot.2:fedcba9876543210")
+		}, ""},
+		{"named key without name", func(c *Config) { c.APIKeys = parseserver.NewSecret("0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"named key bad name", func(c *Config) { c.APIKeys = parseserver.NewSecret("a b:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"named key short", func(c *Config) { c.APIKeys = parseserver.NewSecret("alice:short") }, "PARSE_MCP_API_KEYS"},
+		{"named key twice", func(c *Config) {
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef,alice:fedcba9876543210")
+		}, "PARSE_MCP_API_KEYS"},
+		{"one key for two names", func(c *Config) {
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef,bob:0123456789abcdef")
+		}, "PARSE_MCP_API_KEYS"},
+		{"named key equals the shared key", func(c *Config) {
+			c.APIKey = "0123456789abcdef"
+			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef")
+		}, "PARSE_MCP_API_KEYS"},
+		{"session caps", func(c *Config) { c.HTTPMaxSessions = 1000; c.HTTPSessionsPerClient = 4 }, ""},
+		{"no sessions", func(c *Config) { c.HTTPMaxSessions = -1 }, "PARSE_MCP_HTTP_MAX_SESSIONS"},
+		{"per client above total", func(c *Config) { c.HTTPMaxSessions = 10; c.HTTPSessionsPerClient = 11 }, "PARSE_MCP_HTTP_SESSIONS_PER_CLIENT"},
+		{"client rate fills the process", func(c *Config) { c.HTTPClientRateFactor = 4 }, "PARSE_MCP_HTTP_CLIENT_RATE_FACTOR"},
+		{"rate factors", func(c *Config) { c.HTTPClientRateFactor = 3; c.HTTPProcessRateFactor = 10 }, ""},
+		{"process rate below two", func(c *Config) { c.HTTPProcessRateFactor = 1 }, "PARSE_MCP_HTTP_PROCESS_RATE_FACTOR"},
 		{"bridge master", bridge(func(c *Config) {}), ""},
 		{"bridge session", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{}; c.SessionToken = "r:abc" }), ""},
 		{"bridge acl user, no key", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{}; c.ACLUser = "abc" }), ""},

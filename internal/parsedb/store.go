@@ -76,14 +76,15 @@ func (s *Store) SchemaCollection() *mongo.Collection {
 }
 
 // IsInternalCollection reports whether a class name designates one of Parse
-// Server's internal collections, which no tool may ever read.
+// Server's internal collections, or parse-mcp's own confirmation ledger,
+// which no tool may ever read.
 func IsInternalCollection(name string) bool {
 	if strings.HasPrefix(name, "_Join:") {
 		return true
 	}
 	switch name {
 	case "_SCHEMA", "_Hooks", "_GlobalConfig", "_GraphQLConfig", "_Idempotency", "_PushStatus",
-		"_JobStatus", "_JobSchedule", "_Audience", "_Product", "_ExportProgress":
+		"_JobStatus", "_JobSchedule", "_Audience", "_Product", "_ExportProgress", ConfirmationCollection:
 		return true
 	}
 	return false
