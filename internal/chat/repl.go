@@ -1,0 +1,323 @@
+package chat
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+
+	"golang.org/x/term"
+)
+
+// CostLine is the one-line cost of usage u on the session's model.
+func CostLine(prices Prices, p Provider, u Usage) string {
+	return fmt.Sprintf("%d in / %d out tokens, %s (%s)", u.In, u.Out, usd(prices, p, u), p.Model())
+}
+
+func usd(prices Prices, p Provider, u Usage) string {
+	pr, ok := prices.Lookup(p.Name(), p.Model())
+	if !ok {
+		return "USD unknown (no price for this model: set LLM_PRICES)"
+	}
+	return fmt.Sprintf("$%.4f", pr.Cost(u))
+}
+
+// REPL is `parse-mcp chat`: a prompt with line editing and history, slash
+// commands, streamed answers; Ctrl-C cancels the answer being written (and
+// its database work), Ctrl-D exits.
+type REPL struct {
+	Session *Session
+	Prices  Prices
+	In      io.Reader // a terminal gets the line editor; anything else is read by lines
+	Out     io.Writer
+	// Banner is printed once before the first prompt.
+	Banner string
+}
+
+const helpText = `/reset     forget the conversation (the cost so far stays)
+/compact   replace the conversation with a summary (shows the token delta)
+/tools     the tools the model may call
+/trace     the tool calls of the last question (/trace all: of the session)
+/cost      tokens and USD of the last question and of the session
+/history   the conversation so far
+/exit      leave (also Ctrl-D)
+Ctrl-C cancels the answer being written.`
+
+// lineReader reads one line of input.
+type lineReader interface {
+	ReadLine() (string, error)
+}
+
+// Run serves the prompt until /exit, Ctrl-D, end of input or ctx ends.
+func (r *REPL) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	var lines lineReader
+	f, tty := r.In.(*os.File)
+	tty = tty && term.IsTerminal(int(f.Fd()))
+	if tty {
+		lines = newTTYReader(f, r.Out)
+	} else {
+		sc := bufio.NewScanner(r.In)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		lines = scanReader{sc}
+	}
+
+	// Ctrl-C arrives as SIGINT while an answer is written (the terminal is
+	// in its normal mode then; the prompt reads it in raw mode as a key).
+	// It cancels the answer; with no answer running (input from a pipe) it
+	// ends the chat.
+	var mu sync.Mutex
+	var cancelTurn context.CancelFunc
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+				mu.Lock()
+				c := cancelTurn
+				mu.Unlock()
+				if c != nil {
+					c()
+				} else {
+					stop()
+				}
+			}
+		}
+	}()
+
+	if r.Banner != "" {
+		fmt.Fprintln(r.Out, r.Banner)
+	}
+	r.Session.OnTool = func(e TraceEntry) {
+		status := ""
+		if e.IsError {
+			status = " (error)"
+		}
+		fmt.Fprintf(r.Out, "  · %s %s%s\n", e.Name, formatDuration(e.Duration), status)
+	}
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		line, err := lines.ReadLine()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if tty {
+					fmt.Fprintln(r.Out)
+				}
+				return nil
+			}
+			return err
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "/") {
+			if done := r.command(ctx, line); done {
+				return nil
+			}
+			continue
+		}
+		tctx, cancel := context.WithCancel(ctx)
+		mu.Lock()
+		cancelTurn = cancel
+		mu.Unlock()
+		_, err = r.Session.Ask(tctx, line)
+		mu.Lock()
+		cancelTurn = nil
+		mu.Unlock()
+		cancel()
+		switch {
+		case err == nil:
+		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
+			fmt.Fprintln(r.Out, "\n^C answer cancelled (the question is dropped from the history)")
+		case errors.Is(err, ErrRoundLimit):
+			fmt.Fprintf(r.Out, "\nstopped: %v\n", err)
+		case ctx.Err() != nil:
+			return nil
+		default:
+			fmt.Fprintf(r.Out, "\nerror: %v\n", err)
+		}
+	}
+}
+
+// command runs a slash command; it reports whether the chat should end.
+func (r *REPL) command(ctx context.Context, line string) bool {
+	s := r.Session
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	switch strings.ToLower(name) {
+	case "/exit", "/quit":
+		return true
+	case "/help", "/?":
+		fmt.Fprintln(r.Out, helpText)
+	case "/reset":
+		s.Reset()
+		fmt.Fprintln(r.Out, "history cleared (the cost so far stays: /cost)")
+	case "/compact":
+		if len(s.History()) == 0 {
+			fmt.Fprintln(r.Out, "nothing to compact")
+			return false
+		}
+		before, after, err := s.Compact(ctx)
+		if err != nil {
+			fmt.Fprintf(r.Out, "compact failed: %v\n", err)
+			return false
+		}
+		fmt.Fprintf(r.Out, "history compacted: %d → %d tokens (%+d)\n", before, after, after-before)
+	case "/tools":
+		for _, t := range s.Tools() {
+			fmt.Fprintf(r.Out, "%-20s %s\n", t.Name, firstSentence(t.Description))
+		}
+		fmt.Fprintf(r.Out, "%d tools\n", len(s.Tools()))
+	case "/trace":
+		entries := s.Trace()
+		if arg != "all" {
+			var last []TraceEntry
+			for _, e := range entries {
+				if e.Turn == s.Turn() {
+					last = append(last, e)
+				}
+			}
+			entries = last
+		}
+		if len(entries) == 0 {
+			fmt.Fprintln(r.Out, "no tool calls")
+		}
+		for _, e := range entries {
+			fmt.Fprintf(r.Out, "#%d.%d %s\n", e.Turn, e.Round, e)
+		}
+	case "/cost":
+		fmt.Fprintf(r.Out, "last question: %s\n", CostLine(r.Prices, s.Provider, s.Last))
+		fmt.Fprintf(r.Out, "session:       %s\n", CostLine(r.Prices, s.Provider, s.Total))
+		if pr, ok := r.Prices.Lookup(s.Provider.Name(), s.Provider.Model()); ok {
+			fmt.Fprintf(r.Out, "price: $%.2f in / $%.2f out per million tokens (LLM_PRICES overrides)\n", pr.In, pr.Out)
+		}
+	case "/history":
+		if sum := s.Summary(); sum != "" {
+			fmt.Fprintf(r.Out, "summary: %s\n", sum)
+		}
+		for _, m := range s.History() {
+			switch m.Role {
+			case RoleUser:
+				fmt.Fprintf(r.Out, "you: %s\n", m.Text)
+			case RoleAssistant:
+				if m.Text != "" {
+					fmt.Fprintf(r.Out, "assistant: %s\n", strings.TrimSpace(m.Text))
+				}
+				for _, c := range m.Calls {
+					fmt.Fprintf(r.Out, "  → %s %s\n", c.Name, compactJSON(c.Args))
+				}
+			case RoleTool:
+				for _, res := range m.Results {
+					status := ""
+					if res.IsError {
+						status = " (error)"
+					}
+					fmt.Fprintf(r.Out, "  ← %s: %d bytes%s\n", res.Name, len(res.Text), status)
+				}
+			}
+		}
+		if len(s.History()) == 0 && s.Summary() == "" {
+			fmt.Fprintln(r.Out, "no history")
+		}
+	default:
+		fmt.Fprintf(r.Out, "unknown command %s (/help lists them)\n", name)
+	}
+	return false
+}
+
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.Index(s, ". "); i >= 0 {
+		s = s[:i+1]
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:99]) + "…"
+	}
+	return s
+}
+
+type scanReader struct{ sc *bufio.Scanner }
+
+func (s scanReader) ReadLine() (string, error) {
+	if s.sc.Scan() {
+		return s.sc.Text(), nil
+	}
+	if err := s.sc.Err(); err != nil {
+		return "", err
+	}
+	return "", io.EOF
+}
+
+// ttyReader is golang.org/x/term's line editor (arrows, history with
+// up/down, Ctrl-A/E/K/U/W…), in raw mode only while a line is read: while an
+// answer is written the terminal is in its normal mode, so Ctrl-C is a
+// SIGINT that cancels it.
+type ttyReader struct {
+	f *os.File
+	t *term.Terminal
+}
+
+func newTTYReader(f *os.File, out io.Writer) *ttyReader {
+	rw := struct {
+		io.Reader
+		io.Writer
+	}{&ctrlCLine{r: f}, out}
+	return &ttyReader{f: f, t: term.NewTerminal(rw, "> ")}
+}
+
+func (t *ttyReader) ReadLine() (string, error) {
+	fd := int(t.f.Fd())
+	old, err := term.MakeRaw(fd)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = term.Restore(fd, old) }()
+	if w, h, err := term.GetSize(fd); err == nil {
+		_ = t.t.SetSize(w, h)
+	}
+	return t.t.ReadLine()
+}
+
+// ctrlCLine makes Ctrl-C at the prompt clear the line (as in a shell)
+// instead of ending input: x/term's editor reads it as end of input, like
+// Ctrl-D. It becomes Ctrl-E (end of line) then Ctrl-U (erase to the start).
+type ctrlCLine struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (c *ctrlCLine) Read(p []byte) (int, error) {
+	if len(c.buf) == 0 {
+		raw := make([]byte, max(len(p)/2, 1))
+		n, err := c.r.Read(raw)
+		for _, b := range raw[:n] {
+			if b == 3 {
+				c.buf = append(c.buf, 5, 21)
+			} else {
+				c.buf = append(c.buf, b)
+			}
+		}
+		if n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
+}
