@@ -137,6 +137,7 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onText func(string)
 	}
 	blocks := map[int]*block{}
 	var order []int
+	complete := false
 	err = readSSE(s, func(ev sseEvent) error {
 		var e struct {
 			Type    string `json:"type"`
@@ -209,6 +210,8 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onText func(string)
 			if e.Usage.OutputTokens > 0 {
 				reply.Usage.Out = e.Usage.OutputTokens // cumulative
 			}
+		case "message_stop":
+			complete = true
 		case "error":
 			msg := e.Error.Message
 			if e.Error.Type != "" {
@@ -218,6 +221,9 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onText func(string)
 		}
 		return nil
 	})
+	if err == nil && !complete {
+		err = errors.New("the stream ended before message_stop")
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return reply, ctx.Err()

@@ -150,9 +150,14 @@ func (p *openAI) Stream(ctx context.Context, req Request, onText func(string)) (
 	calls := map[int]*ToolCall{}
 	args := map[int]*strings.Builder{}
 	next := 0 // index of a call whose chunk names none
+	complete := false
 	err = readSSE(s, func(ev sseEvent) error {
 		data := strings.TrimSpace(string(ev.Data))
-		if data == "" || data == "[DONE]" {
+		if data == "[DONE]" {
+			complete = true
+			return nil
+		}
+		if data == "" {
 			return nil
 		}
 		var chunk struct {
@@ -213,12 +218,16 @@ func (p *openAI) Stream(ctx context.Context, req Request, onText func(string)) (
 				}
 				args[i].WriteString(tc.Function.Arguments)
 			}
-			if ch.FinishReason != nil {
+			if ch.FinishReason != nil && *ch.FinishReason != "" {
 				reply.Stop = *ch.FinishReason
+				complete = true
 			}
 		}
 		return nil
 	})
+	if err == nil && !complete {
+		err = errors.New("the stream ended before the reply was complete")
+	}
 	if err != nil {
 		return reply, p.streamErr(ctx, err)
 	}
