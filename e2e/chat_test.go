@@ -28,9 +28,8 @@ type scriptedModel struct {
 
 	mu       sync.Mutex
 	requests []map[string]any
-	// block, when set, holds a request open until the client goes away (the
-	// Ctrl-C test), after streaming this text.
-	block string
+	// abandoned is signalled when a client goes away from a hanging reply.
+	abandoned chan struct{}
 }
 
 // wireMsg is a message of the conversation as the model received it,
@@ -42,14 +41,17 @@ type wireMsg struct {
 	IsError bool
 }
 
-// modelStep is the model's next move: tool calls, or an answer.
+// modelStep is the model's next move: tool calls, or an answer. Hang
+// streams the answer's text and then holds the reply open until the client
+// goes away (the Ctrl-C test).
 type modelStep struct {
 	Calls  [][2]string // name, JSON arguments
 	Answer string
+	Hang   bool
 }
 
 func newScriptedModel(t *testing.T, kind string, next func([]wireMsg) modelStep) *scriptedModel {
-	m := &scriptedModel{kind: kind, next: next}
+	m := &scriptedModel{kind: kind, next: next, abandoned: make(chan struct{}, 8)}
 	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.Close)
 	return m
@@ -71,7 +73,6 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
 	m.requests = append(m.requests, body)
 	n := len(m.requests)
-	block := m.block
 	m.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	flush := func(event, data string) {
@@ -81,12 +82,13 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "data: %s\n\n", data)
 		w.(http.Flusher).Flush()
 	}
-	if block != "" {
-		m.streamText(flush, block, n, false)
+	step := m.next(m.conversation(body))
+	if step.Hang {
+		m.streamText(flush, step.Answer, n, false)
 		<-r.Context().Done()
+		m.abandoned <- struct{}{}
 		return
 	}
-	step := m.next(m.conversation(body))
 	if len(step.Calls) > 0 {
 		m.streamCalls(flush, step.Calls, n)
 		return
@@ -469,7 +471,7 @@ func TestChatFromStdin(t *testing.T) {
 	}
 	for _, want := range []string{
 		"parse-mcp chat · anthropic scripted",
-		fmt.Sprintf("There are %d artists.", demo.CollectionCounts[demo.ClassArtist]),
+		fmt.Sprintf("ms\nThere are %d artists.\n", demo.CollectionCounts[demo.ClassArtist]), // streamed after the tool line
 		"  · count_objects ",
 		`#1.1 tool count_objects {"class_name":"Artist"}`,
 		"last question: 3000 in / 30 out tokens, $0.0031 (scripted)",

@@ -201,3 +201,16 @@ func TestTruncatedStream(t *testing.T) {
 		}
 	}
 }
+
+func TestFirstSentence(t *testing.T) {
+	for in, want := range map[string]string{
+		"Count objects. More text.":                    "Count objects.",
+		"Count per value of a field, e.g. genre. More": "Count per value of a field, e.g. genre.",
+		"One line\nsecond":                             "One line",
+		"No stop":                                      "No stop",
+	} {
+		if got := firstSentence(in); got != want {
+			t.Errorf("firstSentence(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -98,6 +98,7 @@ func (r *REPL) Run(ctx context.Context) error {
 	if r.Banner != "" {
 		fmt.Fprintln(r.Out, r.Banner)
 	}
+	r.Session.Out = r.Out
 	r.Session.OnTool = func(e TraceEntry) {
 		status := ""
 		if e.IsError {
@@ -240,8 +241,18 @@ func (r *REPL) command(ctx context.Context, line string) bool {
 
 func firstSentence(s string) string {
 	s = strings.TrimSpace(s)
-	if i := strings.Index(s, ". "); i >= 0 {
-		s = s[:i+1]
+	for from := 0; ; {
+		i := strings.Index(s[from:], ". ")
+		if i < 0 {
+			break
+		}
+		end := from + i + 1
+		if w := s[:end]; strings.HasSuffix(w, "e.g.") || strings.HasSuffix(w, "i.e.") {
+			from = end
+			continue
+		}
+		s = s[:end]
+		break
 	}
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		s = s[:i]
