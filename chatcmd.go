@@ -78,8 +78,7 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 		return exitBadUsage
 	}
 	if err := provider.Prepare(ctx); err != nil {
-		var ce *chat.ConfigError
-		if errors.As(err, &ce) {
+		if _, ok := errors.AsType[*chat.ConfigError](err); ok {
 			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
 			return exitBadUsage
 		}

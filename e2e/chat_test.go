@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -196,12 +197,12 @@ func (m *scriptedModel) conversation(body map[string]any) []wireMsg {
 // toolResults are the tool messages after the last user question.
 func toolResults(msgs []wireMsg) []wireMsg {
 	var out []wireMsg
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == "user" {
+	for _, msg := range slices.Backward(msgs) {
+		if msg.Role == "user" {
 			break
 		}
-		if msgs[i].Role == "tool" {
-			out = append([]wireMsg{msgs[i]}, out...)
+		if msg.Role == "tool" {
+			out = append([]wireMsg{msg}, out...)
 		}
 	}
 	return out

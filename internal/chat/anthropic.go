@@ -104,7 +104,7 @@ func anthropicBody(model string, req Request) ([]byte, error) {
 	if len(req.Tools) > 0 {
 		tools := make([]anTool, len(req.Tools))
 		for i, t := range req.Tools {
-			tools[i] = anTool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema}
+			tools[i] = anTool(t)
 		}
 		body["tools"] = tools
 	}
@@ -228,8 +228,7 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onText func(string)
 		if ctx.Err() != nil {
 			return reply, ctx.Err()
 		}
-		var ae *APIError
-		if errors.As(err, &ae) {
+		if _, ok := errors.AsType[*APIError](err); ok {
 			return reply, err
 		}
 		return reply, fmt.Errorf("anthropic: the stream broke off: %w", err)

@@ -324,9 +324,7 @@ func (s *Session) runTools(ctx context.Context, round int, calls []ToolCall) []T
 	entries := make([]TraceEntry, len(calls))
 	var wg sync.WaitGroup
 	for i, c := range calls {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			began := time.Now()
 			var r ToolResult
 			if !json.Valid(c.Args) {
@@ -337,7 +335,7 @@ func (s *Session) runTools(ctx context.Context, round int, calls []ToolCall) []T
 			r.CallID, r.Name = c.ID, c.Name
 			results[i] = r
 			entries[i] = TraceEntry{Turn: s.turn, Round: round, Name: c.Name, Args: c.Args, Duration: time.Since(began), IsError: r.IsError, Bytes: len(r.Text)}
-		}()
+		})
 	}
 	wg.Wait()
 	for _, e := range entries {
@@ -363,10 +361,7 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 	if err != nil {
 		return 0, 0, err
 	}
-	before = s.lastContext
-	if reply.Usage.In > before {
-		before = reply.Usage.In
-	}
+	before = max(reply.Usage.In, s.lastContext)
 	summary := strings.TrimSpace(reply.Text)
 	if summary == "" {
 		return before, before, errors.New("the model returned an empty summary; history kept")

@@ -83,19 +83,17 @@ type oaUsage struct {
 	CompletionTokens int `json:"completion_tokens"`
 }
 
-func strPtr(s string) *string { return &s }
-
 // openAIBody is the request body of a streamed Chat Completions call.
 func openAIBody(model string, req Request) ([]byte, error) {
-	msgs := []oaMessage{{Role: "system", Content: strPtr(req.System)}}
+	msgs := []oaMessage{{Role: "system", Content: new(req.System)}}
 	for _, m := range req.Messages {
 		switch m.Role {
 		case RoleUser:
-			msgs = append(msgs, oaMessage{Role: "user", Content: strPtr(m.Text)})
+			msgs = append(msgs, oaMessage{Role: "user", Content: new(m.Text)})
 		case RoleAssistant:
 			am := oaMessage{Role: "assistant"}
 			if m.Text != "" || len(m.Calls) == 0 {
-				am.Content = strPtr(m.Text)
+				am.Content = new(m.Text)
 			}
 			for _, c := range m.Calls {
 				var tc oaToolCall
@@ -106,7 +104,7 @@ func openAIBody(model string, req Request) ([]byte, error) {
 			msgs = append(msgs, am)
 		case RoleTool:
 			for _, r := range m.Results {
-				msgs = append(msgs, oaMessage{Role: "tool", ToolCallID: r.CallID, Content: strPtr(r.Text)})
+				msgs = append(msgs, oaMessage{Role: "tool", ToolCallID: r.CallID, Content: new(r.Text)})
 			}
 		}
 	}
@@ -292,8 +290,7 @@ func (p *openAI) streamErr(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	var ae *APIError
-	if errors.As(err, &ae) {
+	if _, ok := errors.AsType[*APIError](err); ok {
 		return err
 	}
 	return fmt.Errorf("%s: the stream broke off: %w", p.kind, err)
