@@ -3,10 +3,12 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -486,5 +488,53 @@ func TestChatFromStdin(t *testing.T) {
 	}
 	if n := len(m.reqs()); n != 2 {
 		t.Fatalf("%d model calls, want 2 (nothing after /exit)", n)
+	}
+}
+
+// TestAskInterrupted: Ctrl-C (SIGINT) while `ask` streams ends it with exit
+// 130, and the model server sees the request go away.
+func TestAskInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	m := newScriptedModel(t, "openai", func([]wireMsg) modelStep {
+		return modelStep{Answer: "Counting the songs ", Hang: true}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, "--demo", "ask", "how many songs?")
+	cmd.Env = envWith(demoEnv(dir, m)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 64)
+	var got strings.Builder
+	for !strings.Contains(got.String(), "Counting") {
+		n, err := stdout.Read(buf)
+		got.Write(buf[:n])
+		if err != nil {
+			t.Fatalf("stdout ended before the answer started: %v (%q; stderr %s)", err, got.String(), errb.String())
+		}
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(stdout)
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+		t.Fatalf("exit %v, want 130; stdout %q; stderr %s", err, got.String()+string(rest), errb.String())
+	}
+	select {
+	case <-m.abandoned:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the model request was not abandoned")
+	}
+	if !strings.Contains(errb.String(), "ask: cancelled") {
+		t.Fatalf("stderr %s", errb.String())
 	}
 }
