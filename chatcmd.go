@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/term"
+
 	"github.com/parse-mcp/parse-mcp/internal/chat"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 )
@@ -104,10 +106,17 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 	// ask: the answer streams to stdout; with --trace the tool calls and the
 	// cost go to stderr.
 	sess.Out = stdout
+	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		sess.FinalOnly = true
+	}
 	if setup.trace {
 		sess.OnTool = func(e chat.TraceEntry) { fmt.Fprintf(stderr, "trace: %s\n", e) }
+		sess.Narrate = func(text string) { fmt.Fprintf(stderr, "trace: model: %s\n", text) }
 	}
-	_, err = sess.Ask(ctx, setup.ask)
+	ans, err := sess.Ask(ctx, setup.ask)
+	if err == nil && ans.CutOff {
+		fmt.Fprintln(stderr, "parse-mcp: ask: "+chat.CutOffNote)
+	}
 	if setup.trace {
 		fmt.Fprintf(stderr, "cost: %s\n", chat.CostLine(setup.prices, provider, sess.Total))
 	}

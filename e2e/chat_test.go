@@ -31,8 +31,9 @@ type scriptedModel struct {
 
 	mu       sync.Mutex
 	requests []map[string]any
-	// abandoned is signalled when a client goes away from a hanging reply.
-	abandoned chan struct{}
+	// hanging is signalled when a hanging reply has streamed its text;
+	// abandoned when its client went away.
+	hanging, abandoned chan struct{}
 }
 
 // wireMsg is a message of the conversation as the model received it,
@@ -44,7 +45,8 @@ type wireMsg struct {
 	IsError bool
 }
 
-// modelStep is the model's next move: tool calls, or an answer. Hang
+// modelStep is the model's next move: tool calls (with Answer as the text
+// the model writes before them), or an answer. Hang
 // streams the answer's text and then holds the reply open until the client
 // goes away (the Ctrl-C test).
 type modelStep struct {
@@ -54,7 +56,7 @@ type modelStep struct {
 }
 
 func newScriptedModel(t *testing.T, kind string, next func([]wireMsg) modelStep) *scriptedModel {
-	m := &scriptedModel{kind: kind, next: next, abandoned: make(chan struct{}, 8)}
+	m := &scriptedModel{kind: kind, next: next, hanging: make(chan struct{}, 8), abandoned: make(chan struct{}, 8)}
 	m.Server = httptest.NewServer(http.HandlerFunc(m.serve))
 	t.Cleanup(m.Close)
 	return m
@@ -88,12 +90,13 @@ func (m *scriptedModel) serve(w http.ResponseWriter, r *http.Request) {
 	step := m.next(m.conversation(body))
 	if step.Hang {
 		m.streamText(flush, step.Answer, n, false)
+		m.hanging <- struct{}{}
 		<-r.Context().Done()
 		m.abandoned <- struct{}{}
 		return
 	}
 	if len(step.Calls) > 0 {
-		m.streamCalls(flush, step.Calls, n)
+		m.streamCalls(flush, step.Answer, step.Calls, n)
 		return
 	}
 	m.streamText(flush, step.Answer, n, true)
@@ -129,11 +132,20 @@ func (m *scriptedModel) streamText(flush func(string, string), text string, n in
 	flush("", "[DONE]")
 }
 
-func (m *scriptedModel) streamCalls(flush func(string, string), calls [][2]string, n int) {
+func (m *scriptedModel) streamCalls(flush func(string, string), lead string, calls [][2]string, n int) {
 	if m.kind == "anthropic" {
 		flush("message_start", fmt.Sprintf(`{"type":"message_start","message":{"id":"msg_%d","type":"message","role":"assistant","content":[],"usage":{"input_tokens":%d,"output_tokens":1}}}`, n, 1000*n))
-		for i, c := range calls {
-			flush("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":"toolu_%d_%d","name":%q,"input":{}}}`, i, n, i, c[0]))
+		first := 0
+		if lead != "" {
+			b, _ := json.Marshal(lead)
+			flush("content_block_start", `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+			flush("content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":`+string(b)+`}}`)
+			flush("content_block_stop", `{"type":"content_block_stop","index":0}`)
+			first = 1
+		}
+		for j, c := range calls {
+			i := j + first
+			flush("content_block_start", fmt.Sprintf(`{"type":"content_block_start","index":%d,"content_block":{"type":"tool_use","id":"toolu_%d_%d","name":%q,"input":{}}}`, i, n, j, c[0]))
 			half := len(c[1]) / 2
 			for _, frag := range []string{c[1][:half], c[1][half:]} {
 				b, _ := json.Marshal(frag)
@@ -144,6 +156,10 @@ func (m *scriptedModel) streamCalls(flush func(string, string), calls [][2]strin
 		flush("message_delta", fmt.Sprintf(`{"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":%d}}`, 10*n))
 		flush("message_stop", `{"type":"message_stop"}`)
 		return
+	}
+	if lead != "" {
+		b, _ := json.Marshal(lead)
+		flush("", `{"choices":[{"index":0,"delta":{"content":`+string(b)+`}}]}`)
 	}
 	for i, c := range calls {
 		flush("", fmt.Sprintf(`{"choices":[{"index":0,"delta":{"tool_calls":[{"index":%d,"id":"call_%d_%d","type":"function","function":{"name":%q,"arguments":""}}]}}]}`, i, n, i, c[0]))
@@ -266,7 +282,7 @@ func TestAskTwoToolCallsOnDemo(t *testing.T) {
 				res := toolResults(msgs)
 				switch len(res) {
 				case 0:
-					return modelStep{Calls: [][2]string{{"query_class", firstArgs}}}
+					return modelStep{Answer: "Let me look that up.", Calls: [][2]string{{"query_class", firstArgs}}}
 				case 1:
 					// The first song's title decides the second call.
 					var r struct {
@@ -307,7 +323,13 @@ func TestAskTwoToolCallsOnDemo(t *testing.T) {
 					trace = append(trace, l)
 				}
 			}
-			if len(trace) != 2 || !strings.HasPrefix(trace[0], "trace: tool query_class "+firstArgs+" ") || !strings.Contains(trace[0], "ok, ") ||
+			// The text the model wrote before its first call is narration
+			// (stderr with --trace), not part of the answer on stdout.
+			if len(trace) != 3 || trace[0] != "trace: model: Let me look that up." {
+				t.Fatalf("trace %q", trace)
+			}
+			trace = trace[1:]
+			if !strings.HasPrefix(trace[0], "trace: tool query_class "+firstArgs+" ") || !strings.Contains(trace[0], "ok, ") ||
 				!strings.HasPrefix(trace[1], "trace: tool count_objects "+countArgs+" ") {
 				t.Fatalf("trace %q\nstderr: %s", trace, stderr)
 			}
@@ -511,14 +533,12 @@ func TestAskInterrupted(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 64)
-	var got strings.Builder
-	for !strings.Contains(got.String(), "Counting") {
-		n, err := stdout.Read(buf)
-		got.Write(buf[:n])
-		if err != nil {
-			t.Fatalf("stdout ended before the answer started: %v (%q; stderr %s)", err, got.String(), errb.String())
-		}
+	// stdout is a pipe: ask writes only the finished answer, so the cue is
+	// the model server's reply having started.
+	select {
+	case <-m.hanging:
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the model was never asked; stderr %s", errb.String())
 	}
 	if err := cmd.Process.Signal(os.Interrupt); err != nil {
 		t.Fatal(err)
@@ -527,14 +547,14 @@ func TestAskInterrupted(t *testing.T) {
 	err = cmd.Wait()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 130 {
-		t.Fatalf("exit %v, want 130; stdout %q; stderr %s", err, got.String()+string(rest), errb.String())
+		t.Fatalf("exit %v, want 130; stdout %q; stderr %s", err, rest, errb.String())
 	}
 	select {
 	case <-m.abandoned:
 	case <-time.After(10 * time.Second):
 		t.Fatal("the model request was not abandoned")
 	}
-	if !strings.Contains(errb.String(), "ask: cancelled") {
-		t.Fatalf("stderr %s", errb.String())
+	if len(rest) != 0 || !strings.Contains(errb.String(), "ask: cancelled") {
+		t.Fatalf("stdout %q, stderr %s", rest, errb.String())
 	}
 }

@@ -166,6 +166,12 @@ type Session struct {
 	MaxRounds int
 	// Out receives the answer text as it streams.
 	Out io.Writer
+	// FinalOnly writes only the text of the reply that ends the question to
+	// Out, once it is complete (`ask` into a pipe: a script gets the answer,
+	// not the model's "let me check" before a tool call); the text of replies
+	// that ask for tools goes to Narrate, if set.
+	FinalOnly bool
+	Narrate   func(string)
 	// OnTool, when set, is told about each tool call as it finishes.
 	OnTool func(TraceEntry)
 	// Permissions names the configured tier, for the system prompt.
@@ -244,6 +250,8 @@ func cmpOr(a, b string) string {
 type Answer struct {
 	Text   string
 	Rounds int // tool-call rounds run
+	// CutOff: the model stopped at its output-token limit.
+	CutOff bool
 }
 
 // Ask runs one question: model calls and tool rounds until the model answers
@@ -272,7 +280,7 @@ func (s *Session) Ask(ctx context.Context, question string) (Answer, error) {
 	for round := 0; ; round++ {
 		endsInNewline := true
 		reply, err := s.Provider.Stream(ctx, Request{System: s.systemPrompt(), Messages: s.history, Tools: s.tools}, func(t string) {
-			if t == "" {
+			if t == "" || s.FinalOnly {
 				return
 			}
 			_, _ = io.WriteString(out, t)
@@ -289,12 +297,21 @@ func (s *Session) Ask(ctx context.Context, question string) (Answer, error) {
 			}
 			return fail(err)
 		}
-		if !endsInNewline {
+		switch {
+		case s.FinalOnly && len(reply.Calls) > 0:
+			if s.Narrate != nil && strings.TrimSpace(reply.Text) != "" {
+				s.Narrate(strings.TrimSpace(reply.Text))
+			}
+		case s.FinalOnly:
+			text := strings.TrimRight(reply.Text, "\n")
+			_, _ = io.WriteString(out, text+"\n")
+		case !endsInNewline:
 			_, _ = io.WriteString(out, "\n")
 		}
 		s.history = append(s.history, Message{Role: RoleAssistant, Text: reply.Text, Calls: reply.Calls})
 		ans.Text += reply.Text
 		if len(reply.Calls) == 0 {
+			ans.CutOff = reply.Stop == "length" || reply.Stop == "max_tokens"
 			return ans, nil
 		}
 		if round == maxRounds {

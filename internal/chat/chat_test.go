@@ -214,3 +214,22 @@ func TestFirstSentence(t *testing.T) {
 		}
 	}
 }
+
+// TestAskFinalOnly: for a script, only the reply that ends the question
+// reaches Out; the model's text before a tool call is narration.
+func TestAskFinalOnly(t *testing.T) {
+	srv := newWireServer(t, anCalls("Let me count.", ToolCall{ID: "t1", Name: "count", Args: json.RawMessage(`{}`)}), anText("600 ", "songs."))
+	tools := &funcTools{fns: map[string]func(context.Context, json.RawMessage) ToolResult{
+		"count": func(context.Context, json.RawMessage) ToolResult { return ToolResult{Text: `{"count":600}`} },
+	}}
+	var out strings.Builder
+	var narrated []string
+	s := &Session{Provider: testProvider(t, KindAnthropic, srv.URL, nil), Toolbox: tools, Out: &out, FinalOnly: true, Narrate: func(s string) { narrated = append(narrated, s) }}
+	ans, err := s.Ask(context.Background(), "how many songs?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.String() != "600 songs.\n" || len(narrated) != 1 || narrated[0] != "Let me count." || ans.CutOff {
+		t.Fatalf("out %q, narrated %q, answer %+v", out.String(), narrated, ans)
+	}
+}

@@ -27,6 +27,9 @@ func usd(prices Prices, p Provider, u Usage) string {
 	return fmt.Sprintf("$%.4f", pr.Cost(u))
 }
 
+// CutOffNote follows an answer the model ended at its output-token limit.
+const CutOffNote = "(the answer was cut off at the model's output limit)"
+
 // REPL is `parse-mcp chat`: a prompt with line editing and history, slash
 // commands, streamed answers; Ctrl-C cancels the answer being written (and
 // its database work), Ctrl-D exits.
@@ -134,13 +137,16 @@ func (r *REPL) Run(ctx context.Context) error {
 		mu.Lock()
 		cancelTurn = cancel
 		mu.Unlock()
-		_, err = r.Session.Ask(tctx, line)
+		ans, err := r.Session.Ask(tctx, line)
 		mu.Lock()
 		cancelTurn = nil
 		mu.Unlock()
 		cancel()
 		switch {
 		case err == nil:
+			if ans.CutOff {
+				fmt.Fprintln(r.Out, CutOffNote)
+			}
 		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
 			fmt.Fprintln(r.Out, "\n^C answer cancelled (the question is dropped from the history)")
 		case errors.Is(err, ErrRoundLimit):
