@@ -28,6 +28,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/term"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/demo"
@@ -125,6 +126,10 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	defer closeLog()
+	if f, ok := stderr.(*os.File); ok && conversational && cfg.LogFile == "" && term.IsTerminal(int(f.Fd())) {
+		// A person reads this terminal: warnings as text lines, not JSON.
+		log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.Kitchen})
+	}
 	if len(cfg.Blank) > 0 {
 		log.Debug().Strs("variables", cfg.Blank).Msg("empty or unsubstituted ${…} settings are treated as unset")
 	}

@@ -305,7 +305,9 @@ func (t *ttyReader) ReadLine() (string, error) {
 		return "", err
 	}
 	defer func() { _ = term.Restore(fd, old) }()
-	if w, h, err := term.GetSize(fd); err == nil {
+	// A terminal that reports no size (0×0, e.g. under script(1)) keeps the
+	// editor's 80 columns: a width of 0 would wrap after every character.
+	if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
 		_ = t.t.SetSize(w, h)
 	}
 	return t.t.ReadLine()
