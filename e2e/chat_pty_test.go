@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -194,3 +195,69 @@ func TestChatTerminal(t *testing.T) {
 		t.Fatal("the API key reached the terminal")
 	}
 }
+
+// TestChatEndsOnSignalAtPrompt: waiting at the prompt, the chat still ends
+// on SIGTERM (in a terminal) and on Ctrl-C's SIGINT (input from a pipe),
+// exit 0.
+func TestChatEndsOnSignalAtPrompt(t *testing.T) {
+	dir := t.TempDir()
+	m := newScriptedModel(t, "openai", func([]wireMsg) modelStep { return modelStep{Answer: "unused"} })
+	for _, tc := range []struct {
+		name string
+		tty  bool
+		sig  syscall.Signal
+	}{{"terminal, SIGTERM", true, syscall.SIGTERM}, {"pipe, SIGINT", false, syscall.SIGINT}} {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := exec.Command(binary, "--demo", "chat")
+			cmd.Env = envWith(demoEnv(dir, m)...)
+			screen := &ptyScreen{}
+			if tc.tty {
+				tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer tty.Close()
+				go func() {
+					b := make([]byte, 4096)
+					for {
+						n, err := tty.Read(b)
+						screen.add(b[:n])
+						if err != nil {
+							return
+						}
+					}
+				}()
+			} else {
+				stdin, err := cmd.StdinPipe()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stdin.Close() // open: the chat waits for a line
+				cmd.Stdout = writerFunc(screen.add)
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			defer func() { _ = cmd.Process.Kill() }()
+			screen.expect(t, "Ctrl-D exits.")
+			time.Sleep(200 * time.Millisecond) // at the prompt, reading
+			if err := cmd.Process.Signal(tc.sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-exited:
+				if err != nil {
+					t.Fatalf("exit: %v", err)
+				}
+			case <-time.After(15 * time.Second):
+				t.Fatal("the chat did not end")
+			}
+		})
+	}
+}
+
+type writerFunc func([]byte)
+
+func (f writerFunc) Write(p []byte) (int, error) { f(p); return len(p), nil }

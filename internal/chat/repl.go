@@ -51,9 +51,10 @@ const helpText = `/reset     forget the conversation (the cost so far stays)
 /exit      leave (also Ctrl-D)
 Ctrl-C cancels the answer being written.`
 
-// lineReader reads one line of input.
+// lineReader reads one line of input; it gives up when ctx ends (SIGTERM,
+// or Ctrl-C with input from a pipe) even while the read itself blocks.
 type lineReader interface {
-	ReadLine() (string, error)
+	ReadLine(ctx context.Context) (string, error)
 }
 
 // Run serves the prompt until /exit, Ctrl-D, end of input or ctx ends.
@@ -68,7 +69,7 @@ func (r *REPL) Run(ctx context.Context) error {
 	} else {
 		sc := bufio.NewScanner(r.In)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		lines = scanReader{sc}
+		lines = &scanReader{sc: sc}
 	}
 
 	// Ctrl-C arrives as SIGINT while an answer is written (the terminal is
@@ -113,7 +114,7 @@ func (r *REPL) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
-		line, err := lines.ReadLine()
+		line, err := lines.ReadLine(ctx)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				if tty {
@@ -269,16 +270,40 @@ func firstSentence(s string) string {
 	return s
 }
 
-type scanReader struct{ sc *bufio.Scanner }
+type lineResult struct {
+	line string
+	err  error
+}
 
-func (s scanReader) ReadLine() (string, error) {
-	if s.sc.Scan() {
-		return s.sc.Text(), nil
+// scanReader reads lines from a pipe or file in a goroutine, one line ahead
+// at most.
+type scanReader struct {
+	sc      *bufio.Scanner
+	pending chan lineResult
+}
+
+func (s *scanReader) ReadLine(ctx context.Context) (string, error) {
+	if s.pending == nil {
+		s.pending = make(chan lineResult, 1)
+		go func() {
+			if s.sc.Scan() {
+				s.pending <- lineResult{line: s.sc.Text()}
+				return
+			}
+			err := s.sc.Err()
+			if err == nil {
+				err = io.EOF
+			}
+			s.pending <- lineResult{err: err}
+		}()
 	}
-	if err := s.sc.Err(); err != nil {
-		return "", err
+	select {
+	case <-ctx.Done():
+		return "", io.EOF
+	case r := <-s.pending:
+		s.pending = nil
+		return r.line, r.err
 	}
-	return "", io.EOF
 }
 
 // ttyReader is golang.org/x/term's line editor (arrows, history with
@@ -298,7 +323,7 @@ func newTTYReader(f *os.File, out io.Writer) *ttyReader {
 	return &ttyReader{f: f, t: term.NewTerminal(rw, "> ")}
 }
 
-func (t *ttyReader) ReadLine() (string, error) {
+func (t *ttyReader) ReadLine(ctx context.Context) (string, error) {
 	fd := int(t.f.Fd())
 	old, err := term.MakeRaw(fd)
 	if err != nil {
@@ -310,7 +335,19 @@ func (t *ttyReader) ReadLine() (string, error) {
 	if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
 		_ = t.t.SetSize(w, h)
 	}
-	return t.t.ReadLine()
+	done := make(chan lineResult, 1)
+	go func() {
+		line, err := t.t.ReadLine()
+		done <- lineResult{line, err}
+	}()
+	select {
+	case r := <-done:
+		return r.line, r.err
+	case <-ctx.Done():
+		// The chat is ending (SIGTERM): the terminal gets its mode back;
+		// the read left blocked ends with the process.
+		return "", io.EOF
+	}
 }
 
 // ctrlCLine makes Ctrl-C at the prompt clear the line (as in a shell)
