@@ -84,7 +84,7 @@ func TestChatTerminal(t *testing.T) {
 	})
 
 	cmd := exec.Command(binary, "--demo", "chat")
-	cmd.Env = envWith(demoEnv(dir, m)...)
+	cmd.Env = env(demoEnv(dir, m)...)
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
 	if err != nil {
 		t.Fatalf("starting under a pty: %v", err)
@@ -209,7 +209,7 @@ func TestChatEndsOnSignalAtPrompt(t *testing.T) {
 	}{{"terminal, SIGTERM", true, syscall.SIGTERM}, {"pipe, SIGINT", false, syscall.SIGINT}} {
 		t.Run(tc.name, func(t *testing.T) {
 			cmd := exec.Command(binary, "--demo", "chat")
-			cmd.Env = envWith(demoEnv(dir, m)...)
+			cmd.Env = env(demoEnv(dir, m)...)
 			screen := &ptyScreen{}
 			if tc.tty {
 				tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})

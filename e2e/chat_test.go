@@ -445,12 +445,12 @@ func TestAskPolicyAsOverMCP(t *testing.T) {
 }
 
 // runWithStdin runs the binary with input on stdin.
-func runWithStdin(t *testing.T, env []string, stdin string, args ...string) (string, string, int) {
+func runWithStdin(t *testing.T, extraEnv []string, stdin string, args ...string) (string, string, int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
-	cmd.Env = envWith(env...)
+	cmd.Env = env(extraEnv...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var out, errb strings.Builder
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -462,17 +462,6 @@ func runWithStdin(t *testing.T, env []string, stdin string, args ...string) (str
 		t.Fatalf("running %v: %v", args, err)
 	}
 	return out.String(), errb.String(), code
-}
-
-// envWith is env() without the LLM_* variables of the parent.
-func envWith(extra ...string) []string {
-	var out []string
-	for _, kv := range env() {
-		if !strings.HasPrefix(kv, "LLM_") {
-			out = append(out, kv)
-		}
-	}
-	return append(out, extra...)
 }
 
 // TestChatFromStdin: `chat` with questions on stdin (not a terminal)
@@ -523,7 +512,7 @@ func TestAskInterrupted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, "--demo", "ask", "how many songs?")
-	cmd.Env = envWith(demoEnv(dir, m)...)
+	cmd.Env = env(demoEnv(dir, m)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
