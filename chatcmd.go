@@ -40,35 +40,36 @@ func askArgs(args []string) (question string, trace bool) {
 
 func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup, int) {
 	llm, err := chat.ConfigFromEnv(os.Getenv)
-	if err == nil {
-		var prices chat.Prices
-		prices, err = chat.LoadPrices(os.Getenv("LLM_PRICES"))
-		if err == nil {
-			s := &chatSetup{llm: llm, prices: prices}
-			if cmd[0] == "ask" {
-				s.ask, s.trace = askArgs(cmd[1:])
-				if s.ask == "-" {
-					b, rerr := io.ReadAll(io.LimitReader(stdin, 1<<20))
-					if rerr != nil {
-						fmt.Fprintf(stderr, "parse-mcp: ask: reading the question from stdin: %v\n", rerr)
-						return nil, exitBadUsage
-					}
-					s.ask = strings.TrimSpace(string(b))
-				}
-				if s.ask == "" {
-					fmt.Fprintln(stderr, "parse-mcp: usage: parse-mcp ask [--trace] \"question\" (or - to read it from stdin)")
-					return nil, exitBadUsage
-				}
-			}
-			retryTo := stderr
-			s.llm.OnRetry = func(attempt int, wait time.Duration, reason string) {
-				fmt.Fprintf(retryTo, "(%s: %s; retry %d in %s)\n", llm.Kind, reason, attempt, wait.Round(100*time.Millisecond))
-			}
-			return s, exitOK
-		}
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return nil, exitBadUsage
 	}
-	fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
-	return nil, exitBadUsage
+	prices, err := chat.LoadPrices(os.Getenv("LLM_PRICES"))
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return nil, exitBadUsage
+	}
+	llm.OnRetry = func(attempt int, wait time.Duration, reason string) {
+		fmt.Fprintf(stderr, "(%s: %s; retry %d in %s)\n", llm.Kind, reason, attempt, wait.Round(100*time.Millisecond))
+	}
+	s := &chatSetup{llm: llm, prices: prices}
+	if cmd[0] != "ask" {
+		return s, exitOK
+	}
+	s.ask, s.trace = askArgs(cmd[1:])
+	if s.ask == "-" {
+		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: ask: reading the question from stdin: %v\n", err)
+			return nil, exitBadUsage
+		}
+		s.ask = strings.TrimSpace(string(b))
+	}
+	if s.ask == "" {
+		fmt.Fprintln(stderr, "parse-mcp: usage: parse-mcp ask [--trace] \"question\" (or - to read it from stdin)")
+		return nil, exitBadUsage
+	}
+	return s, exitOK
 }
 
 // runChat runs `chat` or `ask` on a started app: the model's tool calls go
