@@ -128,21 +128,29 @@ func (r *REPL) Run(ctx context.Context) error {
 		if line == "" {
 			continue
 		}
-		if strings.HasPrefix(line, "/") {
-			if done := r.command(ctx, line); done {
-				return nil
-			}
-			continue
-		}
+		// A question or a command that calls the model (/compact) runs under
+		// its own context: Ctrl-C cancels it, not the chat.
 		tctx, cancel := context.WithCancel(ctx)
 		mu.Lock()
 		cancelTurn = cancel
 		mu.Unlock()
-		ans, err := r.Session.Ask(tctx, line)
+		var ans Answer
+		var done bool
+		if strings.HasPrefix(line, "/") {
+			done = r.command(tctx, line)
+		} else {
+			ans, err = r.Session.Ask(tctx, line)
+		}
 		mu.Lock()
 		cancelTurn = nil
 		mu.Unlock()
 		cancel()
+		if done {
+			return nil
+		}
+		if strings.HasPrefix(line, "/") {
+			continue
+		}
 		switch {
 		case err == nil:
 			if ans.CutOff {
@@ -180,6 +188,10 @@ func (r *REPL) command(ctx context.Context, line string) bool {
 		}
 		before, after, err := s.Compact(ctx)
 		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintln(r.Out, "\n^C compact cancelled (history kept)")
+				return false
+			}
 			fmt.Fprintf(r.Out, "compact failed: %v\n", err)
 			return false
 		}
