@@ -106,10 +106,14 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 
 	// ask: the answer streams to stdout; with --trace the tool calls and the
 	// cost go to stderr.
-	sess.Out = stdout
+	// The answer and the trace can carry what the model copied from
+	// untrusted rows: no control characters reach the terminal or the
+	// script (chat.SafeText).
+	sess.Out = chat.SafeText(stdout)
 	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
 		sess.FinalOnly = true
 	}
+	stderr = chat.SafeText(stderr)
 	if setup.trace {
 		sess.OnTool = func(e chat.TraceEntry) { fmt.Fprintf(stderr, "trace: %s\n", e) }
 		sess.Narrate = func(text string) { fmt.Fprintf(stderr, "trace: model: %s\n", text) }

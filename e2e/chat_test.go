@@ -547,3 +547,28 @@ func TestAskInterrupted(t *testing.T) {
 		t.Fatalf("stdout %q, stderr %s", rest, errb.String())
 	}
 }
+
+// TestAskNoTerminalControl: an answer carrying escape sequences and bidi
+// overrides (a model repeating what an attacker stored in a row) reaches
+// stdout without them, and so does the trace on stderr.
+func TestAskNoTerminalControl(t *testing.T) {
+	dir := t.TempDir()
+	m := newScriptedModel(t, "openai", func(msgs []wireMsg) modelStep {
+		if len(toolResults(msgs)) == 0 {
+			return modelStep{Answer: "\x1b[2J\x1b]0;pwned\x07", Calls: [][2]string{{"count_objects", `{"class_name":"Song","where":{"title":"\u001b]52;c;ZXZpbA==\u0007"}}`}}}
+		}
+		return modelStep{Answer: "\x1b]52;c;ZXZpbA==\x07There are \u202e0 songs\u202c named so.\u009b31m"}
+	})
+	out, stderr, code := runCLI(t, demoEnv(dir, m), "--demo", "ask", "--trace", "q")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if out != "]52;c;ZXZpbA==There are 0 songs named so.31m\n" {
+		t.Fatalf("stdout %q", out)
+	}
+	for _, c := range []string{"\x1b", "\x07", "\u202e", "\u009b"} {
+		if strings.Contains(stderr, c) {
+			t.Fatalf("stderr carries %q: %q", c, stderr)
+		}
+	}
+}

@@ -61,11 +61,16 @@ type lineReader interface {
 func (r *REPL) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
+	// Everything shown below the prompt passes SafeText: answers and
+	// history can carry what the model copied from untrusted rows.
+	out := r.Out
+	r.Out = SafeText(out)
+	defer func() { r.Out = out }()
 	var lines lineReader
 	f, tty := r.In.(*os.File)
 	tty = tty && term.IsTerminal(int(f.Fd()))
 	if tty {
-		lines = newTTYReader(f, r.Out)
+		lines = newTTYReader(f, out)
 	} else {
 		sc := bufio.NewScanner(r.In)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
