@@ -115,6 +115,11 @@ type Toolbox interface {
 // DefaultMaxRounds caps the tool-call rounds of one question.
 const DefaultMaxRounds = 8
 
+// MaxCallsPerRound caps the calls of one reply that are run: a model (or
+// an injection in the data it read) asking for a hundred calls at once gets
+// the rest answered "not run".
+const MaxCallsPerRound = 16
+
 // ErrRoundLimit is returned when the model still asks for tools after
 // MaxRounds rounds: the question ends without an answer.
 var ErrRoundLimit = errors.New("tool-call limit reached")
@@ -338,9 +343,17 @@ func (s *Session) Ask(ctx context.Context, question string) (Answer, error) {
 // calls) and returns their results in call order.
 func (s *Session) runTools(ctx context.Context, round int, calls []ToolCall) []ToolResult {
 	results := make([]ToolResult, len(calls))
-	entries := make([]TraceEntry, len(calls))
+	run := calls
+	if len(run) > MaxCallsPerRound {
+		run = calls[:MaxCallsPerRound]
+		for i := MaxCallsPerRound; i < len(calls); i++ {
+			results[i] = ToolResult{CallID: calls[i].ID, Name: calls[i].Name, IsError: true,
+				Text: fmt.Sprintf("not run: at most %d tool calls per reply are run; ask for the rest in the next reply", MaxCallsPerRound)}
+		}
+	}
+	entries := make([]TraceEntry, len(run))
 	var wg sync.WaitGroup
-	for i, c := range calls {
+	for i, c := range run {
 		wg.Go(func() {
 			began := time.Now()
 			var r ToolResult

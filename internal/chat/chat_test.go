@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -256,6 +257,33 @@ func TestSafeText(t *testing.T) {
 		}
 		if b.String() != tc.want {
 			t.Errorf("%q → %q, want %q", tc.chunks, b.String(), tc.want)
+		}
+	}
+}
+
+// TestAskCallsPerRoundCapped: a reply asking for more calls than
+// MaxCallsPerRound runs the first ones; the rest are answered "not run".
+func TestAskCallsPerRoundCapped(t *testing.T) {
+	var calls []ToolCall
+	for i := range MaxCallsPerRound + 4 {
+		calls = append(calls, ToolCall{ID: fmt.Sprintf("c%d", i), Name: "count", Args: json.RawMessage(`{}`)})
+	}
+	srv := newWireServer(t, oaCalls(calls...), oaText("done"))
+	var ran atomic.Int32
+	tools := &funcTools{fns: map[string]func(context.Context, json.RawMessage) ToolResult{
+		"count": func(context.Context, json.RawMessage) ToolResult { ran.Add(1); return ToolResult{Text: "1"} },
+	}}
+	s := &Session{Provider: testProvider(t, KindOpenAI, srv.URL, nil), Toolbox: tools}
+	if _, err := s.Ask(context.Background(), "q"); err != nil {
+		t.Fatal(err)
+	}
+	res := s.History()[2].Results
+	if ran.Load() != MaxCallsPerRound || len(res) != len(calls) || len(s.Trace()) != MaxCallsPerRound {
+		t.Fatalf("ran %d, %d results, %d traced", ran.Load(), len(res), len(s.Trace()))
+	}
+	for i, r := range res {
+		if r.CallID != calls[i].ID || r.IsError != (i >= MaxCallsPerRound) {
+			t.Fatalf("result %d: %+v", i, r)
 		}
 	}
 }

@@ -423,9 +423,14 @@ type sseEvent struct {
 // arrive in one chunk).
 const maxSSELine = 8 << 20
 
+// maxStream caps a whole reply stream: a server streaming without end is cut
+// off rather than filling memory.
+const maxStream = 64 << 20
+
 // readSSE calls fn for each event of a text/event-stream.
 func readSSE(r io.Reader, fn func(sseEvent) error) error {
-	br := bufio.NewReaderSize(r, 64<<10)
+	lr := &io.LimitedReader{R: r, N: maxStream + 1}
+	br := bufio.NewReaderSize(lr, 64<<10)
 	var ev sseEvent
 	var data bytes.Buffer
 	hasData := false
@@ -441,6 +446,9 @@ func readSSE(r io.Reader, fn func(sseEvent) error) error {
 	}
 	for {
 		line, err := readLine(br)
+		if lr.N <= 0 {
+			return errors.New("reply stream over 64 MiB")
+		}
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return dispatch()
