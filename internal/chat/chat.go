@@ -7,8 +7,8 @@
 // Messages, both streaming.
 //
 // The package is imported by main but does nothing until a chat starts: no
-// package-level state, no goroutines, so the MCP server's idle footprint is
-// unchanged.
+// work at start-up (the key-scrubbing regexp compiles on first use), no
+// goroutines, so the MCP server's idle footprint is unchanged.
 package chat
 
 import (

@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -403,14 +404,17 @@ func connError(err error) string {
 
 // keyShapes are the shapes of provider keys, scrubbed from any message
 // shown (an OpenAI 401 echoes part of the key).
-var keyShapes = regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}`)
+// Compiled on first use: the server never pays for it.
+var keyShapes = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b(sk|pk|rk)-[A-Za-z0-9_\-*.]{6,}`)
+})
 
 // scrub removes the API key, and anything shaped like one, from text.
 func (h *httpClient) scrub(s string) string {
 	if h.key != "" {
 		s = strings.ReplaceAll(s, h.key, "[redacted]")
 	}
-	return keyShapes.ReplaceAllString(s, "[redacted]")
+	return keyShapes().ReplaceAllString(s, "[redacted]")
 }
 
 // sseEvent is one server-sent event.
