@@ -38,13 +38,23 @@ func askArgs(args []string) (question string, trace bool) {
 	return strings.TrimSpace(strings.Join(words, " ")), trace
 }
 
+// llmEnv reads an LLM_* variable as the PARSE_MCP_* ones are read: empty or
+// an unsubstituted ${…} placeholder counts as unset (README "Configuration").
+func llmEnv(name string) string {
+	v := strings.TrimSpace(os.Getenv(name))
+	if config.IsPlaceholder(v) {
+		return ""
+	}
+	return v
+}
+
 func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup, int) {
-	llm, err := chat.ConfigFromEnv(os.Getenv)
+	llm, err := chat.ConfigFromEnv(llmEnv)
 	if err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
 		return nil, exitBadUsage
 	}
-	prices, err := chat.LoadPrices(os.Getenv("LLM_PRICES"))
+	prices, err := chat.LoadPrices(llmEnv("LLM_PRICES"))
 	if err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
 		return nil, exitBadUsage
