@@ -7,6 +7,8 @@
 //	parse-mcp describe             print the effective policy
 //	parse-mcp would-permit TOOL CLASS
 //	parse-mcp audit                list policy metadata gaps
+//	parse-mcp chat                 talk to the data through an LLM (LLM_PROVIDER…)
+//	parse-mcp ask "question"       one answer, for scripts
 package main
 
 import (
@@ -26,6 +28,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/term"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/demo"
@@ -42,6 +45,8 @@ const (
 	exitOK       = 0
 	exitFailure  = 1 // runtime failure (database unreachable, tool error in `call`)
 	exitBadUsage = 2 // bad flags or configuration
+	// exitInterrupted is `ask` cancelled by Ctrl-C (128 + SIGINT, as shells report).
+	exitInterrupted = 130
 )
 
 func main() {
@@ -58,7 +63,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "", "debug | info | warn | error (PARSE_MCP_LOG_LEVEL)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: parse-mcp [flags] [call TOOL JSON | describe | would-permit TOOL CLASS | audit]\n")
+		fmt.Fprintf(stderr, "usage: parse-mcp [flags] [call TOOL JSON | describe | would-permit TOOL CLASS | audit | chat | ask [--trace] QUESTION]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(argv); err != nil {
@@ -101,6 +106,19 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			return exitBadUsage
 		}
 	}
+	conversational := len(cmd) > 0 && (cmd[0] == "chat" || cmd[0] == "ask")
+	var chatCfg *chatSetup
+	if conversational {
+		var code int
+		if chatCfg, code = loadChatSetup(cmd, stdin, stderr); chatCfg == nil {
+			return code
+		}
+		// The terminal is the person's: only warnings and errors unless a
+		// level was asked for.
+		if *logLevel == "" && os.Getenv("PARSE_MCP_LOG_LEVEL") == "" {
+			cfg.LogLevel = "warn"
+		}
+	}
 
 	log, closeLog, err := newLogger(cfg, stderr)
 	if err != nil {
@@ -108,6 +126,10 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitBadUsage
 	}
 	defer closeLog()
+	if f, ok := stderr.(*os.File); ok && conversational && cfg.LogFile == "" && term.IsTerminal(int(f.Fd())) {
+		// A person reads this terminal: warnings as text lines, not JSON.
+		log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.Kitchen})
+	}
 	if len(cfg.Blank) > 0 {
 		log.Debug().Strs("variables", cfg.Blank).Msg("empty or unsubstituted ${…} settings are treated as unset")
 	}
@@ -116,7 +138,13 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		log.Warn().Msg("demo mode: PARSE_MCP_MONGODB_URI and PARSE_MCP_DATABASE are ignored, the embedded sample database is served")
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	// In `chat`, Ctrl-C cancels the answer being written, not the program
+	// (chat.REPL handles SIGINT itself).
+	signals := []os.Signal{syscall.SIGINT, syscall.SIGTERM}
+	if len(cmd) > 0 && cmd[0] == "chat" {
+		signals = signals[1:]
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 
 	// The HTTP address is bound before the database is touched: a port in
@@ -136,6 +164,9 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	defer app.Close()
 
+	if conversational {
+		return runChat(ctx, app, cfg, chatCfg, cmd[0], stdin, stdout, stderr)
+	}
 	if len(cmd) > 0 {
 		return runCommand(ctx, app, cmd, stdout, stderr)
 	}
@@ -204,8 +235,16 @@ func checkCommand(cmd []string) string {
 		if len(cmd) < 2 || len(cmd) > 3 {
 			return "usage: parse-mcp would-permit TOOL [CLASS]"
 		}
+	case "chat":
+		if len(cmd) != 1 {
+			return "usage: parse-mcp chat (the LLM is configured by LLM_PROVIDER, LLM_API_KEY, LLM_MODEL, LLM_BASE_URL)"
+		}
+	case "ask":
+		if len(cmd) < 2 {
+			return "usage: parse-mcp ask [--trace] \"question\" (or - to read it from stdin)"
+		}
 	default:
-		return fmt.Sprintf("unknown command %q (expected call, describe, would-permit or audit)", cmd[0])
+		return fmt.Sprintf("unknown command %q (expected call, describe, would-permit, audit, chat or ask)", cmd[0])
 	}
 	return ""
 }

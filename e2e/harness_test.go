@@ -158,12 +158,12 @@ func runMain(m *testing.M) int {
 }
 
 // env is the environment for a spawned server: the test database plus extra
-// settings. The parent's PARSE_MCP_* and PARSE_AGENT_* variables are not
-// inherited, so tests are hermetic.
+// settings. The parent's PARSE_MCP_*, PARSE_AGENT_* and LLM_* (chat)
+// variables are not inherited, so tests are hermetic.
 func env(extra ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "PARSE_MCP_") || strings.HasPrefix(kv, "PARSE_AGENT_") {
+		if strings.HasPrefix(kv, "PARSE_MCP_") || strings.HasPrefix(kv, "PARSE_AGENT_") || strings.HasPrefix(kv, "LLM_") {
 			continue
 		}
 		out = append(out, kv)

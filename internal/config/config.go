@@ -151,7 +151,7 @@ func unsetBlank() []string {
 		if !ok || !strings.HasPrefix(name, "PARSE_MCP_") {
 			continue
 		}
-		if v := strings.TrimSpace(value); v == "" || isPlaceholder(v) {
+		if v := strings.TrimSpace(value); v == "" || IsPlaceholder(v) {
 			names = append(names, name)
 			_ = os.Unsetenv(name)
 		}
@@ -159,9 +159,9 @@ func unsetBlank() []string {
 	return names
 }
 
-// isPlaceholder reports whether v is a whole unsubstituted template variable,
+// IsPlaceholder reports whether v is a whole unsubstituted template variable,
 // e.g. "${user_config.mongodb_uri}". No setting's valid value has that shape.
-func isPlaceholder(v string) bool {
+func IsPlaceholder(v string) bool {
 	return strings.HasPrefix(v, "${") && strings.HasSuffix(v, "}") && !strings.ContainsAny(v[2:len(v)-1], "{}")
 }
 

@@ -206,8 +206,8 @@ func TestLoadBlankIsUnset(t *testing.T) {
 	}
 	// A value that merely contains ${…} is a value.
 	for v, want := range map[string]bool{"${user_config.x}": true, "${}": true, "pa${ss}": false, "${a}${b}": false, "${a": false} {
-		if isPlaceholder(v) != want {
-			t.Errorf("isPlaceholder(%q) = %v", v, !want)
+		if IsPlaceholder(v) != want {
+			t.Errorf("IsPlaceholder(%q) = %v", v, !want)
 		}
 	}
 }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/parse-mcp/parse-mcp/internal/chat"
+	"github.com/parse-mcp/parse-mcp/internal/config"
+)
+
+// chatSetup is the LLM side of `chat` and `ask`, read before the database
+// starts so that a missing LLM_PROVIDER fails at once.
+type chatSetup struct {
+	llm    chat.Config
+	prices chat.Prices
+	trace  bool   // ask --trace
+	ask    string // the question of `ask`
+}
+
+// askArgs splits `ask [--trace] QUESTION…` (--trace may stand anywhere); a
+// question of "-" is read from stdin.
+func askArgs(args []string) (question string, trace bool) {
+	var words []string
+	for _, a := range args {
+		if a == "--trace" || a == "-trace" {
+			trace = true
+			continue
+		}
+		words = append(words, a)
+	}
+	return strings.TrimSpace(strings.Join(words, " ")), trace
+}
+
+// llmEnv reads an LLM_* variable as the PARSE_MCP_* ones are read: empty or
+// an unsubstituted ${…} placeholder counts as unset (README "Configuration").
+func llmEnv(name string) string {
+	v := strings.TrimSpace(os.Getenv(name))
+	if config.IsPlaceholder(v) {
+		return ""
+	}
+	return v
+}
+
+func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup, int) {
+	llm, err := chat.ConfigFromEnv(llmEnv)
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return nil, exitBadUsage
+	}
+	prices, err := chat.LoadPrices(llmEnv("LLM_PRICES"))
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return nil, exitBadUsage
+	}
+	llm.OnRetry = func(attempt int, wait time.Duration, reason string) {
+		fmt.Fprintf(stderr, "(%s: %s; retry %d in %s)\n", llm.Kind, reason, attempt, wait.Round(100*time.Millisecond))
+	}
+	s := &chatSetup{llm: llm, prices: prices}
+	if cmd[0] != "ask" {
+		return s, exitOK
+	}
+	s.ask, s.trace = askArgs(cmd[1:])
+	if s.ask == "-" {
+		b, err := io.ReadAll(io.LimitReader(stdin, 1<<20))
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: ask: reading the question from stdin: %v\n", err)
+			return nil, exitBadUsage
+		}
+		s.ask = strings.TrimSpace(string(b))
+	}
+	if s.ask == "" {
+		fmt.Fprintln(stderr, "parse-mcp: usage: parse-mcp ask [--trace] \"question\" (or - to read it from stdin)")
+		return nil, exitBadUsage
+	}
+	return s, exitOK
+}
+
+// runChat runs `chat` or `ask` on a started app: the model's tool calls go
+// through the app's own dispatcher and policy (chat.MCPToolbox).
+func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+	provider, err := chat.New(setup.llm)
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return exitBadUsage
+	}
+	if err := provider.Prepare(ctx); err != nil {
+		if _, ok := errors.AsType[*chat.ConfigError](err); ok {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+			return exitBadUsage
+		}
+		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
+		return exitFailure
+	}
+	sess := &chat.Session{Provider: provider, Toolbox: chat.NewMCPToolbox(a.dispatcher), Permissions: cfg.Permissions}
+	if err := sess.Start(ctx); err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
+		return exitFailure
+	}
+	if cmd == "chat" {
+		r := &chat.REPL{Session: sess, Prices: setup.prices, In: stdin, Out: stdout,
+			Banner: fmt.Sprintf("parse-mcp chat · %s %s · %d tools · permissions %s · identity %s\n/help lists the commands; Ctrl-C cancels an answer, Ctrl-D exits.",
+				provider.Name(), provider.Model(), len(sess.Tools()), cfg.Permissions, cfg.Identity())}
+		if err := r.Run(ctx); err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: chat: %v\n", err)
+			return exitFailure
+		}
+		return exitOK
+	}
+
+	// ask: the answer streams to stdout; with --trace the tool calls and the
+	// cost go to stderr.
+	// The answer and the trace can carry what the model copied from
+	// untrusted rows: no control characters reach the terminal or the
+	// script (chat.SafeText).
+	sess.Out = chat.SafeText(stdout)
+	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
+		sess.FinalOnly = true
+	}
+	stderr = chat.SafeText(stderr)
+	if setup.trace {
+		sess.OnTool = func(e chat.TraceEntry) { fmt.Fprintf(stderr, "trace: %s\n", e) }
+		sess.Narrate = func(text string) { fmt.Fprintf(stderr, "trace: model: %s\n", text) }
+	}
+	ans, err := sess.Ask(ctx, setup.ask)
+	if err == nil && ans.CutOff {
+		fmt.Fprintln(stderr, "parse-mcp: ask: "+chat.CutOffNote)
+	}
+	if setup.trace {
+		fmt.Fprintf(stderr, "cost: %s\n", chat.CostLine(setup.prices, provider, sess.Total))
+	}
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, context.Canceled):
+		fmt.Fprintln(stderr, "parse-mcp: ask: cancelled")
+		return exitInterrupted
+	default:
+		fmt.Fprintf(stderr, "parse-mcp: ask: %v\n", err)
+		return exitFailure
+	}
+}

@@ -1,0 +1,396 @@
+package chat
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+
+	"golang.org/x/term"
+)
+
+// CostLine is the one-line cost of usage u on the session's model.
+func CostLine(prices Prices, p Provider, u Usage) string {
+	return fmt.Sprintf("%d in / %d out tokens, %s (%s)", u.In, u.Out, usd(prices, p, u), p.Model())
+}
+
+func usd(prices Prices, p Provider, u Usage) string {
+	pr, ok := prices.Lookup(p.Name(), p.Model())
+	if !ok {
+		return "USD unknown (no price for this model: set LLM_PRICES)"
+	}
+	return fmt.Sprintf("$%.4f", pr.Cost(u))
+}
+
+// CutOffNote follows an answer the model ended at its output-token limit.
+const CutOffNote = "(the answer was cut off at the model's output limit)"
+
+// REPL is `parse-mcp chat`: a prompt with line editing and history, slash
+// commands, streamed answers; Ctrl-C cancels the answer being written (and
+// its database work), Ctrl-D exits.
+type REPL struct {
+	Session *Session
+	Prices  Prices
+	In      io.Reader // a terminal gets the line editor; anything else is read by lines
+	Out     io.Writer
+	// Banner is printed once before the first prompt.
+	Banner string
+}
+
+const helpText = `/reset     forget the conversation (the cost so far stays)
+/compact   replace the conversation with a summary (shows the token delta)
+/tools     the tools the model may call
+/trace     the tool calls of the last question (/trace all: of the session)
+/cost      tokens and USD of the last question and of the session
+/history   the conversation so far
+/exit      leave (also Ctrl-D)
+Ctrl-C cancels the answer being written.`
+
+// lineReader reads one line of input; it gives up when ctx ends (SIGTERM,
+// or Ctrl-C with input from a pipe) even while the read itself blocks.
+type lineReader interface {
+	ReadLine(ctx context.Context) (string, error)
+}
+
+// Run serves the prompt until /exit, Ctrl-D, end of input or ctx ends.
+func (r *REPL) Run(ctx context.Context) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	// Everything shown below the prompt passes SafeText: answers and
+	// history can carry what the model copied from untrusted rows.
+	out := r.Out
+	r.Out = SafeText(out)
+	defer func() { r.Out = out }()
+	var lines lineReader
+	f, tty := r.In.(*os.File)
+	tty = tty && term.IsTerminal(int(f.Fd()))
+	if tty {
+		lines = newTTYReader(f, out)
+	} else {
+		sc := bufio.NewScanner(r.In)
+		sc.Buffer(make([]byte, 64<<10), 1<<20)
+		lines = &scanReader{sc: sc}
+	}
+
+	// Ctrl-C arrives as SIGINT while an answer is written (the terminal is
+	// in its normal mode then; the prompt reads it in raw mode as a key).
+	// It cancels the answer; with no answer running (input from a pipe) it
+	// ends the chat.
+	var mu sync.Mutex
+	var cancelTurn context.CancelFunc
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	defer signal.Stop(sig)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-sig:
+				mu.Lock()
+				c := cancelTurn
+				mu.Unlock()
+				if c != nil {
+					c()
+				} else {
+					stop()
+				}
+			}
+		}
+	}()
+
+	if r.Banner != "" {
+		fmt.Fprintln(r.Out, r.Banner)
+	}
+	r.Session.Out = r.Out
+	r.Session.OnTool = func(e TraceEntry) {
+		status := ""
+		if e.IsError {
+			status = " (error)"
+		}
+		fmt.Fprintf(r.Out, "  · %s %s%s\n", e.Name, formatDuration(e.Duration), status)
+	}
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		line, err := lines.ReadLine(ctx)
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				if tty {
+					fmt.Fprintln(r.Out)
+				}
+				return nil
+			}
+			return err
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		// A question or a command that calls the model (/compact) runs under
+		// its own context: Ctrl-C cancels it, not the chat.
+		tctx, cancel := context.WithCancel(ctx)
+		mu.Lock()
+		cancelTurn = cancel
+		mu.Unlock()
+		var ans Answer
+		var done bool
+		if strings.HasPrefix(line, "/") {
+			done = r.command(tctx, line)
+		} else {
+			ans, err = r.Session.Ask(tctx, line)
+		}
+		mu.Lock()
+		cancelTurn = nil
+		mu.Unlock()
+		cancel()
+		if done {
+			return nil
+		}
+		if strings.HasPrefix(line, "/") {
+			continue
+		}
+		switch {
+		case err == nil:
+			if ans.CutOff {
+				fmt.Fprintln(r.Out, CutOffNote)
+			}
+		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
+			fmt.Fprintln(r.Out, "\n^C answer cancelled (the question is dropped from the history)")
+		case errors.Is(err, ErrRoundLimit):
+			fmt.Fprintf(r.Out, "\nstopped: %v\n", err)
+		case ctx.Err() != nil:
+			return nil
+		default:
+			fmt.Fprintf(r.Out, "\nerror: %v\n", err)
+		}
+	}
+}
+
+// command runs a slash command; it reports whether the chat should end.
+func (r *REPL) command(ctx context.Context, line string) bool {
+	s := r.Session
+	name, arg, _ := strings.Cut(line, " ")
+	arg = strings.TrimSpace(arg)
+	switch strings.ToLower(name) {
+	case "/exit", "/quit":
+		return true
+	case "/help", "/?":
+		fmt.Fprintln(r.Out, helpText)
+	case "/reset":
+		s.Reset()
+		fmt.Fprintln(r.Out, "history cleared (the cost so far stays: /cost)")
+	case "/compact":
+		if len(s.History()) == 0 {
+			fmt.Fprintln(r.Out, "nothing to compact")
+			return false
+		}
+		before, after, err := s.Compact(ctx)
+		if err != nil {
+			if errors.Is(err, context.Canceled) {
+				fmt.Fprintln(r.Out, "\n^C compact cancelled (history kept)")
+				return false
+			}
+			fmt.Fprintf(r.Out, "compact failed: %v\n", err)
+			return false
+		}
+		fmt.Fprintf(r.Out, "history compacted: %d → %d tokens (%+d)\n", before, after, after-before)
+	case "/tools":
+		for _, t := range s.Tools() {
+			fmt.Fprintf(r.Out, "%-20s %s\n", t.Name, firstSentence(t.Description))
+		}
+		fmt.Fprintf(r.Out, "%d tools\n", len(s.Tools()))
+	case "/trace":
+		entries := s.Trace()
+		if arg != "all" {
+			var last []TraceEntry
+			for _, e := range entries {
+				if e.Turn == s.Turn() {
+					last = append(last, e)
+				}
+			}
+			entries = last
+		}
+		if len(entries) == 0 {
+			fmt.Fprintln(r.Out, "no tool calls")
+		}
+		for _, e := range entries {
+			fmt.Fprintf(r.Out, "#%d.%d %s\n", e.Turn, e.Round, e)
+		}
+	case "/cost":
+		fmt.Fprintf(r.Out, "last question: %s\n", CostLine(r.Prices, s.Provider, s.Last))
+		fmt.Fprintf(r.Out, "session:       %s\n", CostLine(r.Prices, s.Provider, s.Total))
+		if pr, ok := r.Prices.Lookup(s.Provider.Name(), s.Provider.Model()); ok {
+			fmt.Fprintf(r.Out, "price: $%.2f in / $%.2f out per million tokens (LLM_PRICES overrides)\n", pr.In, pr.Out)
+		}
+	case "/history":
+		if sum := s.Summary(); sum != "" {
+			fmt.Fprintf(r.Out, "summary: %s\n", sum)
+		}
+		for _, m := range s.History() {
+			switch m.Role {
+			case RoleUser:
+				fmt.Fprintf(r.Out, "you: %s\n", m.Text)
+			case RoleAssistant:
+				if m.Text != "" {
+					fmt.Fprintf(r.Out, "assistant: %s\n", strings.TrimSpace(m.Text))
+				}
+				for _, c := range m.Calls {
+					fmt.Fprintf(r.Out, "  → %s %s\n", c.Name, compactJSON(c.Args))
+				}
+			case RoleTool:
+				for _, res := range m.Results {
+					status := ""
+					if res.IsError {
+						status = " (error)"
+					}
+					fmt.Fprintf(r.Out, "  ← %s: %d bytes%s\n", res.Name, len(res.Text), status)
+				}
+			}
+		}
+		if len(s.History()) == 0 && s.Summary() == "" {
+			fmt.Fprintln(r.Out, "no history")
+		}
+	default:
+		fmt.Fprintf(r.Out, "unknown command %s (/help lists them)\n", name)
+	}
+	return false
+}
+
+func firstSentence(s string) string {
+	s = strings.TrimSpace(s)
+	for from := 0; ; {
+		i := strings.Index(s[from:], ". ")
+		if i < 0 {
+			break
+		}
+		end := from + i + 1
+		if w := s[:end]; strings.HasSuffix(w, "e.g.") || strings.HasSuffix(w, "i.e.") {
+			from = end
+			continue
+		}
+		s = s[:end]
+		break
+	}
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if r := []rune(s); len(r) > 100 {
+		s = string(r[:99]) + "…"
+	}
+	return s
+}
+
+type lineResult struct {
+	line string
+	err  error
+}
+
+// scanReader reads lines from a pipe or file in a goroutine, one line ahead
+// at most.
+type scanReader struct {
+	sc      *bufio.Scanner
+	pending chan lineResult
+}
+
+func (s *scanReader) ReadLine(ctx context.Context) (string, error) {
+	if s.pending == nil {
+		s.pending = make(chan lineResult, 1)
+		go func() {
+			if s.sc.Scan() {
+				s.pending <- lineResult{line: s.sc.Text()}
+				return
+			}
+			err := s.sc.Err()
+			if err == nil {
+				err = io.EOF
+			}
+			s.pending <- lineResult{err: err}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return "", io.EOF
+	case r := <-s.pending:
+		s.pending = nil
+		return r.line, r.err
+	}
+}
+
+// ttyReader is golang.org/x/term's line editor (arrows, history with
+// up/down, Ctrl-A/E/K/U/W…), in raw mode only while a line is read: while an
+// answer is written the terminal is in its normal mode, so Ctrl-C is a
+// SIGINT that cancels it.
+type ttyReader struct {
+	f *os.File
+	t *term.Terminal
+}
+
+func newTTYReader(f *os.File, out io.Writer) *ttyReader {
+	rw := struct {
+		io.Reader
+		io.Writer
+	}{&ctrlCLine{r: f}, out}
+	return &ttyReader{f: f, t: term.NewTerminal(rw, "> ")}
+}
+
+func (t *ttyReader) ReadLine(ctx context.Context) (string, error) {
+	fd := int(t.f.Fd())
+	old, err := term.MakeRaw(fd)
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = term.Restore(fd, old) }()
+	// A terminal that reports no size (0×0, e.g. under script(1)) keeps the
+	// editor's 80 columns: a width of 0 would wrap after every character.
+	if w, h, err := term.GetSize(fd); err == nil && w > 0 && h > 0 {
+		_ = t.t.SetSize(w, h)
+	}
+	done := make(chan lineResult, 1)
+	go func() {
+		line, err := t.t.ReadLine()
+		done <- lineResult{line, err}
+	}()
+	select {
+	case r := <-done:
+		return r.line, r.err
+	case <-ctx.Done():
+		// The chat is ending (SIGTERM): the terminal gets its mode back;
+		// the read left blocked ends with the process.
+		return "", io.EOF
+	}
+}
+
+// ctrlCLine makes Ctrl-C at the prompt clear the line (as in a shell)
+// instead of ending input: x/term's editor reads it as end of input, like
+// Ctrl-D. It becomes Ctrl-E (end of line) then Ctrl-U (erase to the start).
+type ctrlCLine struct {
+	r   io.Reader
+	buf []byte
+}
+
+func (c *ctrlCLine) Read(p []byte) (int, error) {
+	if len(c.buf) == 0 {
+		raw := make([]byte, max(len(p)/2, 1))
+		n, err := c.r.Read(raw)
+		for _, b := range raw[:n] {
+			if b == 3 {
+				c.buf = append(c.buf, 5, 21)
+			} else {
+				c.buf = append(c.buf, b)
+			}
+		}
+		if n == 0 {
+			return 0, err
+		}
+	}
+	n := copy(p, c.buf)
+	c.buf = c.buf[n:]
+	return n, nil
+}
