@@ -28,56 +28,56 @@ const (
 // Config is every PARSE_MCP_* setting. Field tags name the variable so that
 // validation errors can say exactly which one is wrong.
 type Config struct {
-	MongoDBURI       string `envconfig:"MONGODB_URI"`
-	Database         string `envconfig:"DATABASE"`
-	CollectionPrefix string `envconfig:"COLLECTION_PREFIX"`
-	PolicyFile       string `envconfig:"POLICY_FILE"`
-	Permissions      string `envconfig:"PERMISSIONS" default:"readonly"`
-	SessionToken     string `envconfig:"SESSION_TOKEN"`
-	ACLUser          string `envconfig:"ACL_USER"`
-	ACLRole          string `envconfig:"ACL_ROLE"`
-	TenantID         string `envconfig:"TENANT_ID"`
-	HTTPAddr         string `envconfig:"HTTP_ADDR"`
-	APIKey           string `envconfig:"API_KEY"`
+	MongoDBURI       string `envconfig:"PARSE_MCP_MONGODB_URI"`
+	Database         string `envconfig:"PARSE_MCP_DATABASE"`
+	CollectionPrefix string `envconfig:"PARSE_MCP_COLLECTION_PREFIX"`
+	PolicyFile       string `envconfig:"PARSE_MCP_POLICY_FILE"`
+	Permissions      string `envconfig:"PARSE_MCP_PERMISSIONS" default:"readonly"`
+	SessionToken     string `envconfig:"PARSE_MCP_SESSION_TOKEN"`
+	ACLUser          string `envconfig:"PARSE_MCP_ACL_USER"`
+	ACLRole          string `envconfig:"PARSE_MCP_ACL_ROLE"`
+	TenantID         string `envconfig:"PARSE_MCP_TENANT_ID"`
+	HTTPAddr         string `envconfig:"PARSE_MCP_HTTP_ADDR"`
+	APIKey           string `envconfig:"PARSE_MCP_API_KEY"`
 	// APIKeys are named HTTP keys, "name:key,name:key": each name is one
 	// client (README "Behind a load balancer"); see NamedAPIKeys.
-	APIKeys parseserver.Secret `envconfig:"API_KEYS"`
+	APIKeys parseserver.Secret `envconfig:"PARSE_MCP_API_KEYS"`
 	// TrustedProxies are the reverse proxies / load balancers (CIDRs or
 	// addresses, comma-separated) whose X-Forwarded-For names the client;
 	// see TrustedProxyNets.
-	TrustedProxies string `envconfig:"TRUSTED_PROXIES"`
+	TrustedProxies string `envconfig:"PARSE_MCP_TRUSTED_PROXIES"`
 	// HTTP caps (README "Behind a load balancer"): sessions in the process
 	// and per client, and the rate-limit buckets of one client and of the
 	// process as multiples of the policy's rate_limit.requests.
-	HTTPMaxSessions       int `envconfig:"HTTP_MAX_SESSIONS" default:"256"`
-	HTTPSessionsPerClient int `envconfig:"HTTP_SESSIONS_PER_CLIENT" default:"16"`
-	HTTPClientRateFactor  int `envconfig:"HTTP_CLIENT_RATE_FACTOR" default:"2"`
-	HTTPProcessRateFactor int `envconfig:"HTTP_PROCESS_RATE_FACTOR" default:"4"`
+	HTTPMaxSessions       int `envconfig:"PARSE_MCP_HTTP_MAX_SESSIONS" default:"256"`
+	HTTPSessionsPerClient int `envconfig:"PARSE_MCP_HTTP_SESSIONS_PER_CLIENT" default:"16"`
+	HTTPClientRateFactor  int `envconfig:"PARSE_MCP_HTTP_CLIENT_RATE_FACTOR" default:"2"`
+	HTTPProcessRateFactor int `envconfig:"PARSE_MCP_HTTP_PROCESS_RATE_FACTOR" default:"4"`
 	// ConfirmSecret signs 2026-07-28 confirmation tokens over HTTP (empty:
 	// a secret stored once in the database, shared by every process).
-	ConfirmSecret parseserver.Secret `envconfig:"CONFIRM_SECRET"`
-	LogLevel      string             `envconfig:"LOG_LEVEL" default:"info"`
-	LogFile       string             `envconfig:"LOG_FILE"`
+	ConfirmSecret parseserver.Secret `envconfig:"PARSE_MCP_CONFIRM_SECRET"`
+	LogLevel      string             `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`
+	LogFile       string             `envconfig:"PARSE_MCP_LOG_FILE"`
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
-	Workers int `envconfig:"WORKERS" default:"16"`
+	Workers int `envconfig:"PARSE_MCP_WORKERS" default:"16"`
 	// ProgressInterval is how often a long tool call sends an elapsed-time
 	// progress heartbeat (when the client asked for progress) until the tool
 	// reports its own work units.
-	ProgressInterval time.Duration `envconfig:"PROGRESS_INTERVAL" default:"2s"`
+	ProgressInterval time.Duration `envconfig:"PARSE_MCP_PROGRESS_INTERVAL" default:"2s"`
 	// The Parse Server bridge (README "Parse Server bridge"): writes and
 	// Cloud Code functions through the app's own Parse Server.
-	ServerURL     string             `envconfig:"SERVER_URL"`
-	ApplicationID string             `envconfig:"APPLICATION_ID"`
-	MasterKey     parseserver.Secret `envconfig:"MASTER_KEY"`
-	LiveQueryURL  string             `envconfig:"LIVEQUERY_URL"`
+	ServerURL     string             `envconfig:"PARSE_MCP_SERVER_URL"`
+	ApplicationID string             `envconfig:"PARSE_MCP_APPLICATION_ID"`
+	MasterKey     parseserver.Secret `envconfig:"PARSE_MCP_MASTER_KEY"`
+	LiveQueryURL  string             `envconfig:"PARSE_MCP_LIVEQUERY_URL"`
 
 	// DemoDir is where --demo keeps its SQLite files (default: user cache dir).
-	DemoDir string `envconfig:"DEMO_DIR"`
+	DemoDir string `envconfig:"PARSE_MCP_DEMO_DIR"`
 
 	// Demo serves the embedded sample database (PARSE_MCP_DEMO or --demo);
 	// the connection settings are then ignored.
-	Demo bool `envconfig:"DEMO"`
+	Demo bool `envconfig:"PARSE_MCP_DEMO"`
 
 	// Blank lists the PARSE_MCP_* variables that were set but treated as
 	// unset: empty, or an unsubstituted ${…} placeholder (README "Install in
@@ -118,7 +118,7 @@ func (e *Error) Error() string {
 func Load() (*Config, error) {
 	var c Config
 	c.Blank = unsetBlank()
-	if err := envconfig.Process("PARSE_MCP", &c); err != nil {
+	if err := envconfig.Process("", &c); err != nil {
 		// envconfig's ParseError names the field; translate it to the variable.
 		if pe, ok := err.(*envconfig.ParseError); ok {
 			return nil, &Error{Variable: envName(pe.KeyName), Problem: fmt.Sprintf("cannot parse %q as %s", pe.Value, pe.TypeName), Fix: "set a valid value"}

@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"fmt"
+	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -223,5 +225,35 @@ func TestLoadDemoFromTheEnvironment(t *testing.T) {
 	t.Setenv("PARSE_MCP_DEMO", "maybe")
 	if _, err := Load(); err == nil {
 		t.Fatal("PARSE_MCP_DEMO=maybe accepted")
+	}
+}
+
+// TestLoadIgnoresUnprefixedNames: envconfig falls back to a field's bare tag
+// name when the prefixed variable is unset, so with short tags a stray
+// PERMISSIONS=admin, DATABASE or MASTER_KEY in the launching shell would
+// silently configure the server. Every tag is the full PARSE_MCP_* name, and
+// only that name is read.
+func TestLoadIgnoresUnprefixedNames(t *testing.T) {
+	for _, name := range []string{"PARSE_MCP_PERMISSIONS", "PARSE_MCP_DATABASE", "PARSE_MCP_MASTER_KEY", "PARSE_MCP_API_KEY", "PARSE_MCP_SERVER_URL", "PARSE_MCP_DEMO"} {
+		t.Setenv(name, "") // unset below: t.Setenv restores the original
+		_ = os.Unsetenv(name)
+	}
+	t.Setenv("PERMISSIONS", "admin")
+	t.Setenv("DATABASE", "stray")
+	t.Setenv("MASTER_KEY", "stray-master")
+	t.Setenv("API_KEY", "stray-key")
+	t.Setenv("SERVER_URL", "http://stray.example/parse")
+	t.Setenv("DEMO", "true")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Permissions != TierReadonly || c.Database != "" || c.MasterKey.Reveal() != "" || c.APIKey != "" || c.ServerURL != "" || c.Demo {
+		t.Fatalf("unprefixed variables were read: %+v", *c)
+	}
+	for f := range reflect.TypeFor[Config]().Fields() {
+		if tag := f.Tag.Get("envconfig"); tag != "" && !strings.HasPrefix(tag, "PARSE_MCP_") {
+			t.Errorf("field %s reads %s: every variable is a full PARSE_MCP_* name", f.Name, tag)
+		}
 	}
 }

@@ -96,7 +96,7 @@ func TestSettingsAreConfigVariables(t *testing.T) {
 	ct := reflect.TypeFor[config.Config]()
 	for f := range ct.Fields() {
 		if tag := f.Tag.Get("envconfig"); tag != "" {
-			known["PARSE_MCP_"+tag] = true
+			known[tag] = true
 		}
 	}
 	readme, err := os.ReadFile("../../README.md")
