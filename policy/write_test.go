@@ -204,7 +204,7 @@ func TestWriteHiddenEqualsMissing(t *testing.T) {
 		}
 	}
 	for _, tc := range []string{"VaultSecret", "NoSuchClzz"} {
-		err := master.CheckNewClassFields(schema, map[string]any{"s": map[string]any{"type": "Pointer", "targetClass": tc}})
+		err := master.CheckNewClassFields(schema, "Fresh", map[string]any{"s": map[string]any{"type": "Pointer", "targetClass": tc}})
 		if outcome(err) != "invalid_argument" {
 			t.Errorf("create_class pointer target %s: %v", tc, err)
 		}
