@@ -8,6 +8,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
@@ -200,4 +202,27 @@ func toJSON(t testing.TB, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestTrustExistsAnswersByShownValue (finding 8): a row holding a hidden
+// reference at a path matched neither $exists true nor false, so the pair
+// told, row by row, where a hidden reference sits. The reference exists
+// (it is shown as the marker) and a path below it does not: exactly one of
+// the two matches every row.
+func TestTrustExistsAnswersByShownValue(t *testing.T) {
+	c := demoClient(t)
+	ids := append(append([]string{}, demo.SongLeakIDs...), demo.SongEmbeddedSecretID)
+	for _, id := range ids {
+		for _, p := range []string{"leak", "meta", "meta.credential", "meta.credential.objectId", "meta.credential.className"} {
+			n := 0.0
+			for _, want := range []bool{true, false} {
+				out := callOK(t, c, "count_objects", map[string]any{"class_name": "Song", "apply_canonical_filter": false,
+					"where": map[string]any{"objectId": id, p: map[string]any{"$exists": want}}})
+				n += out["count"].(float64)
+			}
+			if n != 1 {
+				t.Errorf("row %s, %s: $exists true and false matched %v times together, want 1", id, p, n)
+			}
+		}
+	}
 }
