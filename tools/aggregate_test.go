@@ -395,3 +395,28 @@ func TestAggregateUnwindGetsTheConjunct(t *testing.T) {
 		}
 	}
 }
+
+// TestAggregateSubPipelineUnwindGetsTheConjunct (finding 6 of the pass over
+// writes and sub-pipelines): inside $facet, $lookup and $unionWith
+// pipelines two $unwinds lifted a hidden reference out of a nested array
+// past the leading $match, and a later $match ($gte, a $regex naming no
+// class) with $count bisected its id. After every $unwind, at any depth,
+// the unwound path gets the conjunct again.
+func TestAggregateSubPipelineUnwindGetsTheConjunct(t *testing.T) {
+	d := aggDeps(t, nil)
+	guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}}`
+	unwinds := `{"$unwind":"$tags"},{"$unwind":"$tags"},{"$match":{"tags.objectId":{"$gte":"m"}}},{"$count":"n"}`
+	for _, tc := range []struct{ name, pipeline string }{
+		{"facet", `[{"$facet":{"a":[` + unwinds + `]}}]`},
+		{"lookup", `[{"$lookup":{"from":"Song","as":"j","pipeline":[` + unwinds + `]}}]`},
+		{"unionWith", `[{"$unionWith":{"coll":"Song","pipeline":[` + unwinds + `]}}]`},
+		{"facet in lookup", `[{"$lookup":{"from":"Song","as":"j","pipeline":[{"$facet":{"a":[` + unwinds + `]}}]}}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":`+tc.pipeline+`}`)
+			if n := strings.Count(got, `{"$unwind":"$tags"},`+guard); n != 2 {
+				t.Errorf("want the conjunct after both $unwinds, found %d:\n%s", n, got)
+			}
+		})
+	}
+}
