@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -222,6 +223,70 @@ func TestTrustExistsAnswersByShownValue(t *testing.T) {
 			}
 			if n != 1 {
 				t.Errorf("row %s, %s: $exists true and false matched %v times together, want 1", id, p, n)
+			}
+		}
+	}
+}
+
+// TestTrustConcurrentConflictingFieldTypes (finding 11): pairs of
+// concurrent creates adding the same new field with conflicting types. On
+// FerretDB both used to succeed, leaving both types stored and _SCHEMA
+// missing fields. Now exactly one of each pair succeeds, every stored value
+// has the type _SCHEMA declares, and _SCHEMA has every field a row holds.
+func TestTrustConcurrentConflictingFieldTypes(t *testing.T) {
+	db, uri := writeDB(t, writeOutSchemas()...)
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	const pairs = 8
+	type result struct {
+		field string
+		ok    bool
+	}
+	results := make(chan result, 2*pairs)
+	for i := range pairs {
+		f := "race" + string(rune('A'+i))
+		for _, v := range []any{"text", 5} {
+			go func() {
+				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				defer cancel()
+				res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "create_object",
+					Arguments: map[string]any{"class_name": "Memo", "fields": map[string]any{f: v}}}})
+				results <- result{f, err == nil && !res.IsError}
+			}()
+		}
+	}
+	won := map[string]int{}
+	for range 2 * pairs {
+		r := <-results
+		if r.ok {
+			won[r.field]++
+		}
+	}
+	sd := schemaDoc(t, db, "Memo")
+	cur, err := db.Collection("Memo").Find(context.Background(), bson.D{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []bson.M
+	if err := cur.All(context.Background(), &rows); err != nil {
+		t.Fatal(err)
+	}
+	for i := range pairs {
+		f := "race" + string(rune('A'+i))
+		if won[f] != 1 {
+			t.Errorf("%s: %d of the pair succeeded, want 1", f, won[f])
+		}
+		want, _ := sd[f].(string)
+		if want == "" {
+			t.Errorf("%s: missing from _SCHEMA %v", f, sd)
+		}
+		for _, r := range rows {
+			v, has := r[f]
+			if !has {
+				continue
+			}
+			_, isString := v.(string)
+			if isString != (want == "string") {
+				t.Errorf("%s: stored %T, _SCHEMA says %s", f, v, want)
 			}
 		}
 	}
