@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -290,4 +291,41 @@ func TestTrustConcurrentConflictingFieldTypes(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestTrustOneReadingOfReferenceStrings (finding 4): the write check, the
+// not-a-hidden-reference conjunct and the row encoder share one definition
+// of a reference string (parsedb.ReferenceClass), so a value is never a
+// reference to one and text to another. Ordinary text is written and read
+// back as written; "write it, then count rows equal to it" answers alike
+// whatever class the word before the "$" names; an untyped className that
+// is not a string is refused alike.
+func TestTrustOneReadingOfReferenceStrings(t *testing.T) {
+	db, uri := writeDB(t, writeOutSchemas()...)
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	for _, s := range []string{"Ke$ha", "US$100", "A$AP Rocky", "Vault$~", "Vault$ab", "Nowhere$ab~"} {
+		out := callOK(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"title": s, "email": s}})
+		got := callOK(t, c, "get_object", map[string]any{"class_name": "Memo", "object_id": out["object_id"], "shape": "rest"})
+		if o := obj(got["object"]); o["title"] != s || o["email"] != s {
+			t.Errorf("%q read back as %v", s, o)
+		}
+	}
+	answers := map[string]string{}
+	for _, cls := range []string{"Vault", "NoSuchClzz", "Memo"} {
+		v := cls + "$~q"
+		callOK(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"email": v}})
+		n := callOK(t, c, "count_objects", map[string]any{"class_name": "Memo", "where": map[string]any{"email": v}})["count"]
+		g := callOK(t, c, "count_objects", map[string]any{"class_name": "Memo", "where": map[string]any{"email": map[string]any{"$gte": cls + "$~", "$lt": cls + "$~r"}}})["count"]
+		answers[cls] = fmt.Sprint(n, g)
+		res := call(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"meta": map[string]any{"className": []any{cls}}}})
+		answers[cls] += strings.ReplaceAll(text(res), cls, "<C>")
+		res = call(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"title": cls + "$abcdefghij"}})
+		if cls != "Memo" {
+			answers[cls] += strings.ReplaceAll(text(res), cls, "<C>")
+		}
+	}
+	if answers["Vault"] != answers["NoSuchClzz"] {
+		t.Errorf("hidden and missing answer apart:\n hidden  %s\n missing %s", answers["Vault"], answers["NoSuchClzz"])
+	}
+	_ = db
 }

@@ -244,7 +244,14 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 				return toolerror.Violationf("write of internal key %q inside %s on %s", k, field, cls.Name)
 			}
 			if k == "className" {
-				if cn, ok := t[k].(string); ok && e.invisibleClass(schema, cn) {
+				cn, ok := t[k].(string)
+				if !ok {
+					// The conjunct tests className element by element: an
+					// array here would be a class name to it and data to
+					// the reader (one value, two readings).
+					return toolerror.New(toolerror.InvalidArgument, "className inside %s must be a string (a class name)", field)
+				}
+				if e.invisibleClass(schema, cn) {
 					return e.unknownClass(schema, cn)
 				}
 			}

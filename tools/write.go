@@ -433,6 +433,9 @@ func (d *Deps) shownObject(ctx context.Context, plan *parsedb.WritePlan, dryRun 
 			return nil, err
 		}
 	}
+	if len(plan.Result) == 0 {
+		return nil, nil // the bridge's plan simulates no object
+	}
 	return d.storedRow(ctx, plan, plan.Result)
 }
 

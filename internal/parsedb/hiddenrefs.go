@@ -16,6 +16,7 @@ package parsedb
 import (
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -144,7 +145,7 @@ func (h *HiddenRefs) NotHiddenRefAbove(cls *Class, path string) bson.A {
 // conjunctValues are the hidden class names and the "^(?:A|B)\$" pattern
 // the conjunct's clauses test, typed so that dry runs show neither.
 func (h *HiddenRefs) conjunctValues() (HiddenClassNames, HiddenRefPattern) {
-	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$`)
+	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}$`)
 }
 
 // notRefClauses are the conjunct's clauses for the value at storage path
