@@ -315,7 +315,7 @@ func TestTrustOneReadingOfReferenceStrings(t *testing.T) {
 		v := cls + "$~q"
 		callOK(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"email": v}})
 		n := callOK(t, c, "count_objects", map[string]any{"class_name": "Memo", "where": map[string]any{"email": v}})["count"]
-		g := callOK(t, c, "count_objects", map[string]any{"class_name": "Memo", "where": map[string]any{"email": map[string]any{"$gte": cls + "$~", "$lt": cls + "$~r"}}})["count"]
+		g := callOK(t, c, "count_objects", map[string]any{"class_name": "Memo", "where": map[string]any{"email": map[string]any{"$gte": cls + "$~q", "$lt": cls + "$~r"}}})["count"]
 		answers[cls] = fmt.Sprint(n, g)
 		res := call(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"meta": map[string]any{"className": []any{cls}}}})
 		answers[cls] += strings.ReplaceAll(text(res), cls, "<C>")
