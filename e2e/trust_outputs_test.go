@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -96,7 +98,7 @@ settings: {confirm_writes: never, rate_limit: {requests: 10000, window: 60s}}
 			for _, pos := range sortedKeys(out) {
 				for _, cond := range sortedKeys(conditions) {
 					for _, tok := range conditions[cond] {
-						if slicesHas(id.may, tok) || strings.HasPrefix(pos, "error") && tok == "Zhidden" {
+						if slices.Contains(id.may, tok) || strings.HasPrefix(pos, "error") && tok == "Zhidden" {
 							continue // an error may echo the class the caller named
 						}
 						if strings.Contains(out[pos], tok) {
@@ -140,9 +142,7 @@ func outputPositions(t *testing.T, c *client.Client) map[string]string {
 	}
 	memo := func(extra map[string]any) map[string]any {
 		m := map[string]any{"class_name": "Memo"}
-		for k, v := range extra {
-			m[k] = v
-		}
+		maps.Copy(m, extra)
 		return m
 	}
 	// Reads.
@@ -216,13 +216,4 @@ func sortedKeys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return sortedStrings(out)
-}
-
-func slicesHas(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -405,8 +405,7 @@ func (e *Engine) checkDefaults(schema *parsedb.Schema, cls *parsedb.Class, given
 			err = toolerror.New(toolerror.InvalidArgument, "")
 		}
 		if err != nil {
-			var v *toolerror.Violation
-			if errors.As(err, &v) {
+			if _, ok := errors.AsType[*toolerror.Violation](err); ok {
 				return err
 			}
 			return toolerror.New(toolerror.InvalidArgument, "the default value of %s refers to a class that does not exist or is not accessible: give %s explicitly", name, name)
