@@ -329,3 +329,33 @@ func TestTrustOneReadingOfReferenceStrings(t *testing.T) {
 	}
 	_ = db
 }
+
+// TestTrustSubPipelineNestedUnwind (finding 6, on an engine that stores
+// nested arrays and runs $facet, $lookup and $unionWith): inside a
+// sub-pipeline two $unwinds lifted a hidden pointer out of an array nested
+// in a stored array, past the protective $match, and a $gte on its id with
+// $count bisected it. A right and a wrong prefix now answer alike.
+func TestTrustSubPipelineNestedUnwind(t *testing.T) {
+	if ferretDB1 {
+		t.Skip("FerretDB 1.24 stores no nested arrays and runs no $lookup/$facet/$unionWith (the second engine does)")
+	}
+	db, uri := writeDB(t, writeOutSchemas()...)
+	insert(t, db, "Memo", bson.D{{Key: "_id", Value: "n1"}, {Key: "title", Value: "x"},
+		{Key: "meta", Value: bson.D{{Key: "list", Value: bson.A{bson.A{bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Vault"}, {Key: "objectId", Value: "v1secretv1"}}}}}}}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	inner := `[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$match":{"meta.list.objectId":{"$gte":"GUESS"}}},{"$count":"n"}]`
+	for _, wrap := range []string{`[{"$facet":{"a":%s}}]`, `[{"$lookup":{"from":"Memo","as":"j","pipeline":%s}}]`, `[{"$unionWith":{"coll":"Memo","pipeline":%s}}]`} {
+		var answers []string
+		for _, guess := range []string{"v1", "v2", "a"} {
+			var pipeline []any
+			if err := json.Unmarshal([]byte(fmt.Sprintf(wrap, strings.ReplaceAll(inner, "GUESS", guess))), &pipeline); err != nil {
+				t.Fatal(err)
+			}
+			res := call(t, c, "aggregate", map[string]any{"class_name": "Memo", "pipeline": pipeline})
+			answers = append(answers, strings.ReplaceAll(text(res), guess, "G"))
+		}
+		if answers[0] != answers[1] || answers[0] != answers[2] {
+			t.Errorf("%s: the answer depends on the guess:\n%s", wrap, strings.Join(answers, "\n"))
+		}
+	}
+}
