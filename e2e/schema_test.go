@@ -188,7 +188,7 @@ func TestWriteToolSchemas(t *testing.T) {
 	schemas := outputSchemas(t, result(t, r.rpc("l", "tools/list", `{}`)))
 	calls := []string{
 		`{"name":"create_object","arguments":{"class_name":"Memo","fields":{"title":"new","reason":"r"},"dry_run":true}}`,
-		`{"name":"create_object","arguments":{"class_name":"Memo","fields":{"title":"new"},"acl":{"*":{"read":true}}}}`,
+		`{"name":"create_object","arguments":{"class_name":"Memo","fields":{"title":"new"}}}`,
 		`{"name":"update_object","arguments":{"class_name":"Memo","object_id":"m1","fields":{"title":"t1"}}}`,
 		`{"name":"update_object","arguments":{"class_name":"Memo","object_id":"m2","fields":{"title":"t2"},"dry_run":true}}`,
 		`{"name":"delete_object","arguments":{"class_name":"Memo","object_id":"m3","dry_run":true}}`,

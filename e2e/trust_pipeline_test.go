@@ -13,8 +13,8 @@ import (
 // hidden reference stored below an Object or Array value, however it gets
 // there (SECURITY.md "Hidden references": pipelines). Ticket t1 holds an
 // embedded pointer to the hidden class Vault in meta.credential (keys in
-// sorted order, so an exact literal would match it) and {k: "Vault$id"}
-// in tags; t2 holds "Vault$id" in meta.k; t4's title is "Vault$id"; t5
+// sorted order, so an exact literal would match it) and {k: "Vault$ididididid"}
+// in tags; t2 holds "Vault$ididididid" in meta.k; t4's title is "Vault$ididididid"; t5
 // holds the pointer with its objectId first. Each
 // probe runs with the real id and with a wrong guess: the answers must be
 // identical once the guess is masked, and never show the id. The stages
@@ -24,7 +24,7 @@ import (
 func TestTrustPipelineOpaqueValues(t *testing.T) {
 	db, uri := writeDB(t, attackSchemas()...)
 	ctx := context.Background()
-	const secret, wrongID = "v1secret", "v2wrong0"
+	const secret, wrongID = "v1secretv1", "v2wrong0v2"
 	ptr := bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Vault"}, {Key: "objectId", Value: secret}}
 	if _, err := db.Collection("Ticket").InsertMany(ctx, []any{
 		bson.D{{Key: "_id", Value: "t1"}, {Key: "title", Value: "x"}, {Key: "meta", Value: bson.D{{Key: "credential", Value: ptr}}},

@@ -33,7 +33,7 @@ func trackServer(t *testing.T, rows ...bson.D) *rawServer {
 	if _, err := db.Collection("Track").InsertMany(ctx, docs); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Collection("Vault").InsertOne(ctx, bson.D{{Key: "_id", Value: "v1secret"}, {Key: "key", Value: "s"}}); err != nil {
+	if _, err := db.Collection("Vault").InsertOne(ctx, bson.D{{Key: "_id", Value: "v1secretv1"}, {Key: "key", Value: "s"}}); err != nil {
 		t.Fatal(err)
 	}
 	r := startRaw(t, uri, policyEnv(t, "classes:\n  Vault: {hidden: true}\nsettings: {rate_limit: {requests: 1000, window: 60s}}\n"))
@@ -50,9 +50,9 @@ func trackServer(t *testing.T, rows ...bson.D) *rawServer {
 // and explicit (Boolean) hold one although the schema says otherwise.
 func TestTrustWhereRangesAndDrift(t *testing.T) {
 	r := trackServer(t,
-		bson.D{{Key: "_id", Value: "t1"}, {Key: "label", Value: "x"}, {Key: "meta", Value: bson.D{{Key: "ref", Value: "Vault$v1secret"}}},
-			{Key: "tags", Value: bson.A{bson.D{{Key: "ref", Value: "Vault$v1secret"}}, "Vault$v1secret"}},
-			{Key: "plays", Value: "Vault$v1secret"}, {Key: "explicit", Value: "Vault$v1secret"}},
+		bson.D{{Key: "_id", Value: "t1"}, {Key: "label", Value: "x"}, {Key: "meta", Value: bson.D{{Key: "ref", Value: "Vault$v1secretv1"}}},
+			{Key: "tags", Value: bson.A{bson.D{{Key: "ref", Value: "Vault$v1secretv1"}}, "Vault$v1secretv1"}},
+			{Key: "plays", Value: "Vault$v1secretv1"}, {Key: "explicit", Value: "Vault$v1secretv1"}},
 		bson.D{{Key: "_id", Value: "t2"}, {Key: "label", Value: "y"}, {Key: "plays", Value: 3}, {Key: "explicit", Value: true}},
 	)
 	// %[1]s is the class, %[2]s the guess: "v1s" is a right prefix of the
@@ -64,17 +64,17 @@ func TestTrustWhereRangesAndDrift(t *testing.T) {
 		`{"meta":{"$gte":[{"ref":"%[1]s$%[2]s"}]}}`,
 		`{"meta.ref":{"$lt":"%[1]s$%[2]s~"}}`,
 		`{"tags":{"$lt":{"ref":"%[1]s$%[2]s~"}}}`,
-		`{"tags":{"$in":[["%[1]s$%[2]secret"]]}}`,
-		`{"tags":{"$eq":["%[1]s$%[2]secret"]}}`,
-		`{"tags":["%[1]s$%[2]secret"]}`,
+		`{"tags":{"$in":[["%[1]s$%[2]secretv1"]]}}`,
+		`{"tags":{"$eq":["%[1]s$%[2]secretv1"]}}`,
+		`{"tags":["%[1]s$%[2]secretv1"]}`,
 		`{"plays":{"$lt":"%[1]s$%[2]s~"}}`,
 		`{"plays":{"$gte":"%[1]s$%[2]s"}}`,
 		`{"plays":{"$regex":"^%[1]s\\$%[2]s"}}`,
-		`{"plays":{"$in":["%[1]s$%[2]secret"]}}`,
-		`{"plays":"%[1]s$%[2]secret"}`,
-		`{"explicit":{"$in":["%[1]s$%[2]secret"]}}`,
-		`{"explicit":{"$ne":"%[1]s$%[2]secret"}}`,
-		`{"explicit":{"$nin":["%[1]s$%[2]secret"]}}`,
+		`{"plays":{"$in":["%[1]s$%[2]secretv1"]}}`,
+		`{"plays":"%[1]s$%[2]secretv1"}`,
+		`{"explicit":{"$in":["%[1]s$%[2]secretv1"]}}`,
+		`{"explicit":{"$ne":"%[1]s$%[2]secretv1"}}`,
+		`{"explicit":{"$nin":["%[1]s$%[2]secretv1"]}}`,
 		`{"$or":[{"plays":{"$lt":"%[1]s$%[2]s~"}},{"label":"none"}]}`,
 	}
 	for i, probe := range probes {
@@ -113,12 +113,12 @@ func TestTrustGroupHiddenReferences(t *testing.T) {
 		return bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: class}, {Key: "objectId", Value: id}}
 	}
 	r := trackServer(t,
-		bson.D{{Key: "_id", Value: "g1"}, {Key: "label", Value: "Vault$v1secret"}, {Key: "meta", Value: ptr("Vault", "v1secret")}, {Key: "plays", Value: "Vault$v1secret"},
-			{Key: "_p_secret", Value: "Vault$v1secret"}, {Key: "_p_ghost", Value: "Ghost$v1secret"}, {Key: "tags", Value: bson.A{"Vault$v1secret"}}},
-		bson.D{{Key: "_id", Value: "g2"}, {Key: "label", Value: "Vault$v2secret"}, {Key: "meta", Value: ptr("Vault", "v2secret")}, {Key: "plays", Value: "Vault$v2secret"},
-			{Key: "_p_secret", Value: "Vault$v2secret"}, {Key: "_p_ghost", Value: "Ghost$v2secret"}, {Key: "tags", Value: bson.A{"Vault$v2secret"}}},
-		bson.D{{Key: "_id", Value: "g3"}, {Key: "label", Value: "Vault$v1secret"}, {Key: "meta", Value: ptr("Vault", "v1secret")}, {Key: "plays", Value: "Vault$v1secret"},
-			{Key: "tags", Value: bson.A{"Vault$v1secret"}}},
+		bson.D{{Key: "_id", Value: "g1"}, {Key: "label", Value: "Vault$v1secretv1"}, {Key: "meta", Value: ptr("Vault", "v1secret")}, {Key: "plays", Value: "Vault$v1secretv1"},
+			{Key: "_p_secret", Value: "Vault$v1secretv1"}, {Key: "_p_ghost", Value: "Ghost$v1secret"}, {Key: "tags", Value: bson.A{"Vault$v1secretv1"}}},
+		bson.D{{Key: "_id", Value: "g2"}, {Key: "label", Value: "Vault$v2secretv2"}, {Key: "meta", Value: ptr("Vault", "v2secret")}, {Key: "plays", Value: "Vault$v2secretv2"},
+			{Key: "_p_secret", Value: "Vault$v2secretv2"}, {Key: "_p_ghost", Value: "Ghost$v2secret"}, {Key: "tags", Value: bson.A{"Vault$v2secretv2"}}},
+		bson.D{{Key: "_id", Value: "g3"}, {Key: "label", Value: "Vault$v1secretv1"}, {Key: "meta", Value: ptr("Vault", "v1secret")}, {Key: "plays", Value: "Vault$v1secretv1"},
+			{Key: "tags", Value: bson.A{"Vault$v1secretv1"}}},
 		bson.D{{Key: "_id", Value: "g4"}, {Key: "label", Value: "a"}, {Key: "meta", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "plays", Value: 1}, {Key: "tags", Value: bson.A{"a"}}},
 		bson.D{{Key: "_id", Value: "g5"}, {Key: "label", Value: "a"}, {Key: "meta", Value: bson.D{{Key: "k", Value: 1}}}, {Key: "plays", Value: 1}, {Key: "tags", Value: bson.A{"a"}}},
 		bson.D{{Key: "_id", Value: "g6"}, {Key: "label", Value: "b"}, {Key: "plays", Value: 2}},
@@ -224,14 +224,14 @@ func TestTrustSubQueryClassGate(t *testing.T) {
 // depend on the class or the guess.
 func TestTrustDriftInPipelinesAndOrder(t *testing.T) {
 	r := trackServer(t,
-		bson.D{{Key: "_id", Value: "t1"}, {Key: "label", Value: "x"}, {Key: "plays", Value: "Vault$v1secret"}, {Key: "explicit", Value: "Vault$v1secret"}},
+		bson.D{{Key: "_id", Value: "t1"}, {Key: "label", Value: "x"}, {Key: "plays", Value: "Vault$v1secretv1"}, {Key: "explicit", Value: "Vault$v1secretv1"}},
 		bson.D{{Key: "_id", Value: "t2"}, {Key: "label", Value: "y"}, {Key: "plays", Value: 3}, {Key: "explicit", Value: true}},
 	)
 	probes := []string{
 		`{"class_name":"Track","pipeline":[{"$match":{"plays":{"$lt":"%[1]s$%[2]s~"}}},{"$count":"n"}]}`,
 		`{"class_name":"Track","pipeline":[{"$match":{"plays":{"$gte":"%[1]s$%[2]s"}}},{"$count":"n"}]}`,
 		`{"class_name":"Track","pipeline":[{"$match":{"plays":{"$regex":"^%[1]s\\$%[2]s"}}},{"$count":"n"}]}`,
-		`{"class_name":"Track","pipeline":[{"$match":{"explicit":{"$in":["%[1]s$%[2]secret"]}}},{"$count":"n"}]}`,
+		`{"class_name":"Track","pipeline":[{"$match":{"explicit":{"$in":["%[1]s$%[2]secretv1"]}}},{"$count":"n"}]}`,
 		`{"class_name":"Track","pipeline":[{"$match":{"label":{"$ne":"%[1]s%[2]s"}}},{"$sort":{"plays":1}},{"$project":{"label":1}}]}`,
 	}
 	for i, probe := range probes {

@@ -134,7 +134,7 @@ func TestWriteAttacks(t *testing.T) {
 		"object":        `{"class_name":"Ticket","fields":{"meta":{"o":{"__type":"Object","className":"%s","objectId":"v1"}}}%s}`,
 		"string":        `{"class_name":"Ticket","fields":{"tags":["%s$wu1JlVFHb8"]}%s}`,
 		"string-nested": `{"class_name":"Ticket","fields":{"meta":{"a":["%s$wu1JlVFHb8"]}}%s}`,
-		"short-id":      `{"class_name":"Ticket","fields":{"title":"%s$v1"}%s}`,
+		"long-id":       `{"class_name":"Ticket","fields":{"title":"%s$wu1JlVFHb8wu1JlVFHb8"}%s}`,
 		"relation":      `{"class_name":"Ticket","fields":{"rel":{"__op":"AddRelation","objects":[{"__type":"Pointer","className":"%s","objectId":"v1"}]}}%s}`,
 	} {
 		for _, dry := range []string{"", `,"dry_run":true`} {

@@ -34,7 +34,7 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 
 	c := writeClient(t, "PARSE_MCP_MONGODB_URI="+ps.MongoURI, policyEnv(t, "settings: {confirm_writes: never}\n"))
 	defs := map[string]string{"title": "String", "n": "Number", "when": "Date", "owner": "Pointer:_User", "loc": "GeoPoint",
-		"pic": "File", "tags": "Array", "meta": "Object", "readers": "Relation:_User", "ok": "Boolean"}
+		"pic": "File", "tags": "Array", "meta": "Object", "readers": "Relation:_User", "ok": "Boolean", "fresh": "String"}
 	if !ferretDB1 {
 		defs["area"] = "Polygon" // FerretDB 1.24 stores no nested arrays (GeoJSON polygons)
 	}
@@ -54,6 +54,14 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 		mcpFields[f] = def
 	}
 	callOK(t, c, "create_class", map[string]any{"class_name": "Note", "fields": mcpFields})
+	// The ACL is writable only when writable_fields lists it, and a
+	// policy names only fields that exist: the create with an ACL goes
+	// through a client whose writable set is Note's fields and ACL.
+	writable := "ACL"
+	for f := range defs {
+		writable += ", " + f
+	}
+	cACL := writeClient(t, "PARSE_MCP_MONGODB_URI="+ps.MongoURI, policyEnv(t, "classes:\n  Note: {writable_fields: ["+writable+"]}\nsettings: {confirm_writes: never}\n"))
 	ps.CreateClass(t, "Ref", defs, nil)
 
 	// The _SCHEMA documents Parse reads.
@@ -77,13 +85,13 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 		"tags":    []any{"a", "b", 3},
 		"meta":    map[string]any{"k": 1.5, "at": map[string]any{"__type": "Date", "iso": "2024-01-01T00:00:00.000Z"}, "who": map[string]any{"__type": "Pointer", "className": "_User", "objectId": uid}},
 		"readers": map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": uid}}},
-		"fresh":   "a new field",
+		"fresh":   "a declared field",
 	}
 	if !ferretDB1 {
 		input["area"] = map[string]any{"__type": "Polygon", "coordinates": []any{[]any{0, 0}, []any{0, 1}, []any{1, 1}}}
 	}
 	acl := map[string]any{"*": map[string]any{"read": true}, uid: map[string]any{"read": true, "write": true}}
-	out := callOK(t, c, "create_object", map[string]any{"class_name": "Note", "fields": input, "acl": acl})
+	out := callOK(t, cACL, "create_object", map[string]any{"class_name": "Note", "fields": input, "acl": acl})
 	noteID := out["object_id"].(string)
 	body := map[string]any{"ACL": acl}
 	maps.Copy(body, input)

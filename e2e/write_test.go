@@ -136,7 +136,7 @@ func TestWriteObjectLifecycle(t *testing.T) {
 		"meta":    map[string]any{"k": 1.5, "at": map[string]any{"__type": "Date", "iso": "2024-01-01T00:00:00.000Z"}, "who": map[string]any{"__type": "Pointer", "className": "Author", "objectId": "zzz"}},
 		"big":     4e10,
 		"readers": map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": "u1"}}},
-	}, "acl": map[string]any{"*": map[string]any{"read": true}, "u1": map[string]any{"read": true, "write": true}}})
+	}})
 	id, _ := out["object_id"].(string)
 	if len(id) != 10 {
 		t.Fatalf("create_object: objectId %q: %v", id, out)
@@ -151,8 +151,8 @@ func TestWriteObjectLifecycle(t *testing.T) {
 	if loc, _ := doc["loc"].(bson.A); len(loc) != 2 || loc[0] != 2.35 || loc[1] != 48.85 {
 		t.Fatalf("loc: %v", doc["loc"])
 	}
-	if fmt.Sprint(doc["_rperm"]) != "[* u1]" || fmt.Sprint(doc["_wperm"]) != "[u1]" {
-		t.Fatalf("ACL storage: _rperm %v _wperm %v _acl %v", doc["_rperm"], doc["_wperm"], doc["_acl"])
+	if doc["_rperm"] != nil || doc["_wperm"] != nil {
+		t.Fatalf("no ACL given (and none writable without writable_fields): _rperm %v _wperm %v", doc["_rperm"], doc["_wperm"])
 	}
 	if doc["_created_at"] != doc["_updated_at"] {
 		t.Fatalf("_created_at %v != _updated_at %v", doc["_created_at"], doc["_updated_at"])
@@ -256,6 +256,9 @@ func TestWriteACLShapes(t *testing.T) {
 	c := writeClient(t, uri, policyEnv(t, `classes:
   Doc:
     default_acl: {"role:Editors": {read: true, write: true}, "*": {read: true}}
+    writable_fields: [title, ACL]
+  Memo:
+    writable_fields: [title, ACL]
 settings: {confirm_writes: never}
 `))
 	create := func(class string, acl any) bson.M {
@@ -279,6 +282,10 @@ settings: {confirm_writes: never}
 	if fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[role:Staff] [u9]" {
 		t.Errorf("role/user ACL: %v", doc)
 	}
+	doc = create("Memo", map[string]any{"*": map[string]any{"read": true}, "u1": map[string]any{"read": true, "write": true}})
+	if fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[* u1] [u1]" || doc["_acl"] == nil {
+		t.Errorf("public read, user write ACL: %v", doc)
+	}
 	// The class's default_acl applies when none is given; a given one wins.
 	if doc := create("Doc", nil); fmt.Sprint(doc["_rperm"], doc["_wperm"]) != "[* role:Editors] [role:Editors]" {
 		t.Errorf("default_acl: %v", doc)
@@ -298,8 +305,8 @@ settings: {confirm_writes: never}
 }
 
 func TestWriteAuditEvent(t *testing.T) {
-	_, uri := writeDB(t, bson.D{{Key: "_id", Value: "Memo"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}})
-	r := startRaw(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, noConfirm), "PARSE_MCP_LOG_LEVEL=info")...)
+	_, uri := writeDB(t, bson.D{{Key: "_id", Value: "Memo"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}, {Key: "body", Value: "string"}})
+	r := startRaw(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, "classes:\n  Memo: {writable_fields: [title, body, ACL]}\n"+noConfirm), "PARSE_MCP_LOG_LEVEL=info")...)
 	r.initialize()
 	res := obj(aggRPC(r, "c", "create_object", `{"class_name":"Memo","fields":{"title":"SECRETTITLE","body":"SECRETBODY"},"acl":{"*":{"read":true}}}`)["result"])
 	id, _ := obj(res["structuredContent"])["object_id"].(string)

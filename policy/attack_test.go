@@ -205,11 +205,11 @@ func TestAttackRedaction(t *testing.T) {
 	doc, _ := bson.Marshal(bson.D{
 		{Key: "_id", Value: "s1"},
 		{Key: "title", Value: "ok"},
-		{Key: "leak", Value: "VaultSecret$abc123"},
-		{Key: "_p_secretRef", Value: "VaultSecret$abc123"},
+		{Key: "leak", Value: "VaultSecret$abc123abc1"},
+		{Key: "_p_secretRef", Value: "VaultSecret$abc123abc1"},
 		{Key: "meta", Value: bson.D{
 			{Key: "credential", Value: bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "VaultSecret"}, {Key: "objectId", Value: "zz"}}},
-			{Key: "list", Value: bson.A{"VaultSecret$q1", "Song$fine"}},
+			{Key: "list", Value: bson.A{"VaultSecret$q1q1q1q1q1", "Song$fine"}},
 			{Key: "_hashed_password", Value: "bcrypt"},
 			{Key: "sessionToken", Value: "r:deadbeef"},
 		}},

@@ -98,13 +98,56 @@ func (e *Engine) TargetLabel(schema *parsedb.Schema, class string) string {
 // name users and roles).
 func (e *Engine) DisplayPermissions(cls *parsedb.Class) bson.M {
 	if e.MasterPosture() {
-		return cls.Permissions
+		return e.readablePermissionFields(cls, cls.Permissions)
 	}
 	out := bson.M{}
 	for k, v := range e.CLPSummary(cls) {
 		out[k] = v
 	}
 	return out
+}
+
+// readablePermissionFields is the class's CLP with every field name it
+// lists — readUserFields, writeUserFields, pointerFields, protectedFields —
+// kept only when the session may read that field: metadata never names a
+// field the session cannot see (SECURITY.md "Outputs").
+func (e *Engine) readablePermissionFields(cls *parsedb.Class, perms bson.M) bson.M {
+	if perms == nil {
+		return nil
+	}
+	readable := func(v any) []string {
+		out := []string{}
+		for _, f := range asStrings(v) {
+			if e.CheckReadField(cls, f) == nil {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	var walk func(m map[string]any) bson.M
+	walk = func(m map[string]any) bson.M {
+		out := bson.M{}
+		for k, v := range m {
+			switch k {
+			case "readUserFields", "writeUserFields", "pointerFields":
+				out[k] = readable(v)
+			case "protectedFields":
+				pf := bson.M{}
+				for aud, list := range asMap(v) {
+					pf[aud] = readable(list)
+				}
+				out[k] = pf
+			default:
+				if sub := asMap(v); sub != nil {
+					out[k] = walk(sub)
+				} else {
+					out[k] = v
+				}
+			}
+		}
+		return out
+	}
+	return walk(perms)
 }
 
 // CleanText makes operator-written text safe to show the model: control

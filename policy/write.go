@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"slices"
 	"sort"
@@ -105,6 +106,12 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		if err := e.checkWriteKey(cls, name); err != nil {
 			return nil, nil, err
 		}
+		if tenantField != "" && name != tenantField && normalizeFieldName(name) == normalizeFieldName(tenantField) {
+			// OrgId, orgid, org_id beside the forced orgId: reads refuse
+			// these spellings, so writes do too (SECURITY.md "Filters and
+			// tenant scope").
+			return nil, nil, toolerror.Denied("tenant_scope", "%s is a spelling of %s, the tenant field of %s: it cannot be written (the tenant field is set to the bound tenant on create)", name, tenantField, cls.Name)
+		}
 		if name == tenantField {
 			if !e.tenantValueOK(cls, v) {
 				return nil, nil, toolerror.Denied("tenant_scope", "%s is the tenant field of %s: it is set to the bound tenant on create and cannot be changed", name, cls.Name)
@@ -136,7 +143,10 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		if err := e.checkACLValue(w.ACL); err != nil {
 			return nil, nil, err
 		}
-		if allowSet != nil && !allowSet["ACL"] {
+		// The ACL is writable only when the class's writable_fields lists
+		// it (README "Writes", SECURITY.md "Writes"): with no writable
+		// set at all, or agent_fields as the writable set, it is not.
+		if cp := e.Class(cls.Name); cp == nil || !slices.Contains(cp.WritableFields, "ACL") || allowSet != nil && !allowSet["ACL"] {
 			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
 				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: "ACL"}}
 		}
@@ -150,6 +160,9 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 	maps.Copy(fields, w.Fields)
 	acl := w.ACL
 	if w.Op == OpCreate {
+		if err := e.checkDefaults(schema, cls, w.Fields); err != nil {
+			return nil, nil, err
+		}
 		if tenantField != "" {
 			fields[tenantField] = e.cfg.TenantID
 		}
@@ -231,7 +244,14 @@ func (e *Engine) checkWriteValue(schema *parsedb.Schema, cls *parsedb.Class, fie
 				return toolerror.Violationf("write of internal key %q inside %s on %s", k, field, cls.Name)
 			}
 			if k == "className" {
-				if cn, ok := t[k].(string); ok && e.invisibleClass(schema, cn) {
+				cn, ok := t[k].(string)
+				if !ok {
+					// The conjunct tests className element by element: an
+					// array here would be a class name to it and data to
+					// the reader (one value, two readings).
+					return toolerror.New(toolerror.InvalidArgument, "className inside %s must be a string (a class name)", field)
+				}
+				if e.invisibleClass(schema, cn) {
 					return e.unknownClass(schema, cn)
 				}
 			}
@@ -342,9 +362,13 @@ func classFilterRefusal(name string) *toolerror.Error {
 	return toolerror.Denied("class_filter", "class %s is not available to this agent (agent.classes)", name)
 }
 
-// CheckNewClassFields checks create_class's field definitions: names and
-// pointer/relation targets (never a hidden class).
-func (e *Engine) CheckNewClassFields(schema *parsedb.Schema, fields map[string]any) error {
+// CheckNewClassFields checks create_class's field definitions: names,
+// pointer/relation targets (never a hidden class), and every defaultValue
+// through the same value check as an object write's fields (the internal
+// floor at every depth, references to invisible classes): a default is a
+// value written into every object created without the field.
+func (e *Engine) CheckNewClassFields(schema *parsedb.Schema, class string, fields map[string]any) error {
+	cls := &parsedb.Class{Name: class}
 	for _, name := range sortedMapKeys(fields) {
 		if strings.HasPrefix(name, "_") || parsedb.IsInternalField(name) {
 			return toolerror.Violationf("create_class field %q", name)
@@ -352,6 +376,39 @@ func (e *Engine) CheckNewClassFields(schema *parsedb.Schema, fields map[string]a
 		def, _ := fields[name].(map[string]any)
 		if tc, ok := def["targetClass"].(string); ok && (e.Hidden(tc) || (schema.Class(tc) == nil && !IsSystemClass(tc))) {
 			return e.unknownClass(schema, tc)
+		}
+		if dv, ok := def["defaultValue"]; ok {
+			if err := e.checkWriteValue(schema, cls, name, dv, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// checkDefaults runs the defaultValues a create would write (those of
+// fields the caller did not give) through the value check, as if the
+// caller had given them. A default set through Parse's schema API that
+// refers to an invisible class refuses the create with a sentence naming
+// the field only — hidden and missing alike, never the class.
+func (e *Engine) checkDefaults(schema *parsedb.Schema, cls *parsedb.Class, given map[string]any) error {
+	for _, name := range cls.FieldNames() {
+		f := cls.Fields[name]
+		if f.DefaultValue == nil {
+			continue
+		}
+		if v, ok := given[name]; ok && !isDeleteValue(v) {
+			continue
+		}
+		err := e.checkWriteValue(schema, cls, name, f.RESTDefault(), 0)
+		if err == nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.TargetInvisible(schema, f.TargetClass) {
+			err = toolerror.New(toolerror.InvalidArgument, "")
+		}
+		if err != nil {
+			if _, ok := errors.AsType[*toolerror.Violation](err); ok {
+				return err
+			}
+			return toolerror.New(toolerror.InvalidArgument, "the default value of %s refers to a class that does not exist or is not accessible: give %s explicitly", name, name)
 		}
 	}
 	return nil
@@ -437,4 +494,44 @@ func (e *Engine) WriteSurface() map[string]any {
 	}
 	out["actions"] = actions
 	return out
+}
+
+// AsGet is ctx for reading back the object a write touched, as get_object
+// would read it: the CLP operation is get, on the call's class, and nothing
+// recorded on the copy reaches the call's audit event (SECURITY.md
+// "Outputs": a write result shows what get_object would show).
+func AsGet(ctx context.Context) context.Context {
+	ci := callFrom(ctx)
+	if ci == nil {
+		return ctx
+	}
+	cp := &callInfo{tool: ci.tool, op: OpGet, class: ci.class}
+	return context.WithValue(ctx, callKey{}, cp)
+}
+
+// ACLReadable reports whether a stored _rperm (nil or absent: public)
+// lets this identity read the row, as the read scope's {_rperm: {$in:
+// [null, "*", userId, "role:…"]}} decides it; always true in master posture.
+func (e *Engine) ACLReadable(rperm bson.RawValue) bool {
+	if e.MasterPosture() {
+		return true
+	}
+	if rperm.Type == 0 || rperm.Type == bson.TypeNull {
+		return true
+	}
+	arr, ok := rperm.ArrayOK()
+	if !ok {
+		return false
+	}
+	vals, err := arr.Values()
+	if err != nil {
+		return false
+	}
+	entries := e.identity.Entries()
+	for _, v := range vals {
+		if s, ok := v.StringValueOK(); ok && slices.Contains(entries, s) {
+			return true
+		}
+	}
+	return false
 }

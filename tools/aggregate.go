@@ -222,17 +222,44 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 }
 
 // guardUnwinds puts the not-a-hidden-reference conjunct on the unwound path
-// right after each of the caller's top-level $unwind stages: an array
-// nested in a stored array hides its elements from the conjunct ahead of
-// the stages (MongoDB matches one array level), and $unwind lifts them one
-// level, where a path such as "$tags.objectId" would reach a hidden
-// pointer's id (SECURITY.md "Hidden references").
+// right after each of the caller's $unwind stages, at the top level and in
+// every sub-pipeline ($facet outputs, $lookup and $unionWith pipelines, at
+// any depth): an array nested in a stored array hides its elements from
+// the conjunct ahead of the stages (MongoDB matches one array level), and
+// $unwind lifts them one level, where a path such as "$tags.objectId"
+// would reach a hidden pointer's id, and a later $match could bisect it
+// (SECURITY.md "Hidden references").
 func guardUnwinds(stages bson.A, hidden *parsedb.HiddenRefs) bson.A {
 	out := make(bson.A, 0, len(stages))
 	for _, st := range stages {
-		out = append(out, st)
 		d, ok := st.(bson.D)
-		if !ok || len(d) != 1 || d[0].Key != "$unwind" {
+		if !ok || len(d) != 1 {
+			out = append(out, st)
+			continue
+		}
+		switch d[0].Key {
+		case "$facet":
+			if outputs, ok := d[0].Value.(bson.D); ok {
+				guarded := make(bson.D, len(outputs))
+				for i, e := range outputs {
+					guarded[i] = bson.E{Key: e.Key, Value: guardSubPipeline(e.Value, hidden)}
+				}
+				st = bson.D{{Key: "$facet", Value: guarded}}
+			}
+		case "$lookup", "$unionWith":
+			if spec, ok := d[0].Value.(bson.D); ok {
+				guarded := make(bson.D, len(spec))
+				for i, e := range spec {
+					if e.Key == "pipeline" {
+						e = bson.E{Key: e.Key, Value: guardSubPipeline(e.Value, hidden)}
+					}
+					guarded[i] = e
+				}
+				st = bson.D{{Key: d[0].Key, Value: guarded}}
+			}
+		}
+		out = append(out, st)
+		if d[0].Key != "$unwind" {
 			continue
 		}
 		path, _ := d[0].Value.(string)
@@ -251,6 +278,18 @@ func guardUnwinds(stages bson.A, hidden *parsedb.HiddenRefs) bson.A {
 		}
 	}
 	return out
+}
+
+// guardSubPipeline is guardUnwinds on a sub-pipeline value (bson.A or
+// []any); any other value is returned unchanged.
+func guardSubPipeline(v any, hidden *parsedb.HiddenRefs) any {
+	switch p := v.(type) {
+	case bson.A:
+		return guardUnwinds(p, hidden)
+	case []any:
+		return guardUnwinds(bson.A(p), hidden)
+	}
+	return v
 }
 
 func isLeadingStage(st any) bool {

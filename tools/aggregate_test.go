@@ -295,8 +295,8 @@ func TestAggregateRowConversionAndCompaction(t *testing.T) {
 
 	// Classes vary → REST pointers; a hidden class → redacted, column raw.
 	rows = convert(
-		bson.D{{Key: "_id", Value: "a"}, {Key: "_p_ref", Value: "Artist$a1"}, {Key: "_p_secret", Value: "VaultSecret$v1"}},
-		bson.D{{Key: "_id", Value: "b"}, {Key: "_p_ref", Value: "Song$s1"}, {Key: "_p_secret", Value: "VaultSecret$v2"}},
+		bson.D{{Key: "_id", Value: "a"}, {Key: "_p_ref", Value: "Artist$a1"}, {Key: "_p_secret", Value: "VaultSecret$v1v1v1v1v1"}},
+		bson.D{{Key: "_id", Value: "b"}, {Key: "_p_ref", Value: "Song$s1"}, {Key: "_p_secret", Value: "VaultSecret$v2v2v2v2v2"}},
 	)
 	if pc := compactPointers(rows); pc != nil {
 		t.Fatalf("compacted mixed/hidden columns: %v", pc)
@@ -307,7 +307,7 @@ func TestAggregateRowConversionAndCompaction(t *testing.T) {
 	}
 
 	// The bare name collides: the storage column stays, raw.
-	rows = convert(bson.D{{Key: "_id", Value: "c"}, {Key: "artist", Value: "Someone"}, {Key: "_p_artist", Value: "Artist$a9"}, {Key: "_p_x", Value: "VaultSecret$v"}, {Key: "x", Value: 1}})
+	rows = convert(bson.D{{Key: "_id", Value: "c"}, {Key: "artist", Value: "Someone"}, {Key: "_p_artist", Value: "Artist$a9"}, {Key: "_p_x", Value: "VaultSecret$vvvvvvvvvv"}, {Key: "x", Value: 1}})
 	compactPointers(rows)
 	want = `[{"objectId":"c","artist":"Someone","_p_artist":"Artist$a9","_p_x":{"__redacted":true},"x":1}]`
 	if got := rowsJSON(t, rows); got != want {
@@ -317,7 +317,7 @@ func TestAggregateRowConversionAndCompaction(t *testing.T) {
 	// $group output: null _id is objectId null; hidden refs at any depth
 	// redacted; nested internal fields dropped.
 	conv = newRowConverter(context.Background(), d, nil)
-	rows = convert(bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: int32(3)}, {Key: "docs", Value: bson.A{bson.D{{Key: "_hashed_password", Value: "h"}, {Key: "k", Value: "VaultSecret$v3"}}}}})
+	rows = convert(bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: int32(3)}, {Key: "docs", Value: bson.A{bson.D{{Key: "_hashed_password", Value: "h"}, {Key: "k", Value: "VaultSecret$v3v3v3v3v3"}}}}})
 	want = `[{"objectId":null,"n":3,"docs":[{"k":{"__redacted":true}}]}]`
 	if got := rowsJSON(t, rows); got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
@@ -393,5 +393,30 @@ func TestAggregateUnwindGetsTheConjunct(t *testing.T) {
 				t.Errorf("%s: want the conjunct right after %s:\n%s", unwind, u, got)
 			}
 		}
+	}
+}
+
+// TestAggregateSubPipelineUnwindGetsTheConjunct (finding 6 of the pass over
+// writes and sub-pipelines): inside $facet, $lookup and $unionWith
+// pipelines two $unwinds lifted a hidden reference out of a nested array
+// past the leading $match, and a later $match ($gte, a $regex naming no
+// class) with $count bisected its id. After every $unwind, at any depth,
+// the unwound path gets the conjunct again.
+func TestAggregateSubPipelineUnwindGetsTheConjunct(t *testing.T) {
+	d := aggDeps(t, nil)
+	guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}}`
+	unwinds := `{"$unwind":"$tags"},{"$unwind":"$tags"},{"$match":{"tags.objectId":{"$gte":"m"}}},{"$count":"n"}`
+	for _, tc := range []struct{ name, pipeline string }{
+		{"facet", `[{"$facet":{"a":[` + unwinds + `]}}]`},
+		{"lookup", `[{"$lookup":{"from":"Song","as":"j","pipeline":[` + unwinds + `]}}]`},
+		{"unionWith", `[{"$unionWith":{"coll":"Song","pipeline":[` + unwinds + `]}}]`},
+		{"facet in lookup", `[{"$lookup":{"from":"Song","as":"j","pipeline":[{"$facet":{"a":[` + unwinds + `]}}]}}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":`+tc.pipeline+`}`)
+			if n := strings.Count(got, `{"$unwind":"$tags"},`+guard); n != 2 {
+				t.Errorf("want the conjunct after both $unwinds, found %d:\n%s", n, got)
+			}
+		})
 	}
 }

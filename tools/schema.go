@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"sort"
 	"strings"
 	"time"
@@ -111,10 +112,17 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 		return nil, err
 	}
 	cp := d.Policy.Class(name)
+	defaults, err := shownDefaults(d, schema, cls)
+	if err != nil {
+		return nil, err
+	}
 	fields := []fieldDetail{}
 	var relations []map[string]string
 	for _, f := range d.Policy.VisibleFields(cls) {
-		fd := fieldDetail{Name: f.Name, Type: f.Type, Required: f.Required, Default: f.DefaultValue}
+		fd := fieldDetail{Name: f.Name, Type: f.Type, Required: f.Required}
+		if v, ok := defaults[f.Name]; ok {
+			fd.Default = v
+		}
 		if f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation {
 			// Hidden and missing targets look alike (SECURITY.md).
 			fd.TargetClass = d.Policy.TargetLabel(schema, f.TargetClass)
@@ -179,6 +187,29 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 	if len(relations) > 0 {
 		out["relations"] = relations
 	}
+	return out, nil
+}
+
+// shownDefaults are the class's defaultValues as the session's row encoder
+// shows them: a default is data (an app sets it through Parse's schema
+// API), so it is encoded from the document create_object would store and
+// redacted like a row value — a reference to a hidden or missing class is
+// the marker, a protected or non-allowlisted field shows none
+// (SECURITY.md "Outputs").
+func shownDefaults(d *Deps, schema *parsedb.Schema, cls *parsedb.Class) (map[string]json.RawMessage, error) {
+	doc, err := parsedb.DefaultsDocument(cls)
+	if err != nil {
+		return nil, err
+	}
+	row, err := d.Policy.RowEncoder(schema, cls, nil).AppendRow(nil, doc)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]json.RawMessage{}
+	if err := json.Unmarshal(row, &out); err != nil {
+		return nil, err
+	}
+	delete(out, "objectId")
 	return out, nil
 }
 

@@ -271,7 +271,7 @@ func createClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err := d.Policy.CheckClassWrite(ctx, schema, name, true); err != nil {
 		return nil, err
 	}
-	if err := d.Policy.CheckNewClassFields(schema, fields); err != nil {
+	if err := d.Policy.CheckNewClassFields(schema, name, fields); err != nil {
 		return nil, err
 	}
 	req := &parsedb.WriteRequest{Op: parsedb.WriteCreateClass, ClassName: name, Class: schema.Class(name), Fields: fields, CLP: clp}
@@ -316,7 +316,7 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (any, error) {
 	audit.ObjectID = plan.ObjectID
 	policy.NoteWrite(ctx, audit)
 	if c.dryRun {
-		return d.writeResult(ctx, c, plan, plan.Result, true)
+		return d.writeResult(ctx, c, plan, true)
 	}
 	confirmed, res, err := d.confirm(ctx, c, plan)
 	if err != nil || res != nil {
@@ -324,11 +324,10 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (any, error) {
 	}
 	audit.Confirmed = confirmed
 	policy.NoteWrite(ctx, audit)
-	stored, err := backend.Apply(ctx, plan)
-	if err != nil {
+	if _, err := backend.Apply(ctx, plan); err != nil {
 		return nil, err
 	}
-	return d.writeResult(ctx, c, plan, stored, false)
+	return d.writeResult(ctx, c, plan, false)
 }
 
 func writeFieldNames(req *parsedb.WriteRequest) []string {
@@ -343,10 +342,18 @@ func writeFieldNames(req *parsedb.WriteRequest) []string {
 	return names
 }
 
-// writeResult is a write's result: the object in the row shape (as this
-// session may see it), and for a dry run the exact change that would be
-// sent.
-func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, stored bson.Raw, dryRun bool) (any, error) {
+// writeResult is a write's result, built under the session's read scope
+// (SECURITY.md "Outputs"): the object it shows is what get_object would
+// show this session — after a write, the object read back through
+// get_object's own read plan (filters, tenant, ACL read scope, CLP get,
+// field rules, redaction); for a dry run, the simulated object only when
+// the session can read the row as it is now (update, delete) or, for a
+// create, when the new row's ACL and the class's get permission let it.
+// A row the session cannot read shows no object: Parse answers such a
+// caller with the write's own facts only (objectId/createdAt, updatedAt,
+// {}). For a dry run the exact change that would be sent is added; it
+// holds only values the caller gave and the write checkpoint passed.
+func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, dryRun bool) (any, error) {
 	o := newJSONObject()
 	if dryRun {
 		o.val("dry_run", true)
@@ -376,11 +383,11 @@ func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.Writ
 		o.val("change", plan.Change())
 		o.str("note", "dry run: nothing was written; every policy check ran")
 	}
-	if stored != nil {
-		row, err := d.storedRow(ctx, plan, stored)
-		if err != nil {
-			return nil, err
-		}
+	row, err := d.shownObject(ctx, plan, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	if row != nil {
 		key := "object"
 		if plan.Op == parsedb.WriteDeleteObject {
 			key = "deleted_object"
@@ -388,6 +395,75 @@ func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.Writ
 		o.raw(key, row)
 	}
 	return o.done(), nil
+}
+
+// shownObject is the object a write result shows, or nil (writeResult).
+func (d *Deps) shownObject(ctx context.Context, plan *parsedb.WritePlan, dryRun bool) ([]byte, error) {
+	switch plan.Op {
+	case parsedb.WriteCreateObject, parsedb.WriteUpdateObject, parsedb.WriteDeleteObject:
+	default:
+		return nil, nil
+	}
+	if !dryRun {
+		if plan.Op == parsedb.WriteDeleteObject {
+			return nil, nil
+		}
+		return d.readBack(ctx, plan.ClassName, plan.ObjectID)
+	}
+	switch plan.Op {
+	case parsedb.WriteDeleteObject:
+		return d.readBack(ctx, plan.ClassName, plan.ObjectID)
+	case parsedb.WriteUpdateObject:
+		now, err := d.readBack(ctx, plan.ClassName, plan.ObjectID)
+		if err != nil || now == nil {
+			return nil, err
+		}
+	case parsedb.WriteCreateObject:
+		if !d.Policy.ACLReadable(plan.Result.Lookup("_rperm")) {
+			return nil, nil
+		}
+		schema, err := d.Store.Schema.Get(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := d.Policy.ResolveClass(policy.AsGet(ctx), schema, plan.ClassName); err != nil {
+			if isModelError(err) {
+				return nil, nil
+			}
+			return nil, err
+		}
+	}
+	if len(plan.Result) == 0 {
+		return nil, nil // the bridge's plan simulates no object
+	}
+	return d.storedRow(ctx, plan, plan.Result)
+}
+
+// readBack is the object get_object would show this session for id now
+// (REST shape), nil when get_object would answer "not found" or refuse.
+func (d *Deps) readBack(ctx context.Context, class, id string) ([]byte, error) {
+	p, err := newReadPlan(policy.AsGet(ctx), d, class, planInput{where: map[string]any{"objectId": id}, noSort: true, shape: shapeREST})
+	if err != nil {
+		if isModelError(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	var obj []byte
+	err = p.rows(ctx, p.findSpec(0, 1), func(int) bool { return true }, func(_ int, _ bson.Raw, row []byte) (bool, error) {
+		obj = append([]byte(nil), row...)
+		return false, nil
+	})
+	return obj, err
+}
+
+// isModelError reports whether err is an answer to the caller (a refusal,
+// a model-fixable error), not an infrastructure failure.
+func isModelError(err error) bool {
+	var te *toolerror.Error
+	var tr *toolerror.Refusal
+	var tv *toolerror.Violation
+	return errors.As(err, &te) || errors.As(err, &tr) || errors.As(err, &tv)
 }
 
 // storedRow encodes a stored object through the session's row encoder

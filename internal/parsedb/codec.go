@@ -1046,9 +1046,8 @@ func (e *RowEncoder) appendBytes(dst []byte, v []byte) []byte {
 	return append(dst, '}')
 }
 
-// hiddenRef reports whether s is a "Class$id" reference to a hidden class:
-// Class a Parse class name (optionally `_`-prefixed), id 1–32 of
-// [A-Za-z0-9_-].
+// hiddenRef reports whether s is a "Class$id" reference (referenceClass)
+// to a hidden class.
 func (e *RowEncoder) hiddenRef(s []byte) ([]byte, bool) {
 	if e.HiddenClass == nil {
 		return nil, false
@@ -1060,18 +1059,27 @@ func (e *RowEncoder) hiddenRef(s []byte) ([]byte, bool) {
 	return cls, true
 }
 
-// referenceClass reports whether s is, as a whole, a stored-reference
-// string "Class$objectId" — a class name (ClassNameRe), "$", 1–32 objectId
-// characters (ObjectIDRe) — and returns its class. It is the one shape
-// both the row encoder (which redacts such a string for a hidden class)
-// and the write checkpoint (which refuses one for an invisible class) go
-// by, so a value written is shown alike for a hidden and a missing class.
+// RefIDMin and RefIDMax bound the id part of a reference-shaped string:
+// the objectIds Parse generates have 10 characters, custom ids (Parse's
+// allowCustomObjectId) at most 32 here; shorter words after a "$" are text.
+const (
+	RefIDMin = 10
+	RefIDMax = 32
+)
+
+// referenceClass recognises a string of exactly the shape of a stored
+// reference, "Class$objectId" — a class name (ClassNameRe), "$", and
+// RefIDMin to RefIDMax of [A-Za-z0-9_-] — and returns its class. It is
+// the one definition of "a free string is a reference" that the row
+// encoder (which redacts such a string for a hidden class), the
+// not-a-hidden-reference conjunct (HiddenRefPattern: the same shape as a
+// regex) and the write checkpoint (which refuses one for an invisible
+// class) share, so no value is a reference to one of them and text to
+// another: "Ke$ha", "US$100", "A$AP Rocky" or "VaultSecret$ab~" are text
+// to all three (SECURITY.md "Hidden references").
 func referenceClass(s []byte) ([]byte, bool) {
-	if len(s) < 3 || len(s) > 32+1+128 {
-		return nil, false
-	}
 	i := bytes.IndexByte(s, '$')
-	if i <= 0 || i > 128 || len(s)-i-1 < 1 || len(s)-i-1 > 32 {
+	if n := len(s) - i - 1; i <= 0 || i > 128 || n < RefIDMin || n > RefIDMax {
 		return nil, false
 	}
 	cls, id := s[:i], s[i+1:]

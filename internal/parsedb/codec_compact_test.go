@@ -71,8 +71,8 @@ func TestAppendRowCompact(t *testing.T) {
 		},
 		{
 			name: "redaction is the same in both shapes and names no class in the legend",
-			doc: bson.D{{Key: "_id", Value: "s1"}, {Key: "_p_secret", Value: "StudentSSN$x1"},
-				{Key: "meta", Value: bson.D{{Key: "ref", Value: "StudentSSN$x2"}, {Key: "_hashed_password", Value: "h"}}}},
+			doc: bson.D{{Key: "_id", Value: "s1"}, {Key: "_p_secret", Value: "StudentSSN$x1x1x1x1x1"},
+				{Key: "meta", Value: bson.D{{Key: "ref", Value: "StudentSSN$x2x2x2x2x2"}, {Key: "_hashed_password", Value: "h"}}}},
 			want:        `{"objectId":"s1","secret":{"__redacted":true},"meta":{"ref":{"__redacted":true}}}`,
 			wantRESTHas: `"secret":{"__redacted":true}`,
 		},

@@ -142,7 +142,7 @@ func TestFreeStringsAreRedactedForHiddenClassesOnly(t *testing.T) {
 		{"VaultSecret$wu1JlVFHb8", RedactedMarker},
 		{"Ke$ha", `"Ke$ha"`},
 		{"NoSuchClass$wu1JlVFHb8", `"NoSuchClass$wu1JlVFHb8"`},
-		{bson.A{"VaultSecret$x1", "Ke$ha"}, `[` + RedactedMarker + `,"Ke$ha"]`},
+		{bson.A{"VaultSecret$x1x1x1x1x1", "Ke$ha"}, `[` + RedactedMarker + `,"Ke$ha"]`},
 		{bson.D{{Key: "className", Value: "VaultSecret"}}, RedactedMarker},
 		{bson.D{{Key: "className", Value: "Teacher"}}, `{"className":"Teacher"}`},
 		{bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Teacher"}, {Key: "objectId", Value: "t1"}}, RedactedMarker},

@@ -9,7 +9,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// A hidden reference used as an object KEY ({"StudentSSN$x9": true}, a map
+// A hidden reference used as an object KEY ({"StudentSSN$x9x9x9x9x9": true}, a map
 // keyed by object) is redacted like one used as a value: the member becomes
 // "__redacted_<n>": marker (SECURITY.md "Hidden references").
 
@@ -22,23 +22,23 @@ func TestHiddenReferenceKeysAreRedacted(t *testing.T) {
 		want string
 	}{
 		{"key in an Object field",
-			bson.D{{Key: "_id", Value: "s1"}, {Key: "meta", Value: bson.D{{Key: "seen", Value: bson.D{{Key: "StudentSSN$x9", Value: true}, {Key: "Artist$a1", Value: false}}}}}},
+			bson.D{{Key: "_id", Value: "s1"}, {Key: "meta", Value: bson.D{{Key: "seen", Value: bson.D{{Key: "StudentSSN$x9x9x9x9x9", Value: true}, {Key: "Artist$a1", Value: false}}}}}},
 			nil, `{"objectId":"s1","meta":{"seen":{"__redacted_1":{"__redacted":true},"Artist$a1":false}}}`},
 		{"two keys numbered per object, value replaced whatever it holds",
 			bson.D{{Key: "_id", Value: "s1"}, {Key: "meta", Value: bson.D{
-				{Key: "StudentSSN$x9", Value: bson.D{{Key: "apiKey", Value: "k-1"}}},
+				{Key: "StudentSSN$x9x9x9x9x9", Value: bson.D{{Key: "apiKey", Value: "k-1"}}},
 				{Key: "n", Value: 1},
-				{Key: "StudentSSN$y8", Value: bson.A{"k-2"}},
+				{Key: "StudentSSN$y8y8y8y8y8", Value: bson.A{"k-2"}},
 			}}},
 			nil, `{"objectId":"s1","meta":{"__redacted_1":{"__redacted":true},"n":1,"__redacted_2":{"__redacted":true}}}`},
 		{"key inside an array element, deep",
-			bson.D{{Key: "_id", Value: "s1"}, {Key: "tags", Value: bson.A{bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: bson.D{{Key: "StudentSSN$x9", Value: 3}}}}}}}}},
+			bson.D{{Key: "_id", Value: "s1"}, {Key: "tags", Value: bson.A{bson.D{{Key: "a", Value: bson.D{{Key: "b", Value: bson.D{{Key: "StudentSSN$x9x9x9x9x9", Value: 3}}}}}}}}},
 			nil, `{"objectId":"s1","tags":[{"a":{"b":{"__redacted_1":{"__redacted":true}}}}]}`},
 		{"top-level key (not a Parse field name, but storable)",
-			bson.D{{Key: "_id", Value: "s1"}, {Key: "StudentSSN$x9", Value: "v"}, {Key: "title", Value: "t"}},
+			bson.D{{Key: "_id", Value: "s1"}, {Key: "StudentSSN$x9x9x9x9x9", Value: "v"}, {Key: "title", Value: "t"}},
 			nil, `{"objectId":"s1","__redacted_1":{"__redacted":true},"title":"t"}`},
 		{"selected by a key path",
-			bson.D{{Key: "_id", Value: "s1"}, {Key: "meta", Value: bson.D{{Key: "seen", Value: bson.D{{Key: "StudentSSN$x9", Value: true}}}}}},
+			bson.D{{Key: "_id", Value: "s1"}, {Key: "meta", Value: bson.D{{Key: "seen", Value: bson.D{{Key: "StudentSSN$x9x9x9x9x9", Value: true}}}}}},
 			[]string{"meta.seen"}, `{"objectId":"s1","meta":{"seen":{"__redacted_1":{"__redacted":true}}}}`},
 		{"visible class and non-reference keys stay",
 			bson.D{{Key: "_id", Value: "s1"}, {Key: "meta", Value: bson.D{{Key: "Ke$ha", Value: 1}, {Key: "Artist$a1", Value: 2}}}},
@@ -76,7 +76,7 @@ func FuzzHiddenReferenceRedaction(f *testing.F) {
 		r := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 		maxDepth := 1 + int(depth)%8
 		var gen func(d int) any
-		ref := func() string { return "StudentSSN$sec" + string(rune('A'+r.IntN(26))) + "id" }
+		ref := func() string { return "StudentSSN$secsecsecs" + string(rune('A'+r.IntN(26))) + "id" }
 		gen = func(d int) any {
 			if d >= maxDepth {
 				switch r.IntN(3) {
@@ -132,13 +132,13 @@ func FuzzHiddenReferenceRedaction(f *testing.F) {
 // and is shown as stored; only whole values and keys are references.
 func TestFreeTextIsNotAReference(t *testing.T) {
 	enc := RowEncoder{Class: songClass(), HiddenClass: hideSSN}
-	doc := bson.D{{Key: "_id", Value: "s1"}, {Key: "title", Value: "rotated StudentSSN$x9 ok"},
-		{Key: "tags", Value: bson.A{"x StudentSSN$x9", "StudentSSN$x9"}}}
+	doc := bson.D{{Key: "_id", Value: "s1"}, {Key: "title", Value: "rotated StudentSSN$x9x9x9x9x9 ok"},
+		{Key: "tags", Value: bson.A{"x StudentSSN$x9x9x9x9x9", "StudentSSN$x9x9x9x9x9"}}}
 	out, err := enc.AppendRow(nil, mustRaw(t, doc))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"objectId":"s1","title":"rotated StudentSSN$x9 ok","tags":["x StudentSSN$x9",{"__redacted":true}]}`
+	want := `{"objectId":"s1","title":"rotated StudentSSN$x9x9x9x9x9 ok","tags":["x StudentSSN$x9x9x9x9x9",{"__redacted":true}]}`
 	if string(out) != want {
 		t.Errorf("got  %s\nwant %s", out, want)
 	}

@@ -20,17 +20,17 @@ func pathsRow() bson.D {
 	return bson.D{
 		{Key: "_id", Value: "s1"},
 		{Key: "title", Value: "t"},
-		{Key: "leak", Value: "StudentSSN$abc123"},
+		{Key: "leak", Value: "StudentSSN$abc123abc1"},
 		{Key: "meta", Value: bson.D{
 			{Key: "source", Value: "sync"},
 			{Key: "credential", Value: ptr("StudentSSN", "secretId1")},
 			{Key: "friend", Value: ptr("Artist", "a1")},
-			{Key: "ref", Value: "StudentSSN$secretId2"},
-			{Key: "list", Value: bson.A{ptr("StudentSSN", "secretId3"), ptr("Artist", "a2"), "StudentSSN$secretId4", "plain", bson.A{ptr("StudentSSN", "secretId5")}}},
+			{Key: "ref", Value: "StudentSSN$secretId2s"},
+			{Key: "list", Value: bson.A{ptr("StudentSSN", "secretId3"), ptr("Artist", "a2"), "StudentSSN$secretId4s", "plain", bson.A{ptr("StudentSSN", "secretId5")}}},
 			{Key: "deep", Value: bson.D{{Key: "className", Value: "StudentSSN"}, {Key: "inner", Value: bson.D{{Key: "objectId", Value: "secretId6"}}}}},
 			{Key: "_rperm", Value: bson.A{"*"}},
 		}},
-		{Key: "tags", Value: bson.A{"a", "StudentSSN$secretId7", bson.D{{Key: "x", Value: "StudentSSN$secretId8"}}}},
+		{Key: "tags", Value: bson.A{"a", "StudentSSN$secretId7s", bson.D{{Key: "x", Value: "StudentSSN$secretId8s"}}}},
 	}
 }
 
@@ -110,7 +110,7 @@ func TestSelectKeysPointerRootsStayWhole(t *testing.T) {
 	if enc.Paths != nil {
 		t.Fatalf("pointer roots must not get sub-path selection: %v", enc.Paths)
 	}
-	doc := bson.D{{Key: "_id", Value: "s1"}, {Key: "_p_artist", Value: "Artist$a1"}, {Key: "_p_secret", Value: "StudentSSN$x9"}}
+	doc := bson.D{{Key: "_id", Value: "s1"}, {Key: "_p_artist", Value: "Artist$a1"}, {Key: "_p_secret", Value: "StudentSSN$x9x9x9x9x9"}}
 	out, err := enc.AppendRow(nil, mustRaw(t, doc))
 	if err != nil {
 		t.Fatal(err)

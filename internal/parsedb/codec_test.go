@@ -142,16 +142,16 @@ func TestAppendRow(t *testing.T) {
 		{
 			name: "redaction: top-level pointer to hidden class",
 			enc:  RowEncoder{Class: song, HiddenClass: hideSSN},
-			doc:  bson.D{{Key: "_id", Value: "a"}, {Key: "_p_secret", Value: "StudentSSN$s1"}, {Key: "_p_artist", Value: "Artist$a1"}},
+			doc:  bson.D{{Key: "_id", Value: "a"}, {Key: "_p_secret", Value: "StudentSSN$s1s1s1s1s1"}, {Key: "_p_artist", Value: "Artist$a1"}},
 			want: `{"objectId":"a","secret":{"__redacted":true},"artist":{"__type":"Pointer","className":"Artist","objectId":"a1"}}`,
 		},
 		{
 			name: "redaction: Hidden$id strings under any key at any depth",
 			enc:  RowEncoder{Class: song, HiddenClass: hideSSN},
-			doc: bson.D{{Key: "_id", Value: "a"}, {Key: "title", Value: "StudentSSN$abc_-9"},
-				{Key: "tags", Value: bson.A{"x", "_Session$r1", bson.A{"StudentSSN$z"}}},
-				{Key: "meta", Value: bson.D{{Key: "ref", Value: "StudentSSN$q"}, {Key: "n", Value: "Artist$q"}}},
-				{Key: "cover", Value: "StudentSSN$f1"}},
+			doc: bson.D{{Key: "_id", Value: "a"}, {Key: "title", Value: "StudentSSN$abc_-9abc_"},
+				{Key: "tags", Value: bson.A{"x", "_Session$r1r1r1r1r1", bson.A{"StudentSSN$zzzzzzzzzz"}}},
+				{Key: "meta", Value: bson.D{{Key: "ref", Value: "StudentSSN$qqqqqqqqqq"}, {Key: "n", Value: "Artist$q"}}},
+				{Key: "cover", Value: "StudentSSN$f1f1f1f1f1"}},
 			want: `{"objectId":"a","title":{"__redacted":true},` +
 				`"tags":["x",{"__redacted":true},[{"__redacted":true}]],` +
 				`"meta":{"ref":{"__redacted":true},"n":"Artist$q"},` +
@@ -160,10 +160,10 @@ func TestAppendRow(t *testing.T) {
 		{
 			name: "redaction: near-miss strings are left alone",
 			enc:  RowEncoder{HiddenClass: hideSSN},
-			doc: bson.D{{Key: "_id", Value: "a"}, {Key: "a", Value: "StudentSSN$"}, {Key: "b", Value: "StudentSSN$a b"},
+			doc: bson.D{{Key: "_id", Value: "a"}, {Key: "a", Value: "StudentSSN$"}, {Key: "b", Value: "StudentSSN$aaaaaaaaaa b"},
 				{Key: "c", Value: "xStudentSSN$a"}, {Key: "d", Value: "StudentSSN$" + strings.Repeat("a", 33)},
 				{Key: "e", Value: "costs $5"}},
-			want: `{"objectId":"a","a":"StudentSSN$","b":"StudentSSN$a b","c":"xStudentSSN$a","d":"StudentSSN$` +
+			want: `{"objectId":"a","a":"StudentSSN$","b":"StudentSSN$aaaaaaaaaa b","c":"xStudentSSN$a","d":"StudentSSN$` +
 				strings.Repeat("a", 33) + `","e":"costs $5"}`,
 		},
 		{
@@ -180,8 +180,8 @@ func TestAppendRow(t *testing.T) {
 		},
 		{
 			name: "no HiddenClass: nothing redacted",
-			doc:  bson.D{{Key: "_id", Value: "a"}, {Key: "_p_secret", Value: "StudentSSN$s1"}, {Key: "s", Value: "StudentSSN$s1"}},
-			want: `{"objectId":"a","secret":{"__type":"Pointer","className":"StudentSSN","objectId":"s1"},"s":"StudentSSN$s1"}`,
+			doc:  bson.D{{Key: "_id", Value: "a"}, {Key: "_p_secret", Value: "StudentSSN$s1s1s1s1s1"}, {Key: "s", Value: "StudentSSN$s1s1s1s1s1"}},
+			want: `{"objectId":"a","secret":{"__type":"Pointer","className":"StudentSSN","objectId":"s1s1s1s1s1"},"s":"StudentSSN$s1s1s1s1s1"}`,
 		},
 		{
 			name: "File, GeoPoint, Polygon by schema type",

@@ -16,6 +16,7 @@ package parsedb
 import (
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -120,10 +121,31 @@ func (h *HiddenRefs) NotHiddenRefAnyType(cls *Class, path string) bson.A {
 	return out
 }
 
+// NotHiddenRefAbove is the conjunct over the proper prefixes of path only:
+// rows where a prefix strictly above path is a hidden reference — so path
+// lies inside one, and the row codec shows the marker there and nothing
+// below — never match. An $exists test answers by what is shown: a hidden
+// reference at path itself exists (it is shown as the marker), a path
+// below one does not (SECURITY.md "Hidden references"). nil when path has
+// no prefix that may hold one.
+func (h *HiddenRefs) NotHiddenRefAbove(cls *Class, path string) bson.A {
+	if h == nil || len(h.Names) == 0 || !strings.Contains(path, ".") || !MayHoldHiddenRef(cls, path) {
+		return nil
+	}
+	segs := strings.Split(StorageFieldName(cls, path), ".")
+	names, re := h.conjunctValues()
+	var out bson.A
+	for i := range segs[:len(segs)-1] {
+		q := strings.Join(segs[:i+1], ".")
+		out = append(out, notRefClauses(q, true, names, re)...)
+	}
+	return out
+}
+
 // conjunctValues are the hidden class names and the "^(?:A|B)\$" pattern
 // the conjunct's clauses test, typed so that dry runs show neither.
 func (h *HiddenRefs) conjunctValues() (HiddenClassNames, HiddenRefPattern) {
-	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$`)
+	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}$`)
 }
 
 // notRefClauses are the conjunct's clauses for the value at storage path

@@ -131,7 +131,7 @@ func TestObjectPrefix(t *testing.T) {
 func TestSpliceAfterAppendRow(t *testing.T) {
 	enc := RowEncoder{Class: includeSchema()["Song"], HiddenClass: func(c string) bool { return c == "Vault" }}
 	doc, _ := bson.Marshal(bson.D{{Key: "_id", Value: "s1"}, {Key: "title", Value: "q\"}{,\n\u2028"},
-		{Key: "_p_leak", Value: "Vault$v1"}, {Key: "meta", Value: bson.D{{Key: "a", Value: bson.A{1, "}", bson.D{{Key: "b", Value: 2.5}}}}}},
+		{Key: "_p_leak", Value: "Vault$v1v1v1v1v1"}, {Key: "meta", Value: bson.D{{Key: "a", Value: bson.A{1, "}", bson.D{{Key: "b", Value: 2.5}}}}}},
 		{Key: "_p_artist", Value: "Artist$a1"}})
 	row, err := enc.AppendRow(nil, doc)
 	if err != nil {

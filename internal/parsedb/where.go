@@ -404,6 +404,19 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 	if err != nil {
 		return nil, err
 	}
+	if want, ok := existsOnly(v); ok && t.opt.Hidden != nil && MayHoldHiddenRef(cls, key) {
+		// $exists tests presence, not the value: a hidden reference at key
+		// exists (shown as the marker), a key below one does not. Exactly
+		// one of $exists true/false matches every row.
+		above := t.opt.Hidden.NotHiddenRefAbove(cls, key)
+		if above == nil {
+			return clauses, nil
+		}
+		if want {
+			return append(clauses, bson.E{Key: "$and", Value: above}), nil
+		}
+		return []bson.E{{Key: "$or", Value: bson.A{bson.D(clauses), bson.D{{Key: "$nor", Value: bson.A{bson.D{{Key: "$and", Value: above}}}}}}}}, nil
+	}
 	nh := t.opt.Hidden.NotHiddenRef(cls, key)
 	if nh == nil && stringOperand(f, v) {
 		nh = t.opt.Hidden.NotHiddenRefAnyType(cls, key)
@@ -412,6 +425,16 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 		clauses = append(clauses, bson.E{Key: "$and", Value: nh})
 	}
 	return clauses, nil
+}
+
+// existsOnly reports whether a where value is exactly {"$exists": bool}.
+func existsOnly(v any) (want, ok bool) {
+	m, isMap := whereMap(v)
+	if !isMap || len(m) != 1 {
+		return false, false
+	}
+	want, ok = m["$exists"].(bool)
+	return want, ok
 }
 
 // stringOperand reports whether a where value on a typed field can match a

@@ -138,8 +138,8 @@ func TestWhereTypedFieldStringOperand(t *testing.T) {
 		"plays": "Number", "explicit": "Boolean", "releasedAt": "Date", "artist": "Pointer", "loc": "GeoPoint",
 		"area": "Polygon", "blob": "Bytes", "cover": "File", "title": "String", "meta": "Object", "tags": "Array", "createdAt": "Date",
 	}
-	ops := []string{`"VaultSecret$wu1Jm"`, `{"$eq":"VaultSecret$wu1Jm"}`, `{"$ne":"VaultSecret$wu1Jm"}`,
-		`{"$lt":"VaultSecret$wu1Jm"}`, `{"$lte":"VaultSecret$wu1Jm"}`, `{"$gt":"VaultSecret$wu1Jl"}`, `{"$gte":"VaultSecret$wu1Jl"}`,
+	ops := []string{`"VaultSecret$wu1Jmwu1Jm"`, `{"$eq":"VaultSecret$wu1Jmwu1Jm"}`, `{"$ne":"VaultSecret$wu1Jmwu1Jm"}`,
+		`{"$lt":"VaultSecret$wu1Jmwu1Jm"}`, `{"$lte":"VaultSecret$wu1Jmwu1Jm"}`, `{"$gt":"VaultSecret$wu1Jlwu1Jl"}`, `{"$gte":"VaultSecret$wu1Jlwu1Jl"}`,
 		`{"$in":["VaultSecret$wu1JlVFHb8"]}`, `{"$nin":["VaultSecret$wu1JlVFHb8"]}`, `{"$all":["VaultSecret$wu1JlVFHb8"]}`,
 		`{"$in":[1,"x"]}`, `{"$regex":"^VaultSecret\\$w"}`, `{"$regex":"^V","$options":"i"}`}
 	for field, ty := range types {

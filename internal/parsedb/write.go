@@ -778,3 +778,34 @@ func sortedFieldNames(fields map[string]any) []string {
 	sort.Strings(out)
 	return out
 }
+
+// RESTDefault is a field's _SCHEMA defaultValue as a REST value, exactly
+// what create_object writes for the field when none is given (nil: no
+// default).
+func (f *Field) RESTDefault() any {
+	if f == nil || f.DefaultValue == nil {
+		return nil
+	}
+	return restValue(f.DefaultValue)
+}
+
+// DefaultsDocument is the stored document the class's defaultValues make,
+// encoded exactly as create_object stores them (a Pointer default as its
+// _p_ column): schema metadata that holds values is shown by the row
+// encoder like any row (SECURITY.md "Outputs"). A default the writer would
+// not store is left out.
+func DefaultsDocument(cls *Class) (bson.Raw, error) {
+	doc := bson.D{{Key: "_id", Value: ""}}
+	for _, name := range cls.FieldNames() {
+		f := cls.Fields[name]
+		if f.DefaultValue == nil {
+			continue
+		}
+		key, v, err := topLevel(cls, name, f.RESTDefault(), nil)
+		if err != nil || v == nil {
+			continue
+		}
+		doc = append(doc, bson.E{Key: key, Value: v})
+	}
+	return bson.Marshal(doc)
+}

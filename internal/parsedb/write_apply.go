@@ -3,6 +3,7 @@ package parsedb
 import (
 	"context"
 	"errors"
+	"sync"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -168,9 +169,25 @@ func (w *DirectWriter) Apply(ctx context.Context, p *WritePlan) (bson.Raw, error
 	return nil, errors.New("unknown write")
 }
 
-// addFields adds new fields to _SCHEMA as Parse's addFieldIfNotExists does;
-// when another writer added the field meanwhile with another type, the
-// write is refused with Parse's schema-mismatch error.
+// schemaEvolution serialises _SCHEMA field additions in this process: a
+// conditional update ({field: {$exists: false}}) is atomic on MongoDB, but
+// not on every engine (FerretDB read-modify-writes the document, so two
+// concurrent additions could both "win" — conflicting types stored, other
+// fields lost).
+var schemaEvolution sync.Mutex
+
+// schemaAddAttempts bounds the re-adds of a field another writer's
+// document replacement dropped.
+const schemaAddAttempts = 3
+
+// addFields adds new fields to _SCHEMA as Parse's addFieldIfNotExists does,
+// atomically as far as the engine allows: each field by a conditional
+// update, then the document is read back and every added field must hold
+// the type this write needs. A field another writer added meanwhile with
+// another type refuses the write with Parse's schema-mismatch error (111);
+// a field a concurrent replacement dropped is added again, and after
+// schemaAddAttempts the write is refused the same way, before the object
+// is written.
 func (w *DirectWriter) addFields(ctx context.Context, p *WritePlan) error {
 	if len(p.SchemaAdds) == 0 {
 		return nil
@@ -178,25 +195,42 @@ func (w *DirectWriter) addFields(ctx context.Context, p *WritePlan) error {
 	if err := w.step("schema"); err != nil {
 		return err
 	}
+	schemaEvolution.Lock()
+	defer schemaEvolution.Unlock()
 	defer w.Store.Schema.Invalidate()
 	coll := w.Store.SchemaCollection()
-	for _, e := range p.SchemaAdds {
-		res, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: p.ClassName}, {Key: e.Key, Value: bson.D{{Key: "$exists", Value: false}}}},
-			bson.D{{Key: "$set", Value: bson.D{e}}})
-		if err != nil {
-			return err
+	pending := p.SchemaAdds
+	for attempt := 0; len(pending) > 0; attempt++ {
+		if attempt == schemaAddAttempts {
+			e := pending[0]
+			return ParseErr(ParseIncorrectType, "schema mismatch for %s.%s: another writer is changing the class's schema; try again", p.ClassName, e.Key)
 		}
-		if res.MatchedCount == 0 {
-			var doc bson.M
-			if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: p.ClassName}}).Decode(&doc); err != nil {
+		for _, e := range pending {
+			if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: p.ClassName}, {Key: e.Key, Value: bson.D{{Key: "$exists", Value: false}}}},
+				bson.D{{Key: "$set", Value: bson.D{e}}}); err != nil {
 				return err
 			}
-			if got, _ := doc[e.Key].(string); got != e.Value.(string) {
+		}
+		var doc bson.M
+		if err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: p.ClassName}}).Decode(&doc); err != nil {
+			return err
+		}
+		var missing bson.D
+		for _, e := range pending {
+			got, present := doc[e.Key].(string)
+			if !present {
+				missing = append(missing, e)
+				continue
+			}
+			if got != e.Value.(string) {
 				have := FieldFromSchemaType(got)
 				want := FieldFromSchemaType(e.Value.(string))
 				return ParseErr(ParseIncorrectType, "schema mismatch for %s.%s; expected %s but got %s", p.ClassName, e.Key, fieldType(have), fieldType(want))
 			}
 		}
+		pending = missing
+	}
+	for _, e := range p.SchemaAdds {
 		if e.Value == "polygon" {
 			// Parse's createIndexesIfNeeded: a new Polygon field gets a
 			// 2dsphere index. A server without it (FerretDB) still stores
