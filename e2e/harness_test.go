@@ -137,6 +137,12 @@ func runMain(m *testing.M) int {
 	}
 	u.Path = "/" + dbName
 	mongoURI = u.String()
+	if slowLinkURI, err = startSlowLink(base, dbName); err != nil {
+		fmt.Fprintln(os.Stderr, "starting the slow link:", err)
+		return 1
+	} else if slowLinkURI == "" {
+		slowLinkURI = mongoURI
+	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()

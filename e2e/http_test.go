@@ -397,10 +397,10 @@ func TestHTTPProgressRouting(t *testing.T) {
 			go func(c, k int) {
 				defer wg.Done()
 				token := fmt.Sprintf("c%d-r%d", c, k)
-				// 30 counts at once keep FerretDB busy long enough for
-				// heartbeats at 100ms (a call within the first interval
-				// sends none, see README "Progress").
-				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"genre":{"$in":["rock","jazz"]}}},"_meta":{"progressToken":%q}}}`, token, token)
+				// A count on SlowScan answers after the slow link's delay,
+				// long enough for heartbeats at 100ms (a call within the
+				// first interval sends none, see README "Progress").
+				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":%q,"where":{"n":{"$lt":%d}}},"_meta":{"progressToken":%q}}}`, token, slowClass, c+k, token)
 				status, msgs := s.post(body)
 				mu.Lock()
 				defer mu.Unlock()

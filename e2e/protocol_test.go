@@ -24,25 +24,30 @@ import (
 )
 
 // The scratch app: the demo fixture again, under the collection prefix
-// "proto_" in the test database, plus a class SlowScan whose rows make a
-// regex count genuinely slow. Tests that write (subscriptions) or need a
-// slow query use it, so the shared fixture other tests count on is never
-// touched. It lives in the test database, so the harness drops it with it.
+// "proto_" in the test database, plus a class SlowScan: every query on it is
+// slow by construction, because the scratch app's server reaches the
+// database through the slow link (slowlink_test.go), which holds back each
+// reply about SlowScan for slowDelay. Tests that write (subscriptions) or
+// need a slow query use it, so the shared fixture other tests count on is
+// never touched. It lives in the test database, so the harness drops it with
+// it.
 const scratchPrefix = "proto_"
 
 // SlowScan: rows of random lowercase text without a digit; slowRegex never
-// matches, so a count scans every row. Go's regexp (FerretDB) spends ~20-40
-// ms per row on the counted repetition; PCRE (MongoDB) backtracks up to 60
-// steps at every position (a digit class, not a literal '9', so PCRE's
-// required-character shortcut cannot skip the row).
+// matches, so a count scans every row: on a real MongoDB the slow link cannot
+// proxy (TLS, SRV) this is what makes the count slow — PCRE backtracks up to
+// 60 steps at every position (a digit class, not a literal '9', so PCRE's
+// required-character shortcut cannot skip the row) — and what keeps it in
+// currentOp long enough for the cancellation checks.
 const (
 	slowClass = "SlowScan"
 	slowRegex = "[a-y ]{1,60}[0-9]"
 	slowBody  = 16 << 10
 )
 
-// slowRows is the SlowScan row count: FerretDB needs few to be slow; a real
-// MongoDB (PCRE) needs many more.
+// slowRows is the SlowScan row count: the slow link needs few rows (enough
+// for more than one batch of query_class); a real MongoDB needs many so
+// that the count is still running server-side when currentOp is polled.
 func slowRows() int {
 	if realMongo {
 		return 8000
@@ -71,7 +76,7 @@ func scratchEnv(t testing.TB, extra ...string) []string {
 	if scratch.err != nil {
 		t.Fatalf("seeding the scratch app: %v", scratch.err)
 	}
-	return append([]string{"PARSE_MCP_COLLECTION_PREFIX=" + scratchPrefix, policyFile(t, "demo")}, extra...)
+	return append([]string{"PARSE_MCP_MONGODB_URI=" + slowLinkURI, "PARSE_MCP_COLLECTION_PREFIX=" + scratchPrefix, policyFile(t, "demo")}, extra...)
 }
 
 func seedSlowScan(ctx context.Context, db *mongo.Database) error {

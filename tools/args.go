@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strings"
@@ -11,7 +12,9 @@ import (
 
 // Args are a tool call's arguments as decoded JSON. The getters return
 // invalid_argument errors that say exactly what was wrong, so the model can
-// fix its call. Unknown extra arguments are ignored.
+// fix its call. Unknown extra arguments are ignored. Numbers arrive as
+// float64 from JSON; Go callers (resources, the group fallback, tests) may
+// put Go integers or json.Number in an Args, and the getters take those too.
 type Args map[string]any
 
 // MaxKeys and MaxIncludes cap keys/include lists (README "Tools").
@@ -74,7 +77,7 @@ func (a Args) Int(name string, def, min, max int) (int, error) {
 	if !ok || v == nil {
 		return def, nil
 	}
-	f, ok := v.(float64)
+	f, ok := number(v)
 	if !ok {
 		return 0, invalid("%s must be a number, got %s", name, jsonType(v))
 	}
@@ -85,6 +88,41 @@ func (a Args) Int(name string, def, min, max int) (int, error) {
 		return 0, invalid("%s must be between %d and %d, got %v", name, min, max, f)
 	}
 	return int(f), nil
+}
+
+// number is v as a float64 when it is a JSON number (float64), a Go
+// integer or a json.Number; a Go int used to be refused as "not a number".
+func number(v any) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case float32:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	case int8:
+		return float64(n), true
+	case int16:
+		return float64(n), true
+	case int32:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint:
+		return float64(n), true
+	case uint8:
+		return float64(n), true
+	case uint16:
+		return float64(n), true
+	case uint32:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	}
+	return 0, false
 }
 
 // Bool returns a boolean argument with a default.

@@ -279,7 +279,7 @@ func explainQuery(ctx context.Context, d *Deps, args Args) (any, error) {
 // explainPlan runs the server's explain and summarizes the winning plan.
 func explainPlan(ctx context.Context, d *Deps, cls *parsedb.Class, filter bson.D) any {
 	class := cls.Name
-	const none = "the database server returned no winningPlan (FerretDB, the embedded demo database, does not report one), so index use and COLLSCAN cannot be determined"
+	const none = "the database server returned no winningPlan (MongoDB does; FerretDB — the embedded demo database, and FerretDB 2 on PostgreSQL — reports its own SQL plan instead), so index use and COLLSCAN cannot be determined"
 	raw, err := d.Store.Explain(ctx, class, filter)
 	if err != nil {
 		if parsedb.AsNotSupported(err) != nil {
