@@ -107,8 +107,13 @@ func TestBridgeLiveQuery(t *testing.T) {
 	r := startRaw(t, bridgeEnv(ps, "PARSE_MCP_SESSION_TOKEN="+bob, "PARSE_MCP_LIVEQUERY_URL="+ps.LiveQueryURL, "PARSE_MCP_LOG_LEVEL=info")...)
 	r.initialize()
 	result(t, r.rpc("s1", "resources/subscribe", `{"uri":"parse://Note/count"}`))
-	if !strings.Contains(r.stderr.String(), "watching class through Parse LiveQuery") {
-		t.Fatalf("the subscription does not use LiveQuery:\n%s", r.stderr.String())
+	// The log line precedes the response on the server, but stderr is
+	// another pipe: wait for it (a generous ceiling for a loaded machine).
+	for deadline := time.Now().Add(15 * time.Second); !strings.Contains(r.stderr.String(), "watching class through Parse LiveQuery"); {
+		if time.Now().After(deadline) || strings.Contains(r.stderr.String(), "Parse LiveQuery unavailable") {
+			t.Fatalf("the subscription does not use LiveQuery:\n%s", r.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 
 	ps.MustDo(t, "POST", "/classes/Note", map[string]any{"title": "alice only", "ACL": map[string]any{aliceID: map[string]any{"read": true, "write": true}}}, parsetest.AsSession(alice))

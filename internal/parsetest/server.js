@@ -29,8 +29,10 @@ async function main() {
     cloud: cfg.cloud,
     allowClientClassCreation: false,
     enforcePrivateUsers: true,
-    // FerretDB 1.24 has no collation support: compare case in memory and
-    // skip the case-insensitive user indexes.
+    // Neither FerretDB 1.24 nor FerretDB 2.7 on DocumentDB (the second test
+    // engine) supports collation — in find ("collation is not supported in
+    // the find command yet": sign-up fails) or in createIndex (boot fails):
+    // compare case in memory and skip the case-insensitive user indexes.
     enableCollationCaseComparison: true,
     databaseOptions: {
       createIndexUserEmailCaseInsensitive: false,
@@ -51,7 +53,7 @@ async function main() {
 
   // FerretDB 1.24 cannot build the TTL index on _Idempotency.expire; Parse
   // rethrows that during initialization although the index is only a
-  // clean-up aid. Tolerate exactly that failure.
+  // clean-up aid. Tolerate exactly that failure (DocumentDB builds it).
   const adapter = api.config.databaseController.adapter;
   const ensureIndex = adapter.ensureIndex.bind(adapter);
   adapter.ensureIndex = (className, schema, fieldNames, indexName, ...rest) =>
