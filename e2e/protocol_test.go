@@ -34,25 +34,32 @@ import (
 const scratchPrefix = "proto_"
 
 // SlowScan: rows of random lowercase text without a digit; slowRegex never
-// matches, so a count scans every row: on a real MongoDB the slow link cannot
-// proxy (TLS, SRV) this is what makes the count slow — PCRE backtracks up to
-// 60 steps at every position (a digit class, not a literal '9', so PCRE's
-// required-character shortcut cannot skip the row) — and what keeps it in
-// currentOp long enough for the cancellation checks.
+// matches, so a count scans every row. On a real MongoDB that is what keeps
+// the count in currentOp long enough for the cancellation checks (and what
+// makes it slow where the slow link cannot proxy: TLS, SRV) — PCRE
+// backtracks up to 60 steps at every position (a digit class, not a literal
+// '9', so PCRE's required-character shortcut cannot skip the row). Elsewhere
+// the slow link alone makes it slow, and the rows are small, so a cancelled
+// scan that FerretDB (no killOp) finishes anyway costs little CPU.
 const (
 	slowClass = "SlowScan"
 	slowRegex = "[a-y ]{1,60}[0-9]"
-	slowBody  = 16 << 10
 )
 
-// slowRows is the SlowScan row count: the slow link needs few rows (enough
-// for more than one batch of query_class); a real MongoDB needs many so
-// that the count is still running server-side when currentOp is polled.
+// slowRows and slowBody size SlowScan: more rows than one batch of
+// query_class everywhere; many large rows on a real MongoDB.
 func slowRows() int {
 	if realMongo {
 		return 8000
 	}
 	return 400
+}
+
+func slowBody() int {
+	if realMongo {
+		return 16 << 10
+	}
+	return 1 << 10
 }
 
 var scratch struct {
@@ -92,7 +99,7 @@ func seedSlowScan(ctx context.Context, db *mongo.Database) error {
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	var batch []any
 	for i := 0; i < slowRows(); i++ {
-		b := make([]byte, slowBody)
+		b := make([]byte, slowBody())
 		for j := range b {
 			b[j] = letters[rng.Intn(len(letters))]
 		}
