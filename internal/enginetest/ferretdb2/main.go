@@ -36,6 +36,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -321,9 +322,9 @@ func (e *engine) teardown() {
 			<-e.pgDone
 		}
 	}
-	for i := len(e.mounted) - 1; i >= 0; i-- {
-		if err := syscall.Unmount(e.mounted[i], syscall.MNT_DETACH); err != nil {
-			log.Printf("unmounting %s: %v", e.mounted[i], err)
+	for _, m := range slices.Backward(e.mounted) {
+		if err := syscall.Unmount(m, syscall.MNT_DETACH); err != nil {
+			log.Printf("unmounting %s: %v", m, err)
 		}
 	}
 	e.mounted = nil
