@@ -39,27 +39,22 @@ const scratchPrefix = "proto_"
 // makes it slow where the slow link cannot proxy: TLS, SRV) — PCRE
 // backtracks up to 60 steps at every position (a digit class, not a literal
 // '9', so PCRE's required-character shortcut cannot skip the row). Elsewhere
-// the slow link alone makes it slow, and the rows are small, so a cancelled
-// scan that FerretDB (no killOp) finishes anyway costs little CPU.
+// the slow link alone makes the calls slow. The rows stay large everywhere:
+// TestProgressOwnUnits needs query_class to spend more than a progress tick
+// on them after the (delayed) reply.
 const (
 	slowClass = "SlowScan"
 	slowRegex = "[a-y ]{1,60}[0-9]"
+	slowBody  = 16 << 10
 )
 
-// slowRows and slowBody size SlowScan: more rows than one batch of
-// query_class everywhere; many large rows on a real MongoDB.
+// slowRows is the SlowScan row count: more rows than one batch of
+// query_class everywhere; many on a real MongoDB (currentOp).
 func slowRows() int {
 	if realMongo {
 		return 8000
 	}
 	return 400
-}
-
-func slowBody() int {
-	if realMongo {
-		return 16 << 10
-	}
-	return 1 << 10
 }
 
 var scratch struct {
@@ -99,7 +94,7 @@ func seedSlowScan(ctx context.Context, db *mongo.Database) error {
 	now := time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC)
 	var batch []any
 	for i := 0; i < slowRows(); i++ {
-		b := make([]byte, slowBody())
+		b := make([]byte, slowBody)
 		for j := range b {
 			b[j] = letters[rng.Intn(len(letters))]
 		}
