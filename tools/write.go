@@ -210,7 +210,8 @@ func (d *Deps) objectRequest(ctx context.Context, op parsedb.WriteOp, name, id s
 	if err != nil {
 		return nil, err
 	}
-	req := &parsedb.WriteRequest{Op: op, ClassName: cls.Name, Class: cls, ObjectID: id, Fields: fields, ACL: acl}
+	req := &parsedb.WriteRequest{Op: op, ClassName: cls.Name, Class: cls, ObjectID: id, Fields: fields, ACL: acl,
+		DefaultShown: func(f string) bool { return d.Policy.FieldVisible(cls, f) }}
 	if op != parsedb.WriteCreateObject {
 		if req.Existing, req.Scope, err = d.currentObject(ctx, schema, cls, id, w.Op); err != nil {
 			return nil, err

@@ -70,6 +70,11 @@ type WriteRequest struct {
 	// identity's _wperm, CLP pointer permissions, the tenant): an object
 	// that changed out of scope since it was read is not touched.
 	Scope bson.D
+	// DefaultShown reports whether the app-set default of a field may be
+	// shown to this session (the session's read rule for the field; nil:
+	// every one). A default is data: one the session may not read is
+	// stored but withheld from the plan's Change (dry run, confirmation).
+	DefaultShown func(field string) bool
 }
 
 // JoinChange adds or removes relation pairs in _Join:<Field>:<Owner>.
@@ -99,6 +104,10 @@ type WritePlan struct {
 	Update bson.D
 	// Joins are relation pairs added/removed after the object is written.
 	Joins []JoinChange
+	// WithheldDefaults are the fields of Document filled from an app-set
+	// default the session may not read (WriteRequest.DefaultShown): Change
+	// leaves them out.
+	WithheldDefaults []string
 	// Result is the object as stored after the write (nil for deletes).
 	Result bson.Raw
 	// Fields are the REST field names the write sets (audit: names only).
@@ -134,7 +143,10 @@ func (p *WritePlan) Change() map[string]any {
 		out["schema_document"] = displayValue(p.SchemaDoc)
 	}
 	if p.Document != nil {
-		out["insert_document"] = displayValue(p.Document)
+		out["insert_document"] = displayValue(p.shownDocument())
+		if len(p.WithheldDefaults) > 0 {
+			out["withheld"] = "the app's default values of fields this session may not read are stored too"
+		}
 	}
 	if p.Filter != nil {
 		out["filter"] = displayValue(p.Filter)
@@ -150,6 +162,25 @@ func (p *WritePlan) Change() map[string]any {
 	}
 	if p.REST != nil {
 		out["rest_request"] = p.REST.Preview
+	}
+	return out
+}
+
+// shownDocument is Document without the withheld defaults.
+func (p *WritePlan) shownDocument() bson.D {
+	if len(p.WithheldDefaults) == 0 {
+		return p.Document
+	}
+	withheld := map[string]bool{}
+	for _, f := range p.WithheldDefaults {
+		withheld[f] = true
+	}
+	out := make(bson.D, 0, len(p.Document))
+	for _, e := range p.Document {
+		if withheld[e.Key] || strings.HasPrefix(e.Key, "_p_") && withheld[e.Key[len("_p_"):]] {
+			continue
+		}
+		out = append(out, e)
 	}
 	return out
 }

@@ -120,6 +120,7 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	fields := map[string]any{}
 	maps.Copy(fields, req.Fields)
 	// defaultValue of _SCHEMA applies to fields not given (or deleted).
+	var withheld []string
 	for _, name := range cls.FieldNames() {
 		f := cls.Fields[name]
 		if f.DefaultValue == nil {
@@ -127,6 +128,9 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 		}
 		if v, given := fields[name]; !given || isDeleteOp(v) {
 			fields[name] = restValue(f.DefaultValue)
+			if req.DefaultShown != nil && !req.DefaultShown(name) {
+				withheld = append(withheld, name)
+			}
 		}
 	}
 	doc := bson.D{{Key: "_id", Value: id}}
@@ -202,7 +206,7 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 		return nil, err
 	}
 	return &WritePlan{Op: req.Op, ClassName: cls.Name, ObjectID: id, SchemaAdds: s.adds, Document: doc,
-		Joins: s.joins, Result: raw, Fields: sortedFieldNames(req.Fields)}, nil
+		Joins: s.joins, Result: raw, Fields: sortedFieldNames(req.Fields), WithheldDefaults: withheld}, nil
 }
 
 func isDeleteOp(v any) bool {
