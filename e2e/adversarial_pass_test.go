@@ -295,3 +295,171 @@ func TestAdvFieldRulesOnWriteAnswers(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvSubPipelineLiftsHiddenId: a hidden pointer nested two arrays deep
+// (Memo.meta.list = [[Pointer<Vault>]]) lifted out by $unwind, $project,
+// $replaceRoot or $group inside $facet, $lookup and $unionWith (and at the
+// top level) never shows its id, in any output position.
+func TestAdvSubPipelineLiftsHiddenId(t *testing.T) {
+	if ferretDB1 {
+		t.Skip("FerretDB 1.24 stores no nested arrays and runs no $lookup/$facet/$unionWith (the second engine does)")
+	}
+	db, uri := writeDB(t, writeOutSchemas()...)
+	insert(t, db, "Memo", bson.D{{Key: "_id", Value: "n1"}, {Key: "title", Value: "x"},
+		{Key: "meta", Value: bson.D{{Key: "list", Value: bson.A{bson.A{bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Vault"}, {Key: "objectId", Value: "v1secretv1"}}}}}}}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	inners := []string{
+		`[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$group":{"_id":"$meta.list.objectId","n":{"$sum":1}}}]`,
+		`[{"$project":{"x":"$meta.list"}},{"$unwind":"$x"},{"$unwind":"$x"},{"$project":{"id":"$x.objectId","c":"$x.className"}}]`,
+		`[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$replaceRoot":{"newRoot":"$meta.list"}}]`,
+		`[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$project":{"t":{"$concat":["$meta.list.objectId","-"]}}}]`,
+		`[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$group":{"_id":null,"ids":{"$addToSet":"$meta.list.objectId"}}}]`,
+		`[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$sortByCount":"$meta.list.objectId"}]`,
+		`[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$project":{"l":{"$strLenCP":"$meta.list.objectId"},"s":{"$substrCP":["$meta.list.objectId",0,2]}}}]`,
+	}
+	for _, inner := range inners {
+		for _, wrap := range []string{`%s`, `[{"$facet":{"a":%s}}]`, `[{"$lookup":{"from":"Memo","as":"j","pipeline":%s}}]`, `[{"$unionWith":{"coll":"Memo","pipeline":%s}}]`} {
+			var pipeline []any
+			if err := json.Unmarshal([]byte(fmt.Sprintf(wrap, inner)), &pipeline); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "aggregate", Arguments: map[string]any{"class_name": "Memo", "pipeline": pipeline}}})
+			ans := fmt.Sprint(err)
+			if res != nil {
+				ans += text(res)
+			}
+			if strings.Contains(ans, "v1secretv1") || strings.Contains(ans, "Vault") || strings.Contains(ans, `"v1"`) || strings.Contains(ans, `"l":10`) || strings.Contains(ans, `,10]`) {
+				t.Errorf("%s shows the hidden pointer: %s", fmt.Sprintf(wrap, inner), ans)
+			}
+		}
+	}
+}
+
+// TestAdvConfirmSwappedArguments: a 2026-07-28 requestState issued for one
+// create authorises no other: not the same tool with other arguments.
+func TestAdvConfirmSwappedArguments(t *testing.T) {
+	db, uri := writeDB(t, attackSchemas()...)
+	env := append(append([]string{}, writeEnv...), uri, policyEnv(t, "settings: {confirm_writes: always}\n"))
+	r := startRaw(t, env...)
+	send := func(body []byte) map[string]any {
+		var m struct {
+			ID any `json:"id"`
+		}
+		_ = json.Unmarshal(body, &m)
+		r.send(string(body))
+		for {
+			if got := r.next(); got["id"] == m.ID {
+				return obj(got["result"])
+			}
+		}
+	}
+	state, _ := confirmCreate(t, send, "asked", "")["requestState"].(string)
+	if state == "" {
+		t.Fatal("no requestState")
+	}
+	for _, other := range []string{"other", "asked ", "Asked"} {
+		if res := confirmCreate(t, send, other, state); res["resultType"] != "input_required" {
+			t.Errorf("a token for %q authorised %q: %v", "asked", other, res)
+		}
+	}
+	if n := count(t, db, "Memo"); n != 0 {
+		t.Errorf("%d objects created with a swapped confirmation", n)
+	}
+	if res := confirmCreate(t, send, "asked", state); obj(res["structuredContent"])["created"] != true {
+		t.Errorf("the token's own request: %v", res)
+	}
+}
+
+// TestAdvSubPipelineRowScope: at the top level and inside $facet, $lookup
+// and $unionWith, a row the user may not read (_rperm) counts nothing for
+// a guess at its title, and a $match testing $exists at (or below) a path
+// holding a Pointer into a hidden class answers exactly as one into a
+// missing class.
+func TestAdvSubPipelineRowScope(t *testing.T) {
+	if ferretDB1 {
+		t.Skip("FerretDB 1.24 runs no $lookup/$facet/$unionWith (the second engine does)")
+	}
+	db, uri := writeDB(t, writeOutSchemas()...)
+	insert(t, db, "_User", bson.D{{Key: "_id", Value: "u1"}, {Key: "username", Value: "ann"}})
+	insert(t, db, "Memo",
+		bson.D{{Key: "_id", Value: "s1"}, {Key: "title", Value: "SECRET"}, {Key: "_rperm", Value: bson.A{"u2"}}},
+		bson.D{{Key: "_id", Value: "p1"}, {Key: "title", Value: "pub"}, {Key: "meta", Value: bson.D{{Key: "cred", Value: bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Vault"}, {Key: "objectId", Value: "v1secretv1"}}}}}},
+		bson.D{{Key: "_id", Value: "p2"}, {Key: "title", Value: "pub"}, {Key: "meta", Value: bson.D{{Key: "cred", Value: bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Nowhere"}, {Key: "objectId", Value: "v1secretv1"}}}}}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy), "PARSE_MCP_ACL_USER=u1")
+	run := func(pipe string) string {
+		var pipeline []any
+		if err := json.Unmarshal([]byte(pipe), &pipeline); err != nil {
+			t.Fatal(err)
+		}
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "aggregate", Arguments: map[string]any{"class_name": "Memo", "pipeline": pipeline}}})
+		if err != nil {
+			return err.Error()
+		}
+		return text(res)
+	}
+	for _, wrap := range []string{`%s`, `[{"$facet":{"a":%s}}]`, `[{"$lookup":{"from":"Memo","as":"j","pipeline":%s}}]`, `[{"$unionWith":{"coll":"Memo","pipeline":%s}}]`} {
+		a := run(fmt.Sprintf(wrap, `[{"$match":{"title":"SECRET"}},{"$count":"n"}]`))
+		b := run(fmt.Sprintf(wrap, `[{"$match":{"title":"NOPE00"}},{"$count":"n"}]`))
+		if strings.ReplaceAll(a, "SECRET", "G") != strings.ReplaceAll(b, "NOPE00", "G") {
+			t.Errorf("%s: an unreadable row's title is testable:\n%s\n%s", wrap, a, b)
+		}
+		for _, p := range []string{"meta.cred", "meta.cred.objectId", "meta.cred.className"} {
+			for _, want := range []string{"true", "false"} {
+				h := run(fmt.Sprintf(wrap, `[{"$match":{"objectId":"p1","`+p+`":{"$exists":`+want+`}}},{"$count":"n"}]`))
+				m := run(fmt.Sprintf(wrap, `[{"$match":{"objectId":"p2","`+p+`":{"$exists":`+want+`}}},{"$count":"n"}]`))
+				ids := strings.NewReplacer("p1", "<id>", "p2", "<id>")
+				if ids.Replace(h) != ids.Replace(m) {
+					t.Errorf("%s %s $exists %s: a hidden and a missing pointer answer apart:\n hidden  %s\n missing %s", wrap, p, want, h, m)
+				}
+			}
+		}
+	}
+}
+
+// TestAdvMissingTypedReferenceNotTestable: a Pointer embedded in an Object
+// field whose className is a missing class is shown as the marker, exactly
+// like one into a hidden class; so a where or a pipeline $match must not
+// test what lies below it either: a right and a wrong guess at its id
+// answer alike, and so do the hidden and the missing pointer.
+func TestAdvMissingTypedReferenceNotTestable(t *testing.T) {
+	db, uri := writeDB(t, writeOutSchemas()...)
+	for i, cls := range []string{"Vault", "Nowhere"} {
+		insert(t, db, "Memo", bson.D{{Key: "_id", Value: fmt.Sprintf("p%d", i)}, {Key: "title", Value: "pub"},
+			{Key: "meta", Value: bson.D{{Key: "cred", Value: bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: cls}, {Key: "objectId", Value: "v1secretv1"}}}}}})
+	}
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	for _, id := range []string{"p0", "p1"} {
+		got := callOK(t, c, "get_object", map[string]any{"class_name": "Memo", "object_id": id, "shape": "rest"})
+		if s := toJSON(t, got); strings.Contains(s, "v1secretv1") {
+			t.Fatalf("%s shown: %s", id, s)
+		}
+	}
+	answers := map[string]string{}
+	for _, id := range []string{"p0", "p1"} {
+		for _, guess := range []string{"v1", "v2"} {
+			for _, w := range []map[string]any{
+				{"objectId": id, "meta.cred.objectId": map[string]any{"$gte": guess}},
+				{"objectId": id, "meta.cred.objectId": map[string]any{"$regex": "^" + guess}},
+				{"objectId": id, "meta.cred.className": map[string]any{"$exists": guess == "v1"}},
+				{"objectId": id, "meta.cred": map[string]any{"$exists": guess == "v1"}},
+			} {
+				n := callOK(t, c, "count_objects", map[string]any{"class_name": "Memo", "where": w})["count"]
+				res := call(t, c, "aggregate", map[string]any{"class_name": "Memo", "pipeline": []any{map[string]any{"$match": w}, map[string]any{"$count": "n"}}})
+				answers[id] += fmt.Sprintf("%v/%s|", n, text(res))
+				if guess == "v1" && !strings.Contains(toJSON(t, w), "$exists") {
+					answers[id+"right"] += fmt.Sprint(n, text(res))
+				} else if !strings.Contains(toJSON(t, w), "$exists") {
+					answers[id+"wrong"] += fmt.Sprint(n, text(res))
+				}
+			}
+		}
+	}
+	if answers["p0"] != answers["p1"] {
+		t.Errorf("a hidden and a missing pointer answer apart:\n hidden  %s\n missing %s", answers["p0"], answers["p1"])
+	}
+	for _, id := range []string{"p0", "p1"} {
+		if answers[id+"right"] != answers[id+"wrong"] {
+			t.Errorf("%s: a guess at the redacted id is testable:\n right %s\n wrong %s", id, answers[id+"right"], answers[id+"wrong"])
+		}
+	}
+}

@@ -318,5 +318,12 @@ func (e *Engine) HiddenRefs(schema *parsedb.Schema) *parsedb.HiddenRefs {
 			hidden = append(hidden, n)
 		}
 	}
-	return parsedb.NewHiddenRefs(hidden, e.Hidden)
+	refs := parsedb.NewHiddenRefs(hidden, e.Hidden)
+	if schema != nil {
+		refs.Known = append([]string{}, schema.Names()...)
+		if refs.Known == nil {
+			refs.Known = []string{}
+		}
+	}
+	return refs
 }

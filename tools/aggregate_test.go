@@ -130,7 +130,7 @@ func TestAggregatePipelineGolden(t *testing.T) {
 			`[{"$match":{"archived":{"$ne":true}}},{"$match":{"$and":[{"releasedAt":{"$not":"<hidden classes>"}}]}},{"$match":{"releasedAt":{"$gte":{"$date":"2020-01-01T00:00:00Z"}}}},` + songProjection + `,{"$count":"n"}]`},
 		{"a leading $match with $expr comes after the projection", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$match":{"genre":"rock"}},{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]}`,
-			`[{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}},{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]`},
+			`[{"$match":{"$and":[{"genre":{"$not":"<hidden classes>"}},{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}},` + missingRef("tags") + `]}},{"$match":{"genre":"rock"}},` + songProjection + `,{"$match":{"$expr":{"$gt":[{"$size":"$tags"},3]}}},{"$limit":1}]`},
 		{"$graphLookup last: the caller's last stage decides the auto limit", "Song",
 			`{"apply_canonical_filter":false,"pipeline":[{"$limit":2},{"$graphLookup":{"from":"Artist","startWith":"$artist","connectFromField":"name","connectToField":"name","as":"g"}}]}`,
 			`[{"$match":{"$and":[{"_p_artist":{"$not":"<hidden classes>"}}]}},{"$limit":2},` + songProjection + `,{"$graphLookup":{"from":"Artist","startWith":"$_p_artist","connectFromField":"name","connectToField":"name","as":"g","restrictSearchWithMatch":{"$and":[{"name":{"$not":"<hidden classes>"}}]}}},{"$set":{"g":{"$map":{"input":"$g","as":"parsemcpdoc","in":{"_id":"$$parsemcpdoc._id","_created_at":"$$parsemcpdoc._created_at","_updated_at":"$$parsemcpdoc._updated_at","name":"$$parsemcpdoc.name"}}}}},{"$limit":200}]`},
@@ -387,7 +387,7 @@ func TestAggregateUnwindGetsTheConjunct(t *testing.T) {
 	d := aggDeps(t, nil)
 	for _, unwind := range []string{`"$tags"`, `{"path":"$tags","preserveNullAndEmptyArrays":true}`} {
 		got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":[{"$unwind":`+unwind+`},{"$unwind":"$tags"},{"$group":{"_id":"$tags","n":{"$sum":1}}}]}`)
-		guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}}`
+		guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}},` + missingRef("tags") + `]}}`
 		for _, u := range []string{`{"$unwind":` + unwind + `},`, `{"$unwind":"$tags"},`} {
 			if !strings.Contains(got, u+guard) {
 				t.Errorf("%s: want the conjunct right after %s:\n%s", unwind, u, got)
@@ -404,7 +404,7 @@ func TestAggregateUnwindGetsTheConjunct(t *testing.T) {
 // the unwound path gets the conjunct again.
 func TestAggregateSubPipelineUnwindGetsTheConjunct(t *testing.T) {
 	d := aggDeps(t, nil)
-	guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}}]}}`
+	guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}},` + missingRef("tags") + `]}}`
 	unwinds := `{"$unwind":"$tags"},{"$unwind":"$tags"},{"$match":{"tags.objectId":{"$gte":"m"}}},{"$count":"n"}`
 	for _, tc := range []struct{ name, pipeline string }{
 		{"facet", `[{"$facet":{"a":[` + unwinds + `]}}]`},

@@ -17,6 +17,12 @@ const (
 	hiddenRefNames = `{"$nin":"<hidden classes>"}`
 )
 
+// missingRef is the conjunct's clause keeping a typed reference to a
+// missing class at storage path p from matching.
+func missingRef(p string) string {
+	return `{"$nor":[{"` + p + `.__type":{"$in":["Pointer","Object","Relation"]},"` + p + `.className":{"$exists":true,"$nin":"<hidden classes>"}}]}`
+}
+
 // notHiddenRef is the conjunct over storage paths; a path ending in "+"
 // may hold an embedded object, so its className is checked too.
 func notHiddenRef(paths ...string) string {
@@ -26,7 +32,7 @@ func notHiddenRef(paths ...string) string {
 		p = strings.TrimSuffix(p, "+")
 		parts = append(parts, `{"`+p+`":`+groupHiddenRe+`}`)
 		if obj {
-			parts = append(parts, `{"`+p+`.className":`+hiddenRefNames+`}`)
+			parts = append(parts, `{"`+p+`.className":`+hiddenRefNames+`}`, missingRef(p))
 		}
 	}
 	return `{"$and":[` + strings.Join(parts, ",") + `]}`

@@ -26,6 +26,12 @@ import (
 type HiddenRefs struct {
 	// Names are the hidden class names a stored reference can carry.
 	Names []string
+	// Known are the classes of _SCHEMA (nil: not known). A typed reference
+	// (an embedded {__type: Pointer|Object|Relation, className}) to a class
+	// outside it is shown as the marker like one to a hidden class
+	// (SECURITY.md "Missing classes are redacted like hidden ones"), so the
+	// conjunct keeps it from matching too.
+	Known []string
 	// Hidden reports whether one class is hidden.
 	Hidden func(class string) bool
 }
@@ -116,7 +122,7 @@ func (h *HiddenRefs) NotHiddenRefAnyType(cls *Class, path string) bson.A {
 		q := strings.Join(segs[:i+1], ".")
 		// A String/File column has no className below it.
 		className := i > 0 || strings.Contains(path, ".") || MayHoldObject(cls, path)
-		out = append(out, notRefClauses(q, className, names, re)...)
+		out = append(out, notRefClauses(q, className, names, re, h.knownValue())...)
 	}
 	return out
 }
@@ -137,26 +143,49 @@ func (h *HiddenRefs) NotHiddenRefAbove(cls *Class, path string) bson.A {
 	var out bson.A
 	for i := range segs[:len(segs)-1] {
 		q := strings.Join(segs[:i+1], ".")
-		out = append(out, notRefClauses(q, true, names, re)...)
+		out = append(out, notRefClauses(q, true, names, re, h.knownValue())...)
 	}
 	return out
 }
 
 // conjunctValues are the hidden class names and the "^(?:A|B)\$" pattern
 // the conjunct's clauses test, typed so that dry runs show neither.
+// knownValue is Known as the conjunct carries it (typed like the hidden
+// names: it holds them too, so no echo may print it); nil when unknown.
+func (h *HiddenRefs) knownValue() HiddenClassNames {
+	if h.Known == nil {
+		return nil
+	}
+	return HiddenClassNames(h.Known)
+}
+
 func (h *HiddenRefs) conjunctValues() (HiddenClassNames, HiddenRefPattern) {
 	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}$`)
 }
 
 // notRefClauses are the conjunct's clauses for the value at storage path
 // q: not a "Hidden$…" string, and (className) no hidden className.
-func notRefClauses(q string, className bool, names HiddenClassNames, re HiddenRefPattern) bson.A {
+func notRefClauses(q string, className bool, names HiddenClassNames, re HiddenRefPattern, known HiddenClassNames) bson.A {
 	out := bson.A{bson.D{{Key: q, Value: bson.D{{Key: "$not", Value: re}}}}}
 	if className {
 		out = append(out, bson.D{{Key: q + ".className", Value: bson.D{{Key: "$nin", Value: names}}}})
+		if known != nil {
+			// Not a typed reference to a missing class. On an array the two
+			// tests may be met by different elements (no $elemMatch of
+			// fields: FerretDB 1.24 has none), so an array mixing one with
+			// a reference to a known class is not kept from matching
+			// (SECURITY.md, accepted limit).
+			missing := bson.D{{Key: "$exists", Value: true}, {Key: "$nin", Value: known}}
+			out = append(out, bson.D{{Key: "$nor", Value: bson.A{
+				bson.D{{Key: q + ".__type", Value: bson.D{{Key: "$in", Value: typedRefTypes}}}, {Key: q + ".className", Value: missing}},
+			}}})
+		}
 	}
 	return out
 }
+
+// typedRefTypes are the __type values of an embedded reference by type.
+var typedRefTypes = bson.A{"Pointer", "Object", "Relation"}
 
 // HiddenClassNames is the list of hidden class names inside a policy
 // conjunct ($nin). It is sent to MongoDB as a BSON array of strings, but it
@@ -269,7 +298,7 @@ func (h *HiddenRefs) NotHiddenRefAtStoragePath(path string) bson.D {
 		return nil
 	}
 	names, re := h.conjunctValues()
-	return bson.D{{Key: "$and", Value: notRefClauses(path, true, names, re)}}
+	return bson.D{{Key: "$and", Value: notRefClauses(path, true, names, re, h.knownValue())}}
 }
 
 // NotHiddenRefFilter ANDs NotHiddenRef over several REST paths; nil when
