@@ -463,3 +463,41 @@ func TestAdvMissingTypedReferenceNotTestable(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvTenantFieldWrites: a tenant-scoped session cannot move a row to
+// another tenant, unset its tenant, or create one elsewhere, by any
+// spelling of the write.
+func TestAdvTenantFieldWrites(t *testing.T) {
+	db, uri := writeDB(t, writeOutSchemas()...)
+	insert(t, db, "Ticket", bson.D{{Key: "_id", Value: "t1"}, {Key: "title", Value: "x"}, {Key: "orgId", Value: "acme"}},
+		bson.D{{Key: "_id", Value: "t2"}, {Key: "title", Value: "theirs"}, {Key: "orgId", Value: "other"}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy), "PARSE_MCP_TENANT_ID=acme")
+	for _, a := range []map[string]any{
+		{"class_name": "Ticket", "object_id": "t1", "fields": map[string]any{"orgId": "other"}},
+		{"class_name": "Ticket", "object_id": "t1", "fields": map[string]any{"orgId": map[string]any{"__op": "Delete"}}},
+		{"class_name": "Ticket", "object_id": "t1", "fields": map[string]any{"orgId": nil}},
+		{"class_name": "Ticket", "object_id": "t1", "fields": map[string]any{"orgId": map[string]any{"__op": "Add", "objects": []any{"x"}}}},
+		{"class_name": "Ticket", "object_id": "t2", "fields": map[string]any{"title": "mine now"}},
+	} {
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "update_object", Arguments: a}})
+		if err == nil && !res.IsError {
+			t.Errorf("update %v succeeded: %s", a, text(res))
+		}
+	}
+	for _, f := range []map[string]any{{"title": "n", "orgId": "other"}, {"title": "n", "orgId": nil}} {
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "create_object", Arguments: map[string]any{"class_name": "Ticket", "fields": f}}})
+		if err == nil && !res.IsError {
+			var out map[string]any
+			_ = json.Unmarshal([]byte(text(res)), &out)
+			if o := stored(t, db, "Ticket", fmt.Sprint(out["object_id"])); o["orgId"] != "acme" {
+				t.Errorf("create %v stored %v", f, o)
+			}
+		}
+	}
+	if o := stored(t, db, "Ticket", "t1"); o["orgId"] != "acme" {
+		t.Errorf("t1 moved: %v", o)
+	}
+	if o := stored(t, db, "Ticket", "t2"); o["title"] != "theirs" {
+		t.Errorf("t2 changed: %v", o)
+	}
+}
