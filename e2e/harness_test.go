@@ -14,18 +14,19 @@
 // the second engine. On a shared server the test database gets a unique
 // name and is dropped at the end.
 //
-// Skips that remain, by engine. FerretDB 1.24: two —
-// TestAggregateLookup ($lookup: it checks the clear invalid_query answer,
-// then skips naming the feature) and TestGroupFallbackEqualsPipeline (the
-// pipeline side needs $dateToString, $avg, $min, $max). Second engine: none;
+// Skips that remain, by engine. FerretDB 1.24: TestAggregateLookup
+// ($lookup: it checks the clear invalid_query answer, then skips naming the
+// feature), TestGroupFallbackEqualsPipeline (the pipeline side needs
+// $dateToString, $avg, $min, $max) and TestTrustSubPipelineNestedUnwind
+// (nested arrays, $lookup/$facet/$unionWith). Second engine: none;
 // it has no explain plans (a PostgreSQL plan instead of a winningPlan), so
 // TestExplainQuery and TestPolicyCollscanFailsClosed check the no-plan
 // answers there, and the
 // currentOp checks of TestCancelSlowQuery run on a real MongoDB only (the
 // slow link keeps the call waiting, not the server). Real MongoDB:
 // TestPolicyCollscanFailsClosed (MongoDB gives a plan, so the fail-closed
-// path cannot be reached). Anywhere: the /proc memory benchmarks without
-// /proc.
+// path cannot be reached). Anywhere: TestMakeDemo without make, the /proc
+// memory benchmarks without /proc.
 package e2e
 
 import (

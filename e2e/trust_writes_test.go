@@ -344,7 +344,7 @@ func TestTrustSubPipelineNestedUnwind(t *testing.T) {
 		{Key: "meta", Value: bson.D{{Key: "list", Value: bson.A{bson.A{bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "Vault"}, {Key: "objectId", Value: "v1secretv1"}}}}}}}})
 	c := writeClient(t, uri, policyEnv(t, outputPolicy))
 	inner := `[{"$unwind":"$meta.list"},{"$unwind":"$meta.list"},{"$match":{"meta.list.objectId":{"$gte":"GUESS"}}},{"$count":"n"}]`
-	for _, wrap := range []string{`[{"$facet":{"a":%s}}]`, `[{"$lookup":{"from":"Memo","as":"j","pipeline":%s}}]`, `[{"$unionWith":{"coll":"Memo","pipeline":%s}}]`} {
+	for _, wrap := range []string{`[{"$facet":{"f":%s}}]`, `[{"$lookup":{"from":"Memo","as":"j","pipeline":%s}}]`, `[{"$unionWith":{"coll":"Memo","pipeline":%s}}]`} {
 		var answers []string
 		for _, guess := range []string{"v1", "v2", "~q"} {
 			var pipeline []any
@@ -352,7 +352,9 @@ func TestTrustSubPipelineNestedUnwind(t *testing.T) {
 				t.Fatal(err)
 			}
 			res := call(t, c, "aggregate", map[string]any{"class_name": "Memo", "pipeline": pipeline})
-			answers = append(answers, strings.ReplaceAll(text(res), guess, "G"))
+			// Only an echoed guess (a JSON string) is normalised: replacing
+			// the bare guess "a" would rewrite every "a" of the answer.
+			answers = append(answers, strings.ReplaceAll(text(res), `"`+guess+`"`, `"G"`))
 		}
 		if answers[0] != answers[1] || answers[0] != answers[2] {
 			t.Errorf("%s: the answer depends on the guess:\n%s", wrap, strings.Join(answers, "\n"))
