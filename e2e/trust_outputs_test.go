@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -20,7 +21,10 @@ import (
 // reference, unreadable row, protected field} × every identity kind
 // (master posture, user, role, session token). Each condition plants
 // values carrying a token; no position's answer may show a token its
-// identity may not read. A positive column (what each identity may see)
+// identity may not read — results, errors, metadata, resources, prompts,
+// completions, and the audit events of the operator log (log
+// notifications carry the same events' codes and names: TestLoggingSetLevel
+// pins that they carry no argument value). A positive column (what each identity may see)
 // keeps the table honest: a position that answered nothing would pass
 // every negative cell.
 func TestTrustOutputsTable(t *testing.T) {
@@ -93,8 +97,23 @@ settings: {confirm_writes: never, rate_limit: {requests: 10000, window: 60s}}
 	}
 	for _, id := range identities {
 		t.Run(id.name, func(t *testing.T) {
-			c := writeClient(t, uri, append([]string{pol}, id.env...)...)
+			logFile := t.TempDir() + "/server.log"
+			c := writeClient(t, uri, append([]string{pol, "PARSE_MCP_LOG_FILE=" + logFile, "PARSE_MCP_LOG_LEVEL=debug"}, id.env...)...)
 			out := outputPositions(t, c)
+			// Audit events: the tool_call lines of the operator log (which
+			// may quote a MongoDB error elsewhere, but never in an event).
+			if raw, err := os.ReadFile(logFile); err == nil {
+				var events []string
+				for line := range strings.SplitSeq(string(raw), "\n") {
+					if strings.Contains(line, `"event":"tool_call"`) {
+						events = append(events, line)
+					}
+				}
+				if len(events) < 20 {
+					t.Errorf("only %d audit events in the log", len(events))
+				}
+				out["audit events"] = strings.Join(events, "\n")
+			}
 			for _, pos := range sortedKeys(out) {
 				for _, cond := range sortedKeys(conditions) {
 					for _, tok := range conditions[cond] {
@@ -135,6 +154,7 @@ func outputPositions(t *testing.T, c *client.Client) map[string]string {
 		res, err := c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: name, Arguments: args}})
 		if err != nil {
 			out[pos] = "rpc error: " + err.Error()
+			time.Sleep(50 * time.Millisecond) // its notification precedes the response
 			return
 		}
 		b, _ := json.Marshal(res)
@@ -181,6 +201,10 @@ func outputPositions(t *testing.T, c *client.Client) map[string]string {
 	// Errors: hidden and missing classes, a pointer into each.
 	tool("error hidden class", "get_object", map[string]any{"class_name": "Zhidden", "object_id": "hidsecret01"})
 	tool("error where pointer", "count_objects", memo(map[string]any{"where": map[string]any{"ref": "x"}}))
+	// A security violation and a denial: logged with codes and names,
+	// never the values (the audit events below).
+	tool("violation", "count_objects", memo(map[string]any{"where": map[string]any{"$where": "hidsecret01 TOKSSN"}}))
+	tool("denied", "get_schema", map[string]any{"class_name": "_Session"})
 	// Resources, prompts, completions.
 	for _, uri := range []string{"parse://Memo/schema", "parse://Doc/schema", "parse://Memo/count"} {
 		res, err := c.ReadResource(ctx, mcp.ReadResourceRequest{Params: mcp.ReadResourceParams{URI: uri}})
