@@ -38,6 +38,8 @@ func runCommand(ctx context.Context, a *app, cmd []string, stdout, stderr io.Wri
 			return exitFailure
 		}
 		return exitOK
+	case "embed":
+		return runEmbed(ctx, a, cmd, stderr)
 	case "audit":
 		schema, err := a.store.Schema.Get(ctx)
 		if err != nil {

@@ -63,7 +63,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	logLevel := fs.String("log-level", "", "debug | info | warn | error (PARSE_MCP_LOG_LEVEL)")
 	version := fs.Bool("version", false, "print the version and exit")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: parse-mcp [flags] [call TOOL JSON | describe | would-permit TOOL CLASS | audit | chat | ask [--trace] QUESTION]\n")
+		fmt.Fprintf(stderr, "usage: parse-mcp [flags] [call TOOL JSON | describe | would-permit TOOL CLASS | audit | chat | ask [--trace] QUESTION | embed CLASS]\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(argv); err != nil {
@@ -243,8 +243,12 @@ func checkCommand(cmd []string) string {
 		if len(cmd) < 2 {
 			return "usage: parse-mcp ask [--trace] \"question\" (or - to read it from stdin)"
 		}
+	case "embed":
+		if len(cmd) < 2 || len(cmd) > 3 || len(cmd) == 3 && cmd[2] != "--all" {
+			return "usage: parse-mcp embed CLASS [--all]"
+		}
 	default:
-		return fmt.Sprintf("unknown command %q (expected call, describe, would-permit, audit, chat or ask)", cmd[0])
+		return fmt.Sprintf("unknown command %q (expected call, describe, would-permit, audit, chat, ask or embed)", cmd[0])
 	}
 	return ""
 }
@@ -357,6 +361,11 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	engine := policy.New(cfg, file, log)
 	a.deps = tools.NewDeps(a.store, engine, cfg, log)
 	a.deps.Bridge = bridge
+	if a.deps.Embedder, err = newEmbedder(cfg); err != nil {
+		a.Close()
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_EMBEDDINGS_URL: %v\n", err)
+		return nil, exitBadUsage
+	}
 	if cfg.HTTPAddr != "" {
 		// Over HTTP several processes may serve one client (README
 		// "Scale-out"): confirmations are single-use across all of them.

@@ -11,6 +11,8 @@ type File struct {
 	Prompts []PromptSpec `json:"prompts,omitempty" yaml:"prompts,omitempty"`
 	// Actions are the declared actions (call_action), sorted by name.
 	Actions []*ActionSpec `json:"actions,omitempty" yaml:"-"`
+	// Search holds the search tools' settings (policy/search.go).
+	Search SearchSettings `json:"search" yaml:"search"`
 }
 
 // HiddenExceptMaster is the `hidden: except_master` value.
@@ -34,6 +36,8 @@ type ClassPolicy struct {
 	// DefaultACL is the ACL of objects created without one (nil: none,
 	// which Parse treats as public read and write).
 	DefaultACL map[string]any `json:"default_acl,omitempty" yaml:"default_acl,omitempty"`
+	// Search opts the class into the search tools (policy/search.go).
+	Search *SearchPolicy `json:"search,omitempty" yaml:"search,omitempty"`
 }
 
 // IsHidden reports `hidden: true`.

@@ -221,10 +221,10 @@ func join(path, key string) string {
 
 // Keys accepted at each level.
 var (
-	topKeys       = []string{"classes", "agent", "settings", "prompts", "actions"}
+	topKeys       = []string{"classes", "agent", "settings", "prompts", "actions", "search"}
 	promptKeys    = []string{"name", "title", "description", "arguments", "template"}
 	promptArgKeys = []string{"name", "description", "type", "required", "default"}
-	classKeys     = []string{"hidden", "description", "fields", "agent_fields", "large_fields", "join_fields", "canonical_filter", "tenant_scope", "allow_collscan", "writable_fields", "default_acl"}
+	classKeys     = []string{"hidden", "description", "fields", "agent_fields", "large_fields", "join_fields", "canonical_filter", "tenant_scope", "allow_collscan", "writable_fields", "default_acl", "search"}
 	fieldKeys     = []string{"description", "enum"}
 	tenantKeys    = []string{"field"}
 	agentKeys     = []string{"tools", "classes", "filters"}
@@ -386,6 +386,13 @@ func decodeFile(raw any) (*File, error) {
 			if f.Actions, err = decodeActions(v); err != nil {
 				return nil, err
 			}
+		case "search":
+			if v == nil {
+				continue
+			}
+			if err := decodeSearchSettings(v, &f.Search); err != nil {
+				return nil, err
+			}
 		case "prompts":
 			if v == nil {
 				continue
@@ -507,6 +514,10 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 				return nil, perr(join(p, "field"), "%q is not a valid field name", truncateText(s, 60))
 			}
 			cp.TenantScope = &TenantScope{Field: s}
+		case "search":
+			if cp.Search, err = decodeSearch(p, val); err != nil {
+				return nil, err
+			}
 		case "allow_collscan":
 			b, err := boolean(p, val)
 			if err != nil {

@@ -257,6 +257,9 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 			if cp.AllowCollscan {
 				c["allow_collscan"] = true
 			}
+			if cp.Search != nil {
+				c["search"] = cp.Search
+			}
 		}
 		var filters []map[string]any
 		for _, p := range e.scopeParts(cls, true) {

@@ -203,6 +203,9 @@ func (e *Engine) permit(t ToolInfo) *Denial {
 	if (e.toolOnly != nil && !e.toolOnly[t.Name]) || e.toolExcept[t.Name] {
 		return &Denial{toolerror.New(toolerror.ToolFiltered, "tool %s is not available in this deployment (agent.tools)", t.Name), "tool_filter"}
 	}
+	if d := e.searchDenial(t); d != nil {
+		return d
+	}
 	rank, ok := tierRank[t.Tier]
 	if !ok {
 		rank = len(tierRank) // an unknown tier is never permitted

@@ -20,6 +20,7 @@ const (
 	CategoryAggregate Category = "aggregate"
 	CategoryExport    Category = "export"
 	CategoryMutation  Category = "mutation"
+	CategorySearch    Category = "search"
 )
 
 // Categories describe each tool category in one line (list_tools).
@@ -30,6 +31,7 @@ var Categories = map[Category]string{
 	CategoryAggregate: "grouping, distinct values and pipelines",
 	CategoryExport:    "CSV / markdown / table exports",
 	CategoryMutation:  "writes (off unless the operator enables them)",
+	CategorySearch:    "text, autocomplete, facet and vector search (classes the policy opts in)",
 }
 
 // ToolInfo is what the policy knows about a tool: the part of its definition

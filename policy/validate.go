@@ -112,6 +112,7 @@ func (e *Engine) Validate(ctx context.Context, schema *parsedb.Schema) []*PathEr
 				add(jp, "%s is not in agent_fields (join_fields must be a subset of the allowlist)", f)
 			}
 		}
+		validateSearch(p, cls, cp, fieldOK, add)
 		if len(cp.CanonicalFilter) > 0 {
 			if _, err := parsedb.WhereToFilter(ctx, cls, cp.CanonicalFilter, parsedb.WhereOptions{Schema: schema}); err != nil {
 				whereErr(p+".canonical_filter", err)
@@ -232,5 +233,5 @@ func (e *Engine) Validate(ctx context.Context, schema *parsedb.Schema) []*PathEr
 func onlyHidden(cp *ClassPolicy) bool {
 	return cp.Description == "" && len(cp.Fields) == 0 && len(cp.AgentFields) == 0 && len(cp.LargeFields) == 0 &&
 		len(cp.JoinFields) == 0 && len(cp.CanonicalFilter) == 0 && cp.TenantScope == nil && !cp.AllowCollscan &&
-		len(cp.WritableFields) == 0 && cp.DefaultACL == nil
+		len(cp.WritableFields) == 0 && cp.DefaultACL == nil && cp.Search == nil
 }

@@ -12,6 +12,7 @@ func Catalog() []*Tool {
 		ExportTools(),
 		WriteTools(),
 		ActionTools(),
+		SearchTools(),
 	} {
 		all = append(all, family...)
 	}

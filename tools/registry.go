@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/embed"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
@@ -69,6 +70,9 @@ type Deps struct {
 	// single use (nil: this process's own ledger, right for stdio; over HTTP
 	// the database's, shared by every process behind a load balancer).
 	Confirmations ConfirmationLedger
+	// Embedder turns text into vectors for the search tools (nil: none
+	// configured; semantic_search refuses and says how to configure one).
+	Embedder embed.Embedder
 }
 
 // NewDeps builds the handlers' dependencies around the whole Catalog and

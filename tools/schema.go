@@ -183,6 +183,9 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 		if len(cp.JoinFields) > 0 {
 			out["agent_join_fields"] = cp.JoinFields
 		}
+		if s := searchableFor(d, cls); s != nil {
+			out["search"] = s
+		}
 	}
 	if len(relations) > 0 {
 		out["relations"] = relations

@@ -328,6 +328,7 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (any, error) {
 	if _, err := backend.Apply(ctx, plan); err != nil {
 		return nil, err
 	}
+	d.refreshVectorAfterWrite(ctx, c.req, plan.ObjectID)
 	return d.writeResult(ctx, c, plan, false)
 }
 

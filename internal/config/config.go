@@ -72,6 +72,16 @@ type Config struct {
 	MasterKey     parseserver.Secret `envconfig:"PARSE_MCP_MASTER_KEY"`
 	LiveQueryURL  string             `envconfig:"PARSE_MCP_LIVEQUERY_URL"`
 
+	// Embeddings for the search tools (README "Search and retrieval"): an
+	// OpenAI-compatible /v1/embeddings endpoint, or "fixture" (the
+	// deterministic, not semantic, test embedder; the demo's default).
+	EmbeddingsURL        string             `envconfig:"PARSE_MCP_EMBEDDINGS_URL"`
+	EmbeddingsModel      string             `envconfig:"PARSE_MCP_EMBEDDINGS_MODEL"`
+	EmbeddingsAPIKey     parseserver.Secret `envconfig:"PARSE_MCP_EMBEDDINGS_API_KEY"`
+	EmbeddingsDimensions int                `envconfig:"PARSE_MCP_EMBEDDINGS_DIMENSIONS"`
+	// EmbeddingsBudget is the most embeddings requests per minute.
+	EmbeddingsBudget int `envconfig:"PARSE_MCP_EMBEDDINGS_BUDGET" default:"60"`
+
 	// DemoDir is where --demo keeps its SQLite files (default: user cache dir).
 	DemoDir string `envconfig:"PARSE_MCP_DEMO_DIR"`
 
@@ -227,6 +237,9 @@ func (c *Config) Validate() error {
 		if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() {
 			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key (or PARSE_MCP_API_KEYS) or bind 127.0.0.1"}
 		}
+	}
+	if err := c.validateEmbeddings(); err != nil {
+		return err
 	}
 	if c.APIKey != "" && len(c.APIKey) < 16 {
 		return &Error{"PARSE_MCP_API_KEY", "is shorter than 16 characters", "use a long random key"}
@@ -459,4 +472,30 @@ func validKeyName(s string) bool {
 		}
 	}
 	return true
+}
+
+// validateEmbeddings checks the PARSE_MCP_EMBEDDINGS_* family.
+func (c *Config) validateEmbeddings() error {
+	if c.EmbeddingsURL == "" || c.EmbeddingsURL == "fixture" {
+		if c.EmbeddingsModel != "" || c.EmbeddingsAPIKey.IsSet() {
+			if c.EmbeddingsURL == "" {
+				return &Error{"PARSE_MCP_EMBEDDINGS_URL", "is not set but PARSE_MCP_EMBEDDINGS_MODEL or _API_KEY is", "set the /v1/embeddings endpoint, e.g. https://api.openai.com/v1"}
+			}
+		}
+	} else {
+		u, err := url.Parse(c.EmbeddingsURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return &Error{"PARSE_MCP_EMBEDDINGS_URL", "is not an http(s) URL", "use e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1, or fixture"}
+		}
+		if c.EmbeddingsModel == "" {
+			return &Error{"PARSE_MCP_EMBEDDINGS_MODEL", "is required with PARSE_MCP_EMBEDDINGS_URL", "name the embeddings model, e.g. text-embedding-3-small"}
+		}
+	}
+	if c.EmbeddingsDimensions < 0 || c.EmbeddingsDimensions > 65536 {
+		return &Error{"PARSE_MCP_EMBEDDINGS_DIMENSIONS", "is out of range", "use the model's vector length, e.g. 1536"}
+	}
+	if c.EmbeddingsBudget < -1 {
+		return &Error{"PARSE_MCP_EMBEDDINGS_BUDGET", "is out of range", "use requests per minute, or -1 for no limit"}
+	}
+	return nil
 }

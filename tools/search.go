@@ -1,0 +1,1555 @@
+package tools
+
+// The search family (README "Search and retrieval"): atlas_text_search,
+// atlas_autocomplete, atlas_faceted_search, find_similar, semantic_search.
+// Each tool picks the best engine the database offers and names it in the
+// result: Atlas Search / mongot ($search, $searchMeta, $vectorSearch) → a
+// MongoDB text index ($text) or a native vector index ($vectorSearch on
+// DocumentDB) → the in-process engine, which streams the identity's scope
+// (bounded by search.fallback_max_rows). Every engine searches the same
+// scope: the filter is built by buildFilter (caller where, canonical and
+// agent filters, tenant, _rperm/CLP), the tenant also goes into the
+// engine's own pre-filter, and the hits are re-read through a read plan
+// (the same filter again, the same row encoder as query_class) before
+// anything is shown.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/embed"
+		"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+	"github.com/parse-mcp/parse-mcp/policy"
+)
+
+// Engines named in results.
+const (
+	EngineAtlas       = "atlas_search"  // $search / $searchMeta / $vectorSearch on Atlas or mongot
+	EngineTextIndex   = "text_index"    // $text with textScore
+	EngineVectorIndex = "vector_index"  // native $vectorSearch (DocumentDB)
+	EngineRegexPrefix = "prefix_match"  // anchored, escaped, case-insensitive prefix filter
+	EngineInProcess   = "in_process"    // streamed scan of the identity's scope
+	defaultAtlasIndex = "default"       // atlas_index when the policy names none
+	maxQueryChars     = 500             // query length cap
+	maxPrefixChars    = 100             // autocomplete prefix cap
+	maxVectorDims     = 4096            // caller vector cap
+	maxFacets         = 5               // facets per call
+	maxBoundaries     = 20              // boundaries per facet
+	maxStringBuckets  = 20              // buckets of a string facet
+	semanticChunkCap  = 200             // chunks embedded per semantic_search
+	chunkChars        = 800             // target chunk size
+	chunkOverlap      = 100             // overlap between chunks
+	scanProgressEvery = 2000            // rows between progress reports of a scan
+	engineCacheTTL    = 5 * time.Minute // how long an engine probe is trusted
+)
+
+// SearchTools are the search toolset; listed only when the policy file opts
+// a class in (policy.SearchEnabled).
+func SearchTools() []*Tool {
+	ro := func(name string, timeout time.Duration) policy.ToolInfo {
+		return policy.ToolInfo{Name: name, Category: policy.CategorySearch, Tier: config.TierReadonly, Timeout: timeout, Operation: policy.OpFind, UntrustedOutput: true}
+	}
+	return []*Tool{
+		{
+			ToolInfo:    ro("atlas_text_search", 30*time.Second),
+			Description: "Full-text search of a searchable class (get_schema: search). Rows as query_class, best first, with scores; engine names what answered.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
+			ReadOnly:    true,
+			Handler:     atlasTextSearch,
+		},
+		{
+			ToolInfo:    ro("atlas_autocomplete", 15*time.Second),
+			Description: "Values of an autocomplete field starting with prefix (literal, case-insensitive), with objectIds.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
+			ReadOnly:    true,
+			Handler:     atlasAutocomplete,
+		},
+		{
+			ToolInfo:    ro("atlas_faceted_search", 30*time.Second),
+			Description: "Bucket counts of facet fields, optionally for a text query. Number/date facets need ascending boundaries.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
+			ReadOnly:    true,
+			Handler:     atlasFacetedSearch,
+		},
+		{
+			ToolInfo:    ro("find_similar", 30*time.Second),
+			Description: "Nearest rows by vector cosine to an object (itself excluded) or to a vector.",
+			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
+			ReadOnly:    true,
+			Handler:     findSimilar,
+		},
+		{
+			ToolInfo:    ro("semantic_search", 60*time.Second),
+			Description: "Best text chunks for a question across searchable classes (or class_name), within token_budget.",
+			InputSchema: `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
+			ReadOnly:    true,
+			Handler:     semanticSearch,
+		},
+	}
+}
+
+// ---- what a session may search -------------------------------------------------
+
+// searchableFor is what this session may search on cls (get_schema's
+// search member), or nil: the readable fields of its search: section.
+func searchableFor(d *Deps, cls *parsedb.Class) map[string]any {
+	sp := d.Policy.Search(cls.Name)
+	if sp == nil {
+		return nil
+	}
+	readable := func(list []string) []string {
+		var out []string
+		for _, f := range list {
+			if d.Policy.CheckReadField(cls, f) == nil {
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+	out := map[string]any{}
+	if l := readable(sp.TextFields); len(l) > 0 {
+		out["text_fields"] = l
+	}
+	if l := readable(sp.AutocompleteFields); len(l) > 0 {
+		out["autocomplete_fields"] = l
+	}
+	if l := readable(sp.FacetFields); len(l) > 0 {
+		out["facet_fields"] = l
+	}
+	if vectorReadable(d, cls, sp) == nil {
+		out["vector"] = true
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// vectorReadable checks that the session may use cls's vectors: the
+// vector field and every embed_from field are readable (a vector is
+// derived from its text, so similarity would rank rows by text the session
+// cannot read).
+func vectorReadable(d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy) error {
+	if sp == nil || sp.VectorField == "" {
+		return toolerror.New(toolerror.InvalidArgument, "%s has no vector_field in its search policy", cls.Name)
+	}
+	if err := d.Policy.CheckReadField(cls, sp.VectorField); err != nil {
+		return err
+	}
+	for _, f := range sp.EmbedFrom {
+		if err := d.Policy.CheckReadField(cls, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// searchClass resolves a class for a search tool: the class gate, then the
+// search opt-in (a class without one answers as not searchable).
+func searchClass(ctx context.Context, d *Deps, name string) (*parsedb.Schema, *parsedb.Class, *policy.SearchPolicy, error) {
+	schema, cls, err := d.resolveClass(ctx, name)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	sp := d.Policy.Search(cls.Name)
+	if sp == nil {
+		return nil, nil, nil, toolerror.New(toolerror.InvalidArgument, "%s is not searchable: the policy file gives it no search: section (searchable: %s)", cls.Name, strings.Join(searchableNames(ctx, d, schema), ", "))
+	}
+	return schema, cls, sp, nil
+}
+
+// searchableNames are the searchable classes this session may read.
+func searchableNames(ctx context.Context, d *Deps, schema *parsedb.Schema) []string {
+	var out []string
+	for _, n := range d.Policy.SearchClasses() {
+		if d.Policy.Visible(n) && schema.Class(n) != nil {
+			out = append(out, n)
+		}
+	}
+	if len(out) == 0 {
+		return []string{"none"}
+	}
+	return out
+}
+
+// fieldsIn checks that every field is in allowed (the class's search
+// section) and readable by the session.
+func fieldsIn(d *Deps, cls *parsedb.Class, arg string, fields, allowed []string) error {
+	for _, f := range fields {
+		if !slices.Contains(allowed, f) {
+			return toolerror.New(toolerror.InvalidArgument, "%s: %s is not one of %s's searchable fields %v", arg, f, cls.Name, allowed)
+		}
+		if err := d.Policy.CheckReadField(cls, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readableOf keeps the fields of list the session may read.
+func readableOf(d *Deps, cls *parsedb.Class, list []string) []string {
+	var out []string
+	for _, f := range list {
+		if d.Policy.CheckReadField(cls, f) == nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// ---- scope -----------------------------------------------------------------------
+
+// searchScope is the filter every engine searches within, and what the
+// engine pre-filters need of it.
+type searchScope struct {
+	schema *parsedb.Schema
+	cls    *parsedb.Class
+	where  map[string]any // the caller's where
+	filter bson.D         // the whole read filter (buildFilter) + hidden-ref conjuncts
+	// tenant is the tenant constraint in storage form ({field: value}),
+	// for the engines' pre-filters; nil without a tenant scope.
+	tenant bson.D
+	// policyOnly reports that no policy part (canonical/agent filters,
+	// tenant) and no identity scope restricts the class.
+	policyOnly bool
+}
+
+// newSearchScope builds the scope of a search over fields of cls.
+func newSearchScope(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, where map[string]any, fields []string) (*searchScope, error) {
+	if err := checkWhereFields(d, cls, where); err != nil {
+		return nil, err
+	}
+	t, err := buildFilter(ctx, d, schema, cls, where, true)
+	if err != nil {
+		return nil, err
+	}
+	s := &searchScope{schema: schema, cls: cls, where: where, filter: t.Filter}
+	// Searched fields holding a reference to a hidden class are left out:
+	// matching on them would test the hidden id (as $text does, indexmeta.go).
+	if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, fields); nh != nil {
+		s.filter = andFilters(s.filter, nh)
+	}
+	if tf := d.Policy.TenantField(cls.Name); tf != "" && d.Config != nil && d.Config.TenantID != "" {
+		tw, err := parsedb.WhereToFilter(ctx, cls, map[string]any{tf: d.Config.TenantID}, parsedb.WhereOptions{Schema: schema})
+		if err != nil {
+			return nil, err
+		}
+		s.tenant = tw
+	}
+	policyWhere, err := d.Policy.ComposeWhere(ctx, cls, nil, true)
+	if err != nil {
+		return nil, err
+	}
+	s.policyOnly = len(policyWhere) == 0 && d.Policy.MasterPosture()
+	return s, nil
+}
+
+// hit is one search result before its row is read.
+type hit struct {
+	id    string
+	score float64
+}
+
+// topK keeps the k best hits (highest score; ties by id).
+type topK struct {
+	k    int
+	hits []hit
+}
+
+func (t *topK) add(h hit) {
+	better := func(a, b hit) bool { return a.score > b.score || a.score == b.score && a.id < b.id }
+	if len(t.hits) == t.k && !better(h, t.hits[len(t.hits)-1]) {
+		return
+	}
+	i := sort.Search(len(t.hits), func(i int) bool { return better(h, t.hits[i]) })
+	t.hits = slices.Insert(t.hits, i, h)
+	if len(t.hits) > t.k {
+		t.hits = t.hits[:t.k]
+	}
+}
+
+// roundScore rounds a score for the session: 2 decimals for a scoped
+// identity (a precise score is a side channel on rows and fields it
+// cannot see), 4 in master posture.
+func roundScore(d *Deps, s float64) float64 {
+	p := 1e4
+	if !d.Policy.MasterPosture() {
+		p = 100
+	}
+	return math.Round(s*p) / p
+}
+
+// scan streams the scope's rows (projection: only what the engine needs) to
+// fn, refusing beyond search.fallback_max_rows with the index to create.
+func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needIndex string, fn func(doc bson.Raw)) error {
+	maxRows := d.Policy.FallbackMaxRows()
+	cur, err := d.Store.Find(ctx, s.cls.Name, parsedb.FindSpec{Filter: s.filter, Projection: projection, Limit: int64(maxRows) + 1, BatchSize: 1000})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = cur.Close(cctx)
+	}()
+	prog := ProgressFrom(ctx)
+	n := 0
+	for cur.Next(ctx) {
+		n++
+		if n > maxRows {
+			return toolerror.New(toolerror.InvalidQuery, "%s has more than %d rows in this search's scope: the in-process search stops there (search.fallback_max_rows). Narrow it with where, or ask the operator for %s", s.cls.Name, maxRows, needIndex)
+		}
+		if n%scanProgressEvery == 0 {
+			prog.Report(float64(n), 0, fmt.Sprintf("%d rows scanned", n))
+		}
+		fn(cur.Current)
+	}
+	if err := cur.Err(); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
+
+func rawID(doc bson.Raw) string {
+	s, _ := doc.Lookup("_id").StringValueOK()
+	return s
+}
+
+// ---- engine detection ----------------------------------------------------------------
+
+// classEngines is what the database offers for one collection.
+type classEngines struct {
+	atlasText   string   // queryable Atlas Search index name ("" none)
+	atlasVector string   // queryable Atlas vectorSearch index on the vector field
+	textFields  []string // fields of a MongoDB text index (nil: none)
+	nativeVec   bool     // a native (cosmosSearch) vector index on the vector field
+}
+
+type engineCacheKey struct {
+	store *parsedb.Store
+	class string
+}
+
+type engineCacheEntry struct {
+	at  time.Time
+	eng classEngines
+}
+
+var engineCache sync.Map // engineCacheKey → engineCacheEntry
+
+// enginesFor probes (and caches for engineCacheTTL) the engines of cls:
+// $listSearchIndexes answers only on Atlas and mongot; listIndexes shows
+// text and native vector indexes.
+func enginesFor(ctx context.Context, d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy) classEngines {
+	key := engineCacheKey{d.Store, cls.Name}
+	if e, ok := engineCache.Load(key); ok && time.Since(e.(engineCacheEntry).at) < engineCacheTTL {
+		return e.(engineCacheEntry).eng
+	}
+	var eng classEngines
+	if d.Store.DB == nil {
+		return eng
+	}
+	want := sp.AtlasIndex
+	if want == "" {
+		want = defaultAtlasIndex
+	}
+	if cur, err := d.Store.Aggregate(ctx, cls.Name, bson.A{bson.D{{Key: "$listSearchIndexes", Value: bson.D{}}}}); err == nil {
+		for cur.Next(ctx) {
+			var ix struct {
+				Name      string `bson:"name"`
+				Type      string `bson:"type"`
+				Queryable bool   `bson:"queryable"`
+				Latest    struct {
+					Fields []struct {
+						Type string `bson:"type"`
+						Path string `bson:"path"`
+					} `bson:"fields"`
+				} `bson:"latestDefinition"`
+			}
+			if bson.Unmarshal(cur.Current, &ix) != nil || !ix.Queryable {
+				continue
+			}
+			switch {
+			case ix.Type == "vectorSearch" && sp.VectorField != "":
+				for _, f := range ix.Latest.Fields {
+					if f.Type == "vector" && f.Path == sp.VectorField && (eng.atlasVector == "" || ix.Name == want) {
+						eng.atlasVector = ix.Name
+					}
+				}
+			case ix.Type != "vectorSearch" && ix.Name == want:
+				eng.atlasText = ix.Name
+			}
+		}
+		_ = cur.Close(context.WithoutCancel(ctx))
+	}
+	for _, ix := range classIndexes(ctx, d, cls) {
+		if ix.text {
+			eng.textFields = ix.fields
+		}
+	}
+	if sp.VectorField != "" {
+		if cur, err := d.Store.Collection(cls.Name).Indexes().List(ctx); err == nil {
+			for cur.Next(ctx) {
+				var spec struct {
+					Key bson.D `bson:"key"`
+				}
+				if bson.Unmarshal(cur.Current, &spec) == nil {
+					for _, e := range spec.Key {
+						if s, ok := e.Value.(string); ok && s == "cosmosSearch" && e.Key == sp.VectorField {
+							eng.nativeVec = true
+						}
+					}
+				}
+			}
+			_ = cur.Close(context.WithoutCancel(ctx))
+		}
+	}
+	if ctx.Err() == nil {
+		engineCache.Store(key, engineCacheEntry{time.Now(), eng})
+	}
+	return eng
+}
+
+// ---- Atlas stages (golden-tested) --------------------------------------------------------
+
+// atlasCompound wraps an Atlas Search operator with the tenant pre-filter
+// (an equals on the tenant field; the index must map it as token).
+func atlasCompound(op bson.D, tenant bson.D) bson.D {
+	if len(tenant) == 0 {
+		return op
+	}
+	var filter bson.A
+	for _, e := range tenant {
+		filter = append(filter, bson.D{{Key: "equals", Value: bson.D{{Key: "path", Value: e.Key}, {Key: "value", Value: e.Value}}}})
+	}
+	return bson.D{{Key: "compound", Value: bson.D{{Key: "must", Value: bson.A{op}}, {Key: "filter", Value: filter}}}}
+}
+
+// atlasTextStages is the pipeline of atlas_text_search on Atlas: $search
+// (tenant pre-filter), the whole scope as $match, limit, ids and scores.
+func atlasTextStages(index, query string, paths []string, s *searchScope, limit int) bson.A {
+	op := atlasCompound(bson.D{{Key: "text", Value: bson.D{{Key: "query", Value: query}, {Key: "path", Value: paths}}}}, s.tenant)
+	return bson.A{
+		bson.D{{Key: "$search", Value: append(bson.D{{Key: "index", Value: index}}, op...)}},
+		bson.D{{Key: "$match", Value: s.filter}},
+		bson.D{{Key: "$limit", Value: limit}},
+		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "searchScore"}}}}}},
+	}
+}
+
+// atlasAutocompleteStages is atlas_autocomplete's pipeline on Atlas.
+func atlasAutocompleteStages(index, prefix, path string, s *searchScope, limit int) bson.A {
+	op := atlasCompound(bson.D{{Key: "autocomplete", Value: bson.D{{Key: "query", Value: prefix}, {Key: "path", Value: path}}}}, s.tenant)
+	return bson.A{
+		bson.D{{Key: "$search", Value: append(bson.D{{Key: "index", Value: index}}, op...)}},
+		bson.D{{Key: "$match", Value: s.filter}},
+		bson.D{{Key: "$limit", Value: limit}},
+		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "searchScore"}}}}}},
+	}
+}
+
+// vectorStages is find_similar's pipeline on Atlas (index named) or a
+// native vector index (index ""): $vectorSearch with the tenant as its
+// pre-filter, the whole scope as $match, then limit. The engine returns
+// 10k candidates so that rows the scope removes leave k.
+func vectorStages(index, path string, query []float64, s *searchScope, exclude string, k int) bson.A {
+	vs := bson.D{}
+	if index != "" {
+		vs = append(vs, bson.E{Key: "index", Value: index})
+	}
+	vs = append(vs, bson.E{Key: "path", Value: path}, bson.E{Key: "queryVector", Value: query},
+		bson.E{Key: "numCandidates", Value: min(k*100, 10000)}, bson.E{Key: "limit", Value: min(k*10, 10000)})
+	if len(s.tenant) > 0 {
+		var f bson.D
+		for _, e := range s.tenant {
+			f = append(f, bson.E{Key: e.Key, Value: bson.D{{Key: "$eq", Value: e.Value}}})
+		}
+		vs = append(vs, bson.E{Key: "filter", Value: f})
+	}
+	filter := s.filter
+	if exclude != "" {
+		filter = andFilters(filter, bson.D{{Key: "_id", Value: bson.D{{Key: "$ne", Value: exclude}}}})
+	}
+	return bson.A{
+		bson.D{{Key: "$vectorSearch", Value: vs}},
+		bson.D{{Key: "$match", Value: filter}},
+		bson.D{{Key: "$limit", Value: k}},
+		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "vectorSearchScore"}}}}}},
+	}
+}
+
+// textIndexStages is atlas_text_search's pipeline on a MongoDB text index.
+func textIndexStages(query string, s *searchScope, limit int) bson.A {
+	return bson.A{
+		bson.D{{Key: "$match", Value: bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: query}}}, {Key: "$and", Value: bson.A{s.filter}}}}},
+		bson.D{{Key: "$sort", Value: bson.D{{Key: "score", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}}},
+		bson.D{{Key: "$limit", Value: limit}},
+		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}}},
+	}
+}
+
+// atlasFacetStages is atlas_faceted_search's $searchMeta (master posture,
+// no policy filter: its counts cannot be filtered by ACL or $match).
+func atlasFacetStages(index, query string, textPaths []string, facets []facetSpec) bson.A {
+	var op bson.D
+	if query != "" {
+		op = bson.D{{Key: "text", Value: bson.D{{Key: "query", Value: query}, {Key: "path", Value: textPaths}}}}
+	} else {
+		op = bson.D{{Key: "exists", Value: bson.D{{Key: "path", Value: facets[0].field}}}}
+	}
+	fs := bson.D{}
+	for _, f := range facets {
+		spec := bson.D{{Key: "type", Value: f.kind}, {Key: "path", Value: f.field}}
+		if f.kind == "string" {
+			spec = append(spec, bson.E{Key: "numBuckets", Value: maxStringBuckets})
+		} else {
+			spec = append(spec, bson.E{Key: "boundaries", Value: f.boundaries}, bson.E{Key: "default", Value: "other"})
+		}
+		fs = append(fs, bson.E{Key: f.field, Value: spec})
+	}
+	return bson.A{bson.D{{Key: "$searchMeta", Value: bson.D{{Key: "index", Value: index}, {Key: "facet", Value: bson.D{{Key: "operator", Value: op}, {Key: "facets", Value: fs}}}}}}}
+}
+
+// runHits runs a pipeline that yields {_id, score}.
+func runHits(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson.A) ([]hit, error) {
+	cur, err := d.Store.Aggregate(ctx, cls.Name, pipeline)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	var out []hit
+	for cur.Next(ctx) {
+		var h struct {
+			ID    string  `bson:"_id"`
+			Score float64 `bson:"score"`
+		}
+		if err := bson.Unmarshal(cur.Current, &h); err != nil {
+			return nil, err
+		}
+		out = append(out, hit{h.ID, h.Score})
+	}
+	return out, cur.Err()
+}
+
+// ---- reading the hits' rows ---------------------------------------------------------------------
+
+// hitRows re-reads the hits through a read plan: the caller's where AND the
+// ids, under the whole policy again (tenant, filters, _rperm/CLP), encoded
+// by the session's row encoder. Rows come back in hit order; a hit the
+// re-read does not return is dropped.
+func hitRows(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, where map[string]any, hits []hit, keys []string, shape rowShape) (*readPlan, [][]byte, []hit, error) {
+	if len(hits) == 0 {
+		return nil, nil, nil, nil
+	}
+	ids := make([]any, len(hits))
+	for i, h := range hits {
+		ids[i] = h.id
+	}
+	w := map[string]any{"objectId": map[string]any{"$in": ids}}
+	if len(where) > 0 {
+		w = map[string]any{"$and": []any{where, w}}
+	}
+	p, err := planFor(ctx, d, schema, cls.Name, planInput{where: w, applyCanonical: true, keys: keys, noSort: true, compact: shape.compact(), shape: shape})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	byID := map[string][]byte{}
+	err = p.rows(ctx, p.findSpec(0, len(hits)), func(int) bool { return true }, func(_ int, doc bson.Raw, row []byte) (bool, error) {
+		byID[rawID(doc)] = append([]byte(nil), row...)
+		return true, nil
+	})
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var rows [][]byte
+	var kept []hit
+	for _, h := range hits {
+		if r, ok := byID[h.id]; ok {
+			rows = append(rows, r)
+			kept = append(kept, h)
+		}
+	}
+	return p, rows, kept, nil
+}
+
+// rowsEnvelope writes a search result: class, engine, rows (query_class's
+// layout) and their scores in row order.
+func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows [][]byte, hits []hit, shape rowShape, budget int) (any, error) {
+	o := newJSONObject()
+	o.str("class_name", cls.Name)
+	o.str("engine", engine)
+	var joined []byte
+	var scores []float64
+	for i, r := range rows {
+		if len(joined)+len(r)+1 > budget {
+			break
+		}
+		if i > 0 {
+			joined = append(joined, ',')
+		}
+		joined = append(joined, r...)
+		scores = append(scores, roundScore(d, hits[i].score))
+	}
+	o.val("result_count", len(scores))
+	if len(scores) < len(rows) {
+		o.str("truncated_note", fmt.Sprintf("%d of %d rows fit the response cap; lower limit", len(scores), len(rows)))
+	}
+	if p != nil {
+		addLegend(o, p.rowLegend())
+	}
+	writeRows(o, shape, "results", joined)
+	if scores == nil {
+		scores = []float64{}
+	}
+	o.val("scores", scores)
+	return o.done(), nil
+}
+
+// ---- atlas_text_search ------------------------------------------------------------------------
+
+func atlasTextSearch(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	query, err := queryArg(args, true)
+	if err != nil {
+		return nil, err
+	}
+	fields, err := args.FieldList("fields", MaxKeys)
+	if err != nil {
+		return nil, err
+	}
+	where, err := args.Object("where")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := args.Int("limit", 10, 1, 50)
+	if err != nil {
+		return nil, err
+	}
+	schema, cls, sp, err := searchClass(ctx, d, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(sp.TextFields) == 0 {
+		return nil, toolerror.New(toolerror.InvalidArgument, "%s has no text_fields to search", cls.Name)
+	}
+	explicit := len(fields) > 0
+	if explicit {
+		if err := fieldsIn(d, cls, "fields", fields, sp.TextFields); err != nil {
+			return nil, err
+		}
+	} else if fields = readableOf(d, cls, sp.TextFields); len(fields) == 0 {
+		return nil, d.Policy.CheckReadFields(cls, sp.TextFields)
+	}
+	s, err := newSearchScope(ctx, d, schema, cls, where, fields)
+	if err != nil {
+		return nil, err
+	}
+	eng := enginesFor(ctx, d, cls, sp)
+	var hits []hit
+	engine := EngineInProcess
+	switch {
+	case eng.atlasText != "":
+		engine = EngineAtlas
+		hits, err = runHits(ctx, d, cls, atlasTextStages(eng.atlasText, query, fields, s, limit))
+	case eng.textFields != nil && sameSet(eng.textFields, fields) && indexVisible(d, cls, indexInfo{fields: eng.textFields}):
+		engine = EngineTextIndex
+		hits, err = runHits(ctx, d, cls, textIndexStages(query, s, limit))
+	default:
+		hits, err = textScan(ctx, d, s, query, fields, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	shape := shapeColumns
+	p, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, nil, shape)
+	if err != nil {
+		return nil, err
+	}
+	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
+}
+
+func queryArg(args Args, required bool) (string, error) {
+	q, err := args.String("query", required)
+	if err != nil {
+		return "", err
+	}
+	if len([]rune(q)) > maxQueryChars {
+		return "", invalid("query is longer than %d characters", maxQueryChars)
+	}
+	if required && len(queryTerms(q)) == 0 {
+		return "", invalid("query has no words to search for")
+	}
+	return q, nil
+}
+
+func sameSet(a, b []string) bool {
+	x, y := slices.Clone(a), slices.Clone(b)
+	slices.Sort(x)
+	slices.Sort(y)
+	return slices.Equal(slices.Compact(x), slices.Compact(y))
+}
+
+// stopWords are left out of queries, as MongoDB's English text index does
+// with its (longer) list.
+var stopWords = map[string]bool{"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "by": true, "for": true, "from": true, "in": true, "is": true, "it": true, "of": true, "on": true, "or": true, "that": true, "the": true, "this": true, "to": true, "was": true, "with": true}
+
+// stem is a light English suffix stripper: the in-process engine's answer
+// to the text index's stemming (plurals and common verb endings).
+func stem(w string) string {
+	for _, suf := range []string{"ing", "ed", "es", "s"} {
+		if len(w) > len(suf)+2 && strings.HasSuffix(w, suf) {
+			return w[:len(w)-len(suf)]
+		}
+	}
+	return w
+}
+
+// queryTerms are the distinct stemmed words of a query, stop words out, at
+// most 32.
+func queryTerms(q string) []string {
+	var out []string
+	for _, w := range embed.Words(q) {
+		if stopWords[w] {
+			continue
+		}
+		if s := stem(w); !slices.Contains(out, s) && len(out) < 32 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// textScore scores one row for the in-process engine: for each query term
+// that occurs, 1 + ln(occurrences), divided by the square root of the
+// length in words (a shorter text matching as often ranks higher); 0 when
+// no term occurs (the row is not a hit, as with $text's OR of terms).
+func textScore(terms []string, texts []string) float64 {
+	var counts [32]int
+	total := 0
+	for _, t := range texts {
+		for _, w := range embed.Words(t) {
+			total++
+			if i := slices.Index(terms, stem(w)); i >= 0 {
+				counts[i]++
+			}
+		}
+	}
+	var score float64
+	for i := range terms {
+		if counts[i] > 0 {
+			score += 1 + math.Log(float64(counts[i]))
+		}
+	}
+	if score == 0 {
+		return 0
+	}
+	return score / math.Sqrt(1+float64(total)/50)
+}
+
+func textScan(ctx context.Context, d *Deps, s *searchScope, query string, fields []string, limit int) ([]hit, error) {
+	terms := queryTerms(query)
+	top := &topK{k: limit}
+	texts := make([]string, len(fields))
+	err := scan(ctx, d, s, parsedb.Projection(s.cls, fields), "a text index on "+strings.Join(fields, ", ")+" (or an Atlas Search index)", func(doc bson.Raw) {
+		for i, f := range fields {
+			texts[i], _ = doc.Lookup(f).StringValueOK()
+		}
+		if sc := textScore(terms, texts); sc > 0 {
+			top.add(hit{rawID(doc), sc})
+		}
+	})
+	return top.hits, err
+}
+
+// ---- atlas_autocomplete ---------------------------------------------------------------------------
+
+func atlasAutocomplete(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	field, err := args.String("field", true)
+	if err != nil {
+		return nil, err
+	}
+	prefix, err := args.String("prefix", true)
+	if err != nil {
+		return nil, err
+	}
+	if len([]rune(prefix)) > maxPrefixChars {
+		return nil, invalid("prefix is longer than %d characters", maxPrefixChars)
+	}
+	where, err := args.Object("where")
+	if err != nil {
+		return nil, err
+	}
+	limit, err := args.Int("limit", 10, 1, 20)
+	if err != nil {
+		return nil, err
+	}
+	schema, cls, sp, err := searchClass(ctx, d, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := fieldsIn(d, cls, "field", []string{field}, sp.AutocompleteFields); err != nil {
+		return nil, err
+	}
+	s, err := newSearchScope(ctx, d, schema, cls, where, []string{field})
+	if err != nil {
+		return nil, err
+	}
+	var hits []hit
+	engine := EngineRegexPrefix
+	if eng := enginesFor(ctx, d, cls, sp); eng.atlasText != "" {
+		engine = EngineAtlas
+		hits, err = runHits(ctx, d, cls, atlasAutocompleteStages(eng.atlasText, prefix, field, s, limit))
+	} else {
+		hits, err = prefixHits(ctx, d, s, field, prefix, limit)
+	}
+	if err != nil {
+		return nil, err
+	}
+	_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, []string{field}, shapeObjects)
+	if err != nil {
+		return nil, err
+	}
+	suggestions := []map[string]any{}
+	for i, r := range rows {
+		var m map[string]any
+		if err := json.Unmarshal(r, &m); err != nil {
+			return nil, err
+		}
+		suggestions = append(suggestions, map[string]any{"value": m[field], "object_id": kept[i].id})
+	}
+	return map[string]any{"class_name": cls.Name, "field": field, "engine": engine, "suggestions": suggestions}, nil
+}
+
+// PrefixFilter is the fallback autocomplete's constraint: the prefix
+// escaped (every regex metacharacter literal) and anchored, matched
+// case-insensitively — never a caller-supplied pattern.
+func PrefixFilter(storageField, prefix string) bson.D {
+	return bson.D{{Key: storageField, Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(prefix)}, {Key: "$options", Value: "i"}}}}
+}
+
+func prefixHits(ctx context.Context, d *Deps, s *searchScope, field, prefix string, limit int) ([]hit, error) {
+	sf := parsedb.StorageFieldName(s.cls, field)
+	spec := parsedb.FindSpec{Filter: andFilters(s.filter, PrefixFilter(sf, prefix)), Projection: bson.D{{Key: "_id", Value: 1}},
+		Sort: bson.D{{Key: sf, Value: 1}, {Key: "_id", Value: 1}}, Limit: int64(limit), BatchSize: int32(limit)}
+	cur, err := d.Store.Find(ctx, s.cls.Name, spec)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	var out []hit
+	for cur.Next(ctx) {
+		out = append(out, hit{id: rawID(cur.Current), score: 1})
+	}
+	return out, cur.Err()
+}
+
+// ---- atlas_faceted_search -------------------------------------------------------------------------
+
+type facetSpec struct {
+	field      string
+	kind       string // string | number | date
+	boundaries []any  // number: float64; date: time.Time
+}
+
+func facetArgs(d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy, args Args) ([]facetSpec, error) {
+	raw, ok := args["facets"].([]any)
+	if !ok || len(raw) == 0 {
+		return nil, invalid("facets must be a non-empty array of {field, type, boundaries?}")
+	}
+	if len(raw) > maxFacets {
+		return nil, invalid("at most %d facets per call", maxFacets)
+	}
+	var out []facetSpec
+	for i, r := range raw {
+		m, ok := r.(map[string]any)
+		if !ok {
+			return nil, invalid("facets[%d] must be an object", i)
+		}
+		fa := Args(m)
+		field, err := fa.String("field", true)
+		if err != nil {
+			return nil, invalid("facets[%d].%v", i, err)
+		}
+		if err := fieldsIn(d, cls, fmt.Sprintf("facets[%d].field", i), []string{field}, sp.FacetFields); err != nil {
+			return nil, err
+		}
+		f := cls.Field(field)
+		def := "string"
+		switch f.Type {
+		case parsedb.TypeNumber:
+			def = "number"
+		case parsedb.TypeDate:
+			def = "date"
+		}
+		kind, err := enumArg(fa, "type", def, "string", "number", "date")
+		if err != nil {
+			return nil, err
+		}
+		if kind != def {
+			return nil, invalid("facets[%d]: %s is a %s field; its facet type is %s", i, field, f.Type, def)
+		}
+		fs := facetSpec{field: field, kind: kind}
+		if b, ok := m["boundaries"]; ok && kind == "string" && b != nil {
+			return nil, invalid("facets[%d]: a string facet takes no boundaries", i)
+		}
+		if kind != "string" {
+			bl, ok := m["boundaries"].([]any)
+			if !ok || len(bl) < 2 || len(bl) > maxBoundaries {
+				return nil, invalid("facets[%d]: a %s facet needs 2 to %d ascending boundaries", i, kind, maxBoundaries)
+			}
+			for j, b := range bl {
+				v, err := boundary(kind, b)
+				if err != nil {
+					return nil, invalid("facets[%d].boundaries[%d]: %v", i, j, err)
+				}
+				if j > 0 && !less(fs.boundaries[j-1], v) {
+					return nil, invalid("facets[%d].boundaries must be strictly ascending", i)
+				}
+				fs.boundaries = append(fs.boundaries, v)
+			}
+		}
+		out = append(out, fs)
+	}
+	return out, nil
+}
+
+func boundary(kind string, v any) (any, error) {
+	if kind == "number" {
+		f, ok := v.(float64)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("must be a number")
+		}
+		return f, nil
+	}
+	s, ok := v.(string)
+	if m, isMap := v.(map[string]any); isMap {
+		s, ok = m["iso"].(string)
+	}
+	if !ok {
+		return nil, fmt.Errorf("must be an ISO date string")
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		if t, err = time.Parse("2006-01-02", s); err != nil {
+			return nil, fmt.Errorf("must be an ISO date string")
+		}
+	}
+	return t.UTC(), nil
+}
+
+func less(a, b any) bool {
+	switch x := a.(type) {
+	case float64:
+		return x < b.(float64)
+	case time.Time:
+		return x.Before(b.(time.Time))
+	}
+	return false
+}
+
+// facetCounter counts one facet's buckets in process.
+type facetCounter struct {
+	spec    facetSpec
+	strings map[string]int
+	buckets []int // [len(boundaries)-1] counts, then "other"
+}
+
+func (c *facetCounter) add(v bson.RawValue) {
+	if c.spec.kind == "string" {
+		var key string
+		switch v.Type {
+		case bson.TypeString:
+			key = v.StringValue()
+		case bson.TypeBoolean:
+			key = fmt.Sprint(v.Boolean())
+		case 0, bson.TypeNull:
+			key = "null"
+		default:
+			return
+		}
+		c.strings[key]++
+		return
+	}
+	var x any
+	switch v.Type {
+	case bson.TypeDouble, bson.TypeInt32, bson.TypeInt64:
+		if c.spec.kind == "number" {
+			f, _ := v.AsFloat64OK()
+			x = f
+		}
+	case bson.TypeDateTime:
+		if c.spec.kind == "date" {
+			x = v.Time().UTC()
+		}
+	}
+	b := c.spec.boundaries
+	if x != nil {
+		for i := 0; i+1 < len(b); i++ {
+			if !less(x, b[i]) && less(x, b[i+1]) {
+				c.buckets[i]++
+				return
+			}
+		}
+	}
+	c.buckets[len(b)-1]++ // other (out of range, missing or another type)
+}
+
+func (c *facetCounter) result() []map[string]any {
+	out := []map[string]any{}
+	if c.spec.kind == "string" {
+		keys := make([]string, 0, len(c.strings))
+		for k := range c.strings {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			a, b := c.strings[keys[i]], c.strings[keys[j]]
+			return a > b || a == b && keys[i] < keys[j]
+		})
+		for i, k := range keys {
+			if i == maxStringBuckets {
+				break
+			}
+			out = append(out, map[string]any{"key": k, "count": c.strings[k]})
+		}
+		return out
+	}
+	for i, n := range c.buckets {
+		key := any("other")
+		if i < len(c.spec.boundaries)-1 {
+			key = boundaryLabel(c.spec.boundaries[i])
+		}
+		out = append(out, map[string]any{"key": key, "count": n})
+	}
+	return out
+}
+
+func boundaryLabel(b any) any {
+	if t, ok := b.(time.Time); ok {
+		return t.Format("2006-01-02T15:04:05.000Z")
+	}
+	return b
+}
+
+func atlasFacetedSearch(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	query, err := queryArg(args, false)
+	if err != nil {
+		return nil, err
+	}
+	where, err := args.Object("where")
+	if err != nil {
+		return nil, err
+	}
+	schema, cls, sp, err := searchClass(ctx, d, name)
+	if err != nil {
+		return nil, err
+	}
+	facets, err := facetArgs(d, cls, sp, args)
+	if err != nil {
+		return nil, err
+	}
+	var textFields []string
+	if query != "" {
+		if textFields = readableOf(d, cls, sp.TextFields); len(textFields) == 0 {
+			return nil, toolerror.New(toolerror.InvalidArgument, "%s has no text_fields this session may search; leave query out", cls.Name)
+		}
+		if len(queryTerms(query)) == 0 {
+			return nil, invalid("query has no words to search for")
+		}
+	}
+	searched := append(slices.Clone(textFields), facetFieldNames(facets)...)
+	s, err := newSearchScope(ctx, d, schema, cls, where, searched)
+	if err != nil {
+		return nil, err
+	}
+	// $searchMeta counts cannot be filtered by _rperm, CLP or a $match: it
+	// runs only in master posture, for a class no policy filter restricts,
+	// without a caller where.
+	if eng := enginesFor(ctx, d, cls, sp); eng.atlasText != "" && s.policyOnly && len(where) == 0 {
+		return facetsAtlas(ctx, d, cls, atlasFacetStages(eng.atlasText, query, textFields, facets))
+	}
+	counters := make([]*facetCounter, len(facets))
+	for i, f := range facets {
+		counters[i] = &facetCounter{spec: f, strings: map[string]int{}, buckets: make([]int, len(f.boundaries))}
+	}
+	terms := queryTerms(query)
+	texts := make([]string, len(textFields))
+	total := 0
+	err = scan(ctx, d, s, parsedb.Projection(cls, searched), "an Atlas Search index with these facets", func(doc bson.Raw) {
+		if query != "" {
+			for i, f := range textFields {
+				texts[i], _ = doc.Lookup(f).StringValueOK()
+			}
+			if textScore(terms, texts) == 0 {
+				return
+			}
+		}
+		total++
+		for _, c := range counters {
+			v, _ := doc.LookupErr(c.spec.field)
+			c.add(v)
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for _, c := range counters {
+		out[c.spec.field] = c.result()
+	}
+	return map[string]any{"class_name": cls.Name, "engine": EngineInProcess, "total": total, "facets": out}, nil
+}
+
+func facetFieldNames(fs []facetSpec) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.field)
+	}
+	return out
+}
+
+func facetsAtlas(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson.A) (any, error) {
+	cur, err := d.Store.Aggregate(ctx, cls.Name, pipeline)
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	var meta struct {
+		Count struct {
+			Lower int64 `bson:"lowerBound"`
+		} `bson:"count"`
+		Facet map[string]struct {
+			Buckets []struct {
+				ID    any   `bson:"_id"`
+				Count int64 `bson:"count"`
+			} `bson:"buckets"`
+		} `bson:"facet"`
+	}
+	if cur.Next(ctx) {
+		if err := bson.Unmarshal(cur.Current, &meta); err != nil {
+			return nil, err
+		}
+	}
+	if err := cur.Err(); err != nil {
+		return nil, err
+	}
+	out := map[string]any{}
+	for f, b := range meta.Facet {
+		list := []map[string]any{}
+		for _, x := range b.Buckets {
+			key := x.ID
+			if t, ok := key.(bson.DateTime); ok {
+				key = t.Time().UTC().Format("2006-01-02T15:04:05.000Z")
+			}
+			list = append(list, map[string]any{"key": key, "count": x.Count})
+		}
+		out[f] = list
+	}
+	return map[string]any{"class_name": cls.Name, "engine": EngineAtlas, "total": meta.Count.Lower, "facets": out}, nil
+}
+
+// ---- find_similar ------------------------------------------------------------------------------------
+
+func findSimilar(ctx context.Context, d *Deps, args Args) (any, error) {
+	name, err := args.ClassName()
+	if err != nil {
+		return nil, err
+	}
+	k, err := args.Int("k", 5, 1, 20)
+	if err != nil {
+		return nil, err
+	}
+	where, err := args.Object("where")
+	if err != nil {
+		return nil, err
+	}
+	vector, err := vectorArg(args)
+	if err != nil {
+		return nil, err
+	}
+	var objectID string
+	if _, ok := args["object_id"]; ok {
+		if objectID, err = args.ObjectID("object_id"); err != nil {
+			return nil, err
+		}
+	}
+	if (objectID == "") == (vector == nil) {
+		return nil, invalid("give exactly one of object_id and vector")
+	}
+	schema, cls, sp, err := searchClass(ctx, d, name)
+	if err != nil {
+		return nil, err
+	}
+	if err := vectorReadable(d, cls, sp); err != nil {
+		return nil, err
+	}
+	if objectID != "" {
+		if vector, err = seedVector(ctx, d, schema, cls, sp, objectID); err != nil {
+			return nil, err
+		}
+	}
+	hits, engine, err := nearest(ctx, d, schema, cls, sp, where, vector, objectID, k)
+	if err != nil {
+		return nil, err
+	}
+	shape := shapeColumns
+	keys := readableOf(d, cls, visibleFieldNames(d, cls, sp.VectorField))
+	p, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, keys, shape)
+	if err != nil {
+		return nil, err
+	}
+	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
+}
+
+// visibleFieldNames are the class's fields the session may see, without
+// the vector field (vectors are long and say nothing to the model).
+func visibleFieldNames(d *Deps, cls *parsedb.Class, vectorField string) []string {
+	var out []string
+	for _, f := range d.Policy.VisibleFields(cls) {
+		if f.Name != vectorField && f.Name != "ACL" {
+			out = append(out, f.Name)
+		}
+	}
+	return out
+}
+
+func vectorArg(args Args) ([]float64, error) {
+	v, ok := args["vector"]
+	if !ok || v == nil {
+		return nil, nil
+	}
+	list, ok := v.([]any)
+	if !ok || len(list) == 0 || len(list) > maxVectorDims {
+		return nil, invalid("vector must be an array of 1 to %d numbers", maxVectorDims)
+	}
+	out := make([]float64, len(list))
+	for i, x := range list {
+		f, ok := x.(float64)
+		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, invalid("vector[%d] must be a finite number", i)
+		}
+		out[i] = f
+	}
+	return out, nil
+}
+
+// seedVector reads an object's vector through the read scope: an object
+// the session cannot read answers "not found", like get_object.
+func seedVector(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, sp *policy.SearchPolicy, id string) ([]float64, error) {
+	t, err := buildFilter(ctx, d, schema, cls, map[string]any{"objectId": id}, false)
+	if err != nil {
+		return nil, err
+	}
+	cur, err := d.Store.Find(ctx, cls.Name, parsedb.FindSpec{Filter: t.Filter, Projection: bson.D{{Key: sp.VectorField, Value: 1}}, Limit: 1})
+	if err != nil {
+		return nil, err
+	}
+	defer cur.Close(context.WithoutCancel(ctx))
+	if !cur.Next(ctx) {
+		if err := cur.Err(); err != nil {
+			return nil, err
+		}
+		return nil, toolerror.New(toolerror.InvalidArgument, "Object not found: %s#%s", cls.Name, id)
+	}
+	v := rawVector(cur.Current.Lookup(sp.VectorField))
+	if v == nil {
+		return nil, toolerror.New(toolerror.InvalidArgument, "%s#%s has no vector in %s yet (the operator can run parse-mcp embed %s)", cls.Name, id, sp.VectorField, cls.Name)
+	}
+	return v, nil
+}
+
+// rawVector decodes a stored array of numbers (nil if it is not one).
+func rawVector(v bson.RawValue) []float64 {
+	arr, ok := v.ArrayOK()
+	if !ok {
+		return nil
+	}
+	vals, err := arr.Values()
+	if err != nil || len(vals) == 0 {
+		return nil
+	}
+	out := make([]float64, len(vals))
+	for i, x := range vals {
+		f, ok := x.AsFloat64OK()
+		if !ok {
+			return nil
+		}
+		out[i] = f
+	}
+	return out
+}
+
+// nearest finds the k rows nearest to vector within the scope.
+func nearest(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, sp *policy.SearchPolicy, where map[string]any, vector []float64, exclude string, k int) ([]hit, string, error) {
+	s, err := newSearchScope(ctx, d, schema, cls, where, sp.EmbedFrom)
+	if err != nil {
+		return nil, "", err
+	}
+	eng := enginesFor(ctx, d, cls, sp)
+	switch {
+	case eng.atlasVector != "":
+		hits, err := runHits(ctx, d, cls, vectorStages(eng.atlasVector, sp.VectorField, vector, s, exclude, k))
+		return hits, EngineAtlas, err
+	case eng.nativeVec:
+		hits, err := runHits(ctx, d, cls, vectorStages("", sp.VectorField, vector, s, exclude, k))
+		return hits, EngineVectorIndex, err
+	}
+	top := &topK{k: k}
+	mismatched, dims := 0, 0
+	err = scan(ctx, d, s, bson.D{{Key: sp.VectorField, Value: 1}}, "an Atlas Vector Search index on "+sp.VectorField, func(doc bson.Raw) {
+		id := rawID(doc)
+		if id == exclude {
+			return
+		}
+		v := rawVector(doc.Lookup(sp.VectorField))
+		if v == nil {
+			return
+		}
+		if len(v) != len(vector) {
+			mismatched++
+			dims = len(v)
+			return
+		}
+		top.add(hit{id, embed.Cosine(vector, v)})
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	if len(top.hits) == 0 && mismatched > 0 {
+		return nil, "", toolerror.New(toolerror.InvalidArgument, "%s's vectors have %d dimensions; the query vector has %d", cls.Name, dims, len(vector))
+	}
+	return top.hits, EngineInProcess, nil
+}
+
+// ---- semantic_search -------------------------------------------------------------------------------------
+
+// chunk is one piece of a row's text.
+type chunk struct {
+	Class  string  `json:"class_name"`
+	ID     string  `json:"object_id"`
+	Field  string  `json:"field"`
+	Text   string  `json:"text"`
+	Score  float64 `json:"score"`
+	tokens int
+}
+
+func semanticSearch(ctx context.Context, d *Deps, args Args) (any, error) {
+	query, err := queryArg(args, true)
+	if err != nil {
+		return nil, err
+	}
+	k, err := args.Int("k", 5, 1, 20)
+	if err != nil {
+		return nil, err
+	}
+	budget, err := args.Int("token_budget", 20000, 100, 200000)
+	if err != nil {
+		return nil, err
+	}
+	where, err := args.Object("where")
+	if err != nil {
+		return nil, err
+	}
+	if d.Embedder == nil {
+		return nil, toolerror.New(toolerror.InvalidArgument, "semantic_search needs an embedder: the operator sets PARSE_MCP_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint) and PARSE_MCP_EMBEDDINGS_MODEL. Use atlas_text_search meanwhile")
+	}
+	schema, err := d.Store.Schema.Get(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	explicit := args["class_name"] != nil
+	if explicit {
+		n, err := args.ClassName()
+		if err != nil {
+			return nil, err
+		}
+		names = []string{n}
+	} else {
+		if len(where) > 0 {
+			return nil, invalid("where needs class_name (its fields belong to one class)")
+		}
+		names = d.Policy.SearchClasses()
+	}
+	qv, err := embedTexts(ctx, d, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	var chunks []chunk
+	searched := []string{}
+	for _, n := range names {
+		// Every class passes the class gate; in the default set a class
+		// the session cannot use, or without readable vectors, is skipped
+		// silently (hidden ≡ missing).
+		cls, err := d.Policy.ResolveClass(ctx, schema, n)
+		if err != nil {
+			if explicit {
+				return nil, err
+			}
+			continue
+		}
+		sp := d.Policy.Search(cls.Name)
+		if sp == nil && explicit {
+			_, _, _, err := searchClass(ctx, d, n)
+			return nil, err
+		}
+		textFields := readableOf(d, cls, spTextFields(sp))
+		if verr := vectorReadable(d, cls, sp); verr != nil || len(textFields) == 0 {
+			if explicit {
+				if verr == nil {
+					verr = toolerror.New(toolerror.InvalidArgument, "%s has no text_fields this session may read", cls.Name)
+				}
+				return nil, verr
+			}
+			continue
+		}
+		hits, _, err := nearest(ctx, d, schema, cls, sp, where, qv[0], "", k)
+		if err != nil {
+			if explicit || toolerror.KindOf(err) == toolerror.Infrastructure {
+				return nil, err
+			}
+			continue
+		}
+		searched = append(searched, cls.Name)
+		_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, textFields, shapeObjects)
+		if err != nil {
+			return nil, err
+		}
+		for i, r := range rows {
+			var m map[string]any
+			if err := json.Unmarshal(r, &m); err != nil {
+				return nil, err
+			}
+			for _, f := range textFields {
+				text, _ := m[f].(string)
+				for _, c := range ChunkText(text, chunkChars, chunkOverlap) {
+					chunks = append(chunks, chunk{Class: cls.Name, ID: kept[i].id, Field: f, Text: c, Score: kept[i].score})
+				}
+			}
+		}
+	}
+	if len(chunks) > semanticChunkCap {
+		sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].Score > chunks[j].Score })
+		chunks = chunks[:semanticChunkCap]
+	}
+	if len(chunks) > 0 {
+		texts := make([]string, len(chunks))
+		for i, c := range chunks {
+			texts[i] = c.Text
+		}
+		vecs, err := embedTexts(ctx, d, texts)
+		if err != nil {
+			return nil, err
+		}
+		for i := range chunks {
+			if len(vecs[i]) == len(qv[0]) {
+				chunks[i].Score = embed.Cosine(qv[0], vecs[i])
+			}
+		}
+	}
+	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].Score > chunks[j].Score })
+	out := []chunk{}
+	used, truncated := 0, false
+	for _, c := range chunks {
+		c.tokens = len(c.Text)/4 + 1
+		if used+c.tokens > budget {
+			truncated = true
+			continue
+		}
+		used += c.tokens
+		c.Score = roundScore(d, c.Score)
+		out = append(out, c)
+	}
+	return map[string]any{"query": query, "classes": searched, "embedder": d.Embedder.Name(), "chunks": out, "budget_truncated": truncated, "tokens_estimated": used}, nil
+}
+
+func spTextFields(sp *policy.SearchPolicy) []string {
+	if sp == nil {
+		return nil
+	}
+	return sp.TextFields
+}
+
+// embedTexts runs the embedder, turning its failures into errors the model
+// can act on (the endpoint's own words stay in the operator log).
+func embedTexts(ctx context.Context, d *Deps, texts []string) ([][]float64, error) {
+	vecs, err := d.Embedder.Embed(ctx, texts)
+	switch {
+	case err == nil:
+		return vecs, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case err == embed.ErrBudget:
+		return nil, &toolerror.Error{Code: toolerror.RateLimited, RetryAfter: time.Minute, Message: "the embeddings call budget of this window is spent; try again in a minute"}
+	}
+	return nil, toolerror.New(toolerror.InvalidQuery, "the embeddings endpoint failed; the operator log has the reason").WithCause(err)
+}
+
+// ChunkText splits text into pieces of about size characters with overlap,
+// ending each piece at a sentence boundary (". ", "! ", "? ", newline) in
+// its last quarter when there is one, else at a space.
+func ChunkText(text string, size, overlap int) []string {
+	r := []rune(strings.TrimSpace(text))
+	if len(r) == 0 {
+		return nil
+	}
+	var out []string
+	for start := 0; start < len(r); {
+		end := min(start+size, len(r))
+		if end < len(r) {
+			cut := -1
+			for i := end - 1; i > start+size*3/4; i-- {
+				if r[i] == '\n' || (r[i] == ' ' && i > 0 && strings.ContainsRune(".!?", r[i-1])) {
+					cut = i + 1
+					break
+				}
+			}
+			if cut < 0 {
+				for i := end - 1; i > start+size/2; i-- {
+					if r[i] == ' ' {
+						cut = i + 1
+						break
+					}
+				}
+			}
+			if cut > 0 {
+				end = cut
+			}
+		}
+		if piece := strings.TrimSpace(string(r[start:end])); piece != "" {
+			out = append(out, piece)
+		}
+		if end >= len(r) {
+			break
+		}
+		next := max(end-overlap, start+1)
+		// Start the overlap at a word.
+		for next < end && r[next-1] != ' ' && r[next-1] != '\n' {
+			next++
+		}
+		start = next
+	}
+	return out
+}
