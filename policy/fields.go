@@ -235,11 +235,17 @@ func (e *Engine) RowEncoder(schema *parsedb.Schema, cls *parsedb.Class, keys []s
 		protected = e.ProtectedFields(cls)
 	}
 	isUser := cls != nil && cls.Name == "_User"
+	// A search vector field is left out of rows unless keys name it: a
+	// vector is hundreds of numbers that say nothing to the model.
+	vector := ""
+	if sp := e.searchOf(cls); sp != nil && len(keys) == 0 {
+		vector = sp.VectorField
+	}
 	enc.Drop = func(f string) bool {
 		if allow != nil && !allow[f] {
 			return true
 		}
-		return f == "password" && isUser || f == "ACL"
+		return f == "password" && isUser || f == "ACL" || vector != "" && f == vector
 	}
 	if len(protected) > 0 {
 		enc.Protected = func(f string) bool { return protected[f] }

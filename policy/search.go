@@ -199,3 +199,11 @@ func (e *Engine) searchDenial(t ToolInfo) *Denial {
 	}
 	return &Denial{toolerror.New(toolerror.ToolFiltered, "tool %s is not available: no class is searchable (add a search: section to a class in the policy file)", t.Name), "tool_filter"}
 }
+
+// searchOf is the search policy of cls (nil for a nil class).
+func (e *Engine) searchOf(cls *parsedb.Class) *SearchPolicy {
+	if cls == nil {
+		return nil
+	}
+	return e.Search(cls.Name)
+}

@@ -90,6 +90,9 @@ func New(d *tools.Deps, res *resources.Provider, configured []policy.PromptSpec)
 	for _, b := range builtins() {
 		p.add(b)
 	}
+	if d != nil && d.Policy != nil && d.Policy.SearchEnabled() {
+		p.add(searchPrompt())
+	}
 	for i, spec := range configured {
 		cp, err := fromSpec(spec)
 		if err != nil {

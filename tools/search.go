@@ -24,12 +24,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/embed"
-		"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 )
@@ -549,7 +550,7 @@ func runHits(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson.A) 
 // ids, under the whole policy again (tenant, filters, _rperm/CLP), encoded
 // by the session's row encoder. Rows come back in hit order; a hit the
 // re-read does not return is dropped.
-func hitRows(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, where map[string]any, hits []hit, keys []string, shape rowShape) (*readPlan, [][]byte, []hit, error) {
+func hitRows(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, where map[string]any, hits []hit, in planInput) (*readPlan, [][]byte, []hit, error) {
 	if len(hits) == 0 {
 		return nil, nil, nil, nil
 	}
@@ -561,7 +562,8 @@ func hitRows(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.
 	if len(where) > 0 {
 		w = map[string]any{"$and": []any{where, w}}
 	}
-	p, err := planFor(ctx, d, schema, cls.Name, planInput{where: w, applyCanonical: true, keys: keys, noSort: true, compact: shape.compact(), shape: shape})
+	in.where, in.applyCanonical, in.noSort, in.compact = w, true, true, in.shape.compact()
+	p, err := planFor(ctx, d, schema, cls.Name, in)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -675,12 +677,121 @@ func atlasTextSearch(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Rows leave the class's large_fields out (as get_sample_objects);
+	// a searched large field is shown as a snippet around the match.
 	shape := shapeColumns
-	p, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, nil, shape)
+	p, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{dropLarge: true, shape: shape})
 	if err != nil {
 		return nil, err
 	}
-	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
+	var snippets []map[string]string
+	if large := intersect(fields, d.Policy.LargeFields(cls.Name)); len(large) > 0 && len(kept) > 0 {
+		if snippets, err = hitSnippets(ctx, d, schema, cls, where, kept, large, queryTerms(query)); err != nil {
+			return nil, err
+		}
+	}
+	res, err := rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve-snippetBytes(snippets))
+	if err != nil || snippets == nil {
+		return res, err
+	}
+	raw := res.(json.RawMessage)
+	b, err := json.Marshal(snippets[:min(len(snippets), resultCount(raw))])
+	if err != nil {
+		return nil, err
+	}
+	return append(append(append(raw[:len(raw)-1:len(raw)-1], `,"snippets":`...), b...), '}'), nil
+}
+
+func intersect(a, b []string) []string {
+	var out []string
+	for _, x := range a {
+		if slices.Contains(b, x) {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+func snippetBytes(s []map[string]string) int {
+	n := 0
+	for _, m := range s {
+		for k, v := range m {
+			n += len(k) + len(v) + 8
+		}
+	}
+	return n
+}
+
+// resultCount reads result_count back from an envelope.
+func resultCount(raw json.RawMessage) int {
+	var m struct {
+		N int `json:"result_count"`
+	}
+	_ = json.Unmarshal(raw, &m)
+	return m.N
+}
+
+// snippetChars is the length of a snippet of a large text field.
+const snippetChars = 240
+
+// hitSnippets reads the hits' large searched fields (through the read
+// plan again: same scope, same encoder) and cuts each to the window around
+// its first matching word; one map per hit, in hit order.
+func hitSnippets(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.Class, where map[string]any, hits []hit, fields []string, terms []string) ([]map[string]string, error) {
+	_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{keys: fields, shape: shapeObjects})
+	if err != nil {
+		return nil, err
+	}
+	byID := map[string]map[string]any{}
+	for i, r := range rows {
+		var m map[string]any
+		if err := json.Unmarshal(r, &m); err != nil {
+			return nil, err
+		}
+		byID[kept[i].id] = m
+	}
+	out := make([]map[string]string, len(hits))
+	for i, h := range hits {
+		out[i] = map[string]string{}
+		for _, f := range fields {
+			if s, ok := byID[h.id][f].(string); ok && s != "" {
+				out[i][f] = Snippet(s, terms, snippetChars)
+			}
+		}
+	}
+	return out, nil
+}
+
+// Snippet is the window of about n characters of text around the first
+// word matching one of terms (the start of text when none does).
+func Snippet(text string, terms []string, n int) string {
+	r := []rune(text)
+	if len(r) <= n {
+		return text
+	}
+	at := 0
+	lower := []rune(strings.ToLower(text))
+	for i := 0; i < len(lower); {
+		j := i
+		for j < len(lower) && (unicode.IsLetter(lower[j]) || unicode.IsDigit(lower[j])) {
+			j++
+		}
+		if j > i && slices.Contains(terms, stem(string(lower[i:j]))) {
+			at = i
+			break
+		}
+		i = j + 1
+	}
+	start := max(0, min(at-n/3, len(r)-n))
+	end := min(len(r), start+n)
+	s := string(r[start:end])
+	if start > 0 {
+		s = "…" + s
+	}
+	if end < len(r) {
+		s += "…"
+	}
+	return s
 }
 
 func queryArg(args Args, required bool) (string, error) {
@@ -824,7 +935,7 @@ func atlasAutocomplete(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, []string{field}, shapeObjects)
+	_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{keys: []string{field}, shape: shapeObjects})
 	if err != nil {
 		return nil, err
 	}
@@ -1215,24 +1326,11 @@ func findSimilar(ctx context.Context, d *Deps, args Args) (any, error) {
 		return nil, err
 	}
 	shape := shapeColumns
-	keys := readableOf(d, cls, visibleFieldNames(d, cls, sp.VectorField))
-	p, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, keys, shape)
+	p, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{dropLarge: true, shape: shape})
 	if err != nil {
 		return nil, err
 	}
 	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
-}
-
-// visibleFieldNames are the class's fields the session may see, without
-// the vector field (vectors are long and say nothing to the model).
-func visibleFieldNames(d *Deps, cls *parsedb.Class, vectorField string) []string {
-	var out []string
-	for _, f := range d.Policy.VisibleFields(cls) {
-		if f.Name != vectorField && f.Name != "ACL" {
-			out = append(out, f.Name)
-		}
-	}
-	return out
 }
 
 func vectorArg(args Args) ([]float64, error) {
@@ -1433,7 +1531,7 @@ func semanticSearch(ctx context.Context, d *Deps, args Args) (any, error) {
 			continue
 		}
 		searched = append(searched, cls.Name)
-		_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, textFields, shapeObjects)
+		_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{keys: textFields, shape: shapeObjects})
 		if err != nil {
 			return nil, err
 		}

@@ -25,7 +25,11 @@ import (
 // SeedVersion is stored in the marker document; bump it on any change to the
 // generator (the marker also stores a fingerprint of the data, so a forgotten
 // bump still triggers a reseed).
-const SeedVersion = 1
+const SeedVersion = 2
+
+// SongVectorField holds each song's fixture vector (search.vector_field in
+// the demo policy).
+const SongVectorField = "lyricsEmbedding"
 
 // AppName is the sample app's name.
 const AppName = "Tunebase"

@@ -47,6 +47,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/parse-mcp/parse-mcp/internal/embed"
 )
 
 // PolicyYAML is the policy file `parse-mcp --demo` runs with.
@@ -1005,6 +1007,7 @@ func (b *builder) genCatalogDocs() {
 		if s.lyrics != "" {
 			d = append(d, bson.E{Key: "lyrics", Value: s.lyrics})
 		}
+		d = append(d, bson.E{Key: SongVectorField, Value: songVector(s.title, s.lyrics)})
 		if s.meta != nil {
 			d = append(d, bson.E{Key: "meta", Value: s.meta})
 		}
@@ -1402,7 +1405,7 @@ func schemaDocs(cols []collectionData) []any {
 		schema(ClassSong, f("title", "string", "artist", "*Artist", "album", "*Album", "genre", "string",
 			"plays", "number", "durationSec", "number", "releasedAt", "date", "tags", "array",
 			"explicit", "boolean", "archived", "boolean", "orgId", "string", "mood", "string",
-			"lyrics", "string", "meta", "object", "leak", "string"),
+			"lyrics", "string", "meta", "object", "leak", "string", SongVectorField, "array"),
 			meta(ClassSong,
 				clp(public, public, public, auth, auth, perm("role:"+RoleModerator), none,
 					bson.D{{Key: "*", Value: bson.A{ProtectedField}}}),
@@ -1421,4 +1424,20 @@ func schemaDocs(cols []collectionData) []any {
 		schema(ClassAuditLog, f("action", "string", "secret", "*VaultSecret", "actor", "*_User", "details", "string"),
 			meta(ClassAuditLog, clp(public, public, public, none, none, none, none, bson.D{{Key: "*", Value: bson.A{}}}))),
 	}
+}
+
+// songVector is a song's fixture vector: the deterministic hashing embedding
+// (package embed, not semantic) of its title and lyrics, one per line, as
+// parse-mcp embed computes it from the demo policy's embed_from.
+func songVector(title, lyrics string) bson.A {
+	text := title
+	if lyrics != "" {
+		text += "\n" + lyrics
+	}
+	v := embed.FixtureVector(text)
+	out := make(bson.A, len(v))
+	for i, x := range v {
+		out[i] = x
+	}
+	return out
 }
