@@ -204,7 +204,9 @@ func TestSearchToolsOnDemo(t *testing.T) {
 			all = append(all, near{s.ID, embed.Cosine(seed.Vector, s.Vector)})
 		}
 	}
-	sort.Slice(all, func(i, j int) bool { return all[i].score > all[j].score || all[i].score == all[j].score && all[i].id < all[j].id })
+	sort.Slice(all, func(i, j int) bool {
+		return all[i].score > all[j].score || all[i].score == all[j].score && all[i].id < all[j].id
+	})
 	out = callOK(t, c, "find_similar", map[string]any{"class_name": "Song", "object_id": seed.ID, "k": 5})
 	got = rowIDs(t, out)
 	for i, g := range got {
