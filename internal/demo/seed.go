@@ -1437,7 +1437,7 @@ func songVector(title, lyrics string) bson.A {
 	v := embed.FixtureVector(text)
 	out := make(bson.A, len(v))
 	for i, x := range v {
-		out[i] = x
+		out[i] = num(x) // as Parse stores numbers: whole ones as int32
 	}
 	return out
 }
