@@ -15,7 +15,7 @@ import (
 // in each mode and format, validate against their declared outputSchema
 // (JSON Schema 2020-12). It also reports the size of tools/list.
 func TestToolSchemas(t *testing.T) {
-	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PERMISSIONS=admin")...)
+	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PERMISSIONS=admin", "PARSE_MCP_EMBEDDINGS_URL=fixture")...)
 	r.initialize()
 	list := result(t, r.rpc("l", "tools/list", `{}`))
 	raw, _ := json.Marshal(list)
@@ -58,9 +58,16 @@ func TestToolSchemas(t *testing.T) {
 		`{"name":"group_by_date","arguments":{"class_name":"Song","field":"createdAt","interval":"day","timezone":"Europe/Paris","dry_run":true}}`,
 		`{"name":"aggregate","arguments":{"class_name":"Song","pipeline":[{"$group":{"_id":"$genre","n":{"$sum":1}}}]}}`,
 		`{"name":"explain_query","arguments":{"class_name":"Song","where":{"genre":"rock"}}}`,
+		`{"name":"atlas_text_search","arguments":{"class_name":"Song","query":"harbor"}}`,
+		`{"name":"atlas_text_search","arguments":{"class_name":"Song","query":"no-such-word"}}`,
+		`{"name":"atlas_autocomplete","arguments":{"class_name":"Song","field":"title","prefix":"mid"}}`,
+		`{"name":"atlas_faceted_search","arguments":{"class_name":"Song","query":"harbor","facets":[{"field":"genre"},{"field":"releasedAt","boundaries":["2019-01-01","2022-01-01"]}]}}`,
+		fmt.Sprintf(`{"name":"find_similar","arguments":{"class_name":"Song","object_id":%q}}`, id),
+		`{"name":"semantic_search","arguments":{"query":"harbor","k":2}}`,
 	}
 	validated, undeclared := validateResults(t, r, schemas, calls)
-	for _, name := range []string{"query_class", "count_objects", "get_object", "get_objects", "get_sample_objects", "export_data", "distinct", "group_by", "group_by_date", "aggregate", "explain_query", "get_all_schemas", "get_schema", "list_tools"} {
+	for _, name := range []string{"query_class", "count_objects", "get_object", "get_objects", "get_sample_objects", "export_data", "distinct", "group_by", "group_by_date", "aggregate", "explain_query", "get_all_schemas", "get_schema", "list_tools",
+		"atlas_text_search", "atlas_autocomplete", "atlas_faceted_search", "find_similar", "semantic_search"} {
 		if validated[name] == 0 {
 			t.Errorf("%s: no result validated against its outputSchema", name)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
@@ -534,5 +535,86 @@ func TestSearchEmbedBackfill(t *testing.T) {
 	}
 	if doc.Lyrics != "a brand new song about the harbor" || embed.Cosine(doc.Vector, embed.FixtureVector(doc.Title+"\na brand new song about the harbor")) < 0.9999 {
 		t.Fatal("the vector was not refreshed after the write")
+	}
+}
+
+// TestSearchIndexEngines: with a MongoDB text index on the searched fields
+// the text search runs on $text (engine text_index), and with a native
+// vector index (DocumentDB's cosmosSearch) find_similar runs $vectorSearch
+// (engine vector_index); each gives the rows the in-process engine gives.
+// FerretDB 1.24 has neither index: the test skips there, naming it; on the
+// second engine (FerretDB 2 + DocumentDB) and MongoDB it runs.
+func TestSearchIndexEngines(t *testing.T) {
+	const prefix = "sidx_"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := demo.ForceSeed(ctx, testDB, prefix); err != nil {
+		t.Fatal(err)
+	}
+	env := []string{"PARSE_MCP_COLLECTION_PREFIX=" + prefix, policyFile(t, "demo"), fixtureEmbedder}
+	coll := testDB.Collection(prefix + "Song")
+	songs := activeSongRows(t)
+	t.Run("text index", func(t *testing.T) {
+		if _, err := coll.Indexes().CreateOne(ctx, mongoIndex(bson.D{{Key: "title", Value: "text"}, {Key: "lyrics", Value: "text"}}, nil)); err != nil {
+			t.Skipf("the database has no text indexes: %v", err)
+		}
+		c := stdioClient(t, env...)
+		out := callOK(t, c, "atlas_text_search", map[string]any{"class_name": "Song", "query": "harbor", "limit": 50, "where": map[string]any{"genre": "jazz"}})
+		if out["engine"] != "text_index" {
+			t.Fatalf("engine %v, want text_index", out["engine"])
+		}
+		var want []string
+		for _, s := range songs {
+			if s.Genre == "jazz" && (hasWord(s.Title, "harbor") || hasWord(s.Lyrics, "harbor")) {
+				want = append(want, s.ID)
+			}
+		}
+		if got := rowIDs(t, out); !slices.Equal(sortedCopy(got), sortedCopy(want)) {
+			t.Errorf("$text rows %v, in-process rows %v", sortedCopy(got), sortedCopy(want))
+		}
+		// Fields other than the index's: the in-process engine answers.
+		if out := callOK(t, c, "atlas_text_search", map[string]any{"class_name": "Song", "query": "harbor", "fields": []any{"title"}}); out["engine"] != "in_process" {
+			t.Errorf("engine %v for a field subset", out["engine"])
+		}
+	})
+	t.Run("vector index", func(t *testing.T) {
+		err := testDB.RunCommand(ctx, bson.D{{Key: "createIndexes", Value: prefix + "Song"}, {Key: "indexes", Value: bson.A{bson.D{
+			{Key: "name", Value: "vec"}, {Key: "key", Value: bson.D{{Key: demo.SongVectorField, Value: "cosmosSearch"}}},
+			{Key: "cosmosSearchOptions", Value: bson.D{{Key: "kind", Value: "vector-hnsw"}, {Key: "similarity", Value: "COS"}, {Key: "dimensions", Value: embed.FixtureDimensions}}},
+		}}}}).Err()
+		if err != nil {
+			t.Skipf("the database has no native vector indexes: %v", err)
+		}
+		c := stdioClient(t, env...)
+		seed := songs[7]
+		out := callOK(t, c, "find_similar", map[string]any{"class_name": "Song", "vector": vectorOf(seed.Vector), "k": 5})
+		if out["engine"] != "vector_index" {
+			t.Fatalf("engine %v, want vector_index", out["engine"])
+		}
+		if got := rowIDs(t, out); len(got) == 0 || got[0] != seed.ID {
+			t.Errorf("the nearest row to a row's own vector is %v, want %s", got, seed.ID)
+		}
+	})
+}
+
+func mongoIndex(keys bson.D, opts *options.IndexOptionsBuilder) mongo.IndexModel {
+	return mongo.IndexModel{Keys: keys, Options: opts}
+}
+
+// TestSearchPrompt: search_and_summarize is listed with a searchable class
+// and names the tools with the question.
+func TestSearchPrompt(t *testing.T) {
+	r := startRaw(t, policyFile(t, "demo"))
+	r.initialize()
+	got := answer(rpc(r, "p", "prompts/get", `{"name":"search_and_summarize","arguments":{"question":"songs about the sea","class_name":"Song"}}`))
+	for _, want := range []string{"semantic_search", `\"query\":\"songs about the sea\"`, "atlas_text_search", "find_similar", "not instructions"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("prompt lacks %s: %s", want, cut(got, 600))
+		}
+	}
+	hidden := answer(rpc(r, "h", "prompts/get", `{"name":"search_and_summarize","arguments":{"question":"x","class_name":"VaultSecret"}}`))
+	missing := answer(rpc(r, "m", "prompts/get", `{"name":"search_and_summarize","arguments":{"question":"x","class_name":"VaultSecrez"}}`))
+	if strings.ReplaceAll(hidden, "VaultSecret", "N") != strings.ReplaceAll(missing, "VaultSecrez", "N") {
+		t.Errorf("hidden and missing differ: %s / %s", hidden, missing)
 	}
 }

@@ -64,42 +64,58 @@ func SearchTools() []*Tool {
 	}
 	return []*Tool{
 		{
-			ToolInfo:    ro("atlas_text_search", 30*time.Second),
-			Description: "Full-text search of a searchable class (get_schema: search). Rows as query_class, best first, with scores; engine names what answered.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
-			ReadOnly:    true,
-			Handler:     atlasTextSearch,
+			ToolInfo:     ro("atlas_text_search", 30*time.Second),
+			Description:  "Full-text search of a searchable class (get_schema: search). Rows as query_class, best first, with scores; engine names what answered.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
+			OutputSchema: searchRowsOut,
+			ReadOnly:     true,
+			Handler:      atlasTextSearch,
 		},
 		{
-			ToolInfo:    ro("atlas_autocomplete", 15*time.Second),
-			Description: "Values of an autocomplete field starting with prefix (literal, case-insensitive), with objectIds.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
-			ReadOnly:    true,
-			Handler:     atlasAutocomplete,
+			ToolInfo:     ro("atlas_autocomplete", 15*time.Second),
+			Description:  "Values of an autocomplete field starting with prefix (literal, case-insensitive), with objectIds.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
+			OutputSchema: autocompleteOut,
+			ReadOnly:     true,
+			Handler:      atlasAutocomplete,
 		},
 		{
-			ToolInfo:    ro("atlas_faceted_search", 30*time.Second),
-			Description: "Bucket counts of facet fields, optionally for a text query. Number/date facets need ascending boundaries.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
-			ReadOnly:    true,
-			Handler:     atlasFacetedSearch,
+			ToolInfo:     ro("atlas_faceted_search", 30*time.Second),
+			Description:  "Bucket counts of facet fields, optionally for a text query. Number/date facets need ascending boundaries.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
+			OutputSchema: facetsOut,
+			ReadOnly:     true,
+			Handler:      atlasFacetedSearch,
 		},
 		{
-			ToolInfo:    ro("find_similar", 30*time.Second),
-			Description: "Nearest rows by vector cosine to an object (itself excluded) or to a vector.",
-			InputSchema: `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
-			ReadOnly:    true,
-			Handler:     findSimilar,
+			ToolInfo:     ro("find_similar", 30*time.Second),
+			Description:  "Nearest rows by vector cosine to an object (itself excluded) or to a vector.",
+			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
+			OutputSchema: searchRowsOut,
+			ReadOnly:     true,
+			Handler:      findSimilar,
 		},
 		{
-			ToolInfo:    ro("semantic_search", 60*time.Second),
-			Description: "Best text chunks for a question across searchable classes (or class_name), within token_budget.",
-			InputSchema: `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
-			ReadOnly:    true,
-			Handler:     semanticSearch,
+			ToolInfo:     ro("semantic_search", 60*time.Second),
+			Description:  "Best text chunks for a question across searchable classes (or class_name), within token_budget.",
+			InputSchema:  `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
+			OutputSchema: semanticOut,
+			ReadOnly:     true,
+			Handler:      semanticSearch,
 		},
 	}
 }
+
+// Output schemas of the search tools (outschema.go has the fragments).
+const (
+	osEngine      = `"engine":{"type":"string"}`
+	searchRowsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,` + osLegend + `,"result_count":{"type":"integer"},"truncated_note":{"type":"string"},"results":` + osRows + `,` + osColumns +
+		`,"scores":{"type":"array","items":{"type":"number"}},"snippets":{"type":"array","items":{"type":"object"}}},"required":["class_name","engine","scores"]}`
+	autocompleteOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,"field":{"type":"string"},"suggestions":{"type":"array","items":{"type":"object","properties":{"value":{},"object_id":{"type":"string"}}}}},"required":["engine","suggestions"]}`
+	facetsOut       = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,"total":{"type":"integer"},"facets":{"type":"object","additionalProperties":{"type":"array","items":{"type":"object","properties":{"key":{},"count":{"type":"integer"}}}}}},"required":["engine","facets"]}`
+	semanticOut     = `{"type":"object","properties":{` + osNote + `,"query":{"type":"string"},"classes":{"type":"array","items":{"type":"string"}},"embedder":{"type":"string"},"budget_truncated":{"type":"boolean"},"tokens_estimated":{"type":"integer"},` +
+		`"chunks":{"type":"array","items":{"type":"object","properties":{` + osClass + `,"object_id":{"type":"string"},"field":{"type":"string"},"text":{"type":"string"},"score":{"type":"number"}}}}},"required":["chunks","budget_truncated"]}`
+)
 
 // ---- what a session may search -------------------------------------------------
 
