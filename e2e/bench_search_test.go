@@ -149,7 +149,9 @@ func BenchmarkSearchFallback10k(b *testing.B) {
 		name string
 		fn   func()
 	}{
-		{"text", func() { run("atlas_text_search", map[string]any{"class_name": "Song", "query": "harbor dream", "limit": 50.0}) }},
+		{"text", func() {
+			run("atlas_text_search", map[string]any{"class_name": "Song", "query": "harbor dream", "limit": 50.0})
+		}},
 		{"similar", func() { run("find_similar", map[string]any{"class_name": "Song", "vector": vec, "k": 20.0}) }},
 	} {
 		b.Run(c.name, func(b *testing.B) {
