@@ -255,7 +255,7 @@ func TestSearchToolsOnDemo(t *testing.T) {
 // listed and a call is tool_filtered; without an embedder semantic_search
 // says how to configure one.
 func TestSearchToolsetOptIn(t *testing.T) {
-	c := stdioClient(t, policyFile(t, "tenant_scoped"), "PARSE_MCP_TENANT_ID="+demo.OrgNorth)
+	c := stdioClient(t, policyFile(t, "search_off"))
 	listed := listedTools(t, c)
 	for _, n := range searchTools {
 		if listed[n] {
@@ -324,7 +324,7 @@ func TestSearchScopeOfScopedIdentities(t *testing.T) {
 // and re-check): no hit of another tenant, and naming another tenant is
 // refused before anything is sent.
 func TestSearchTenantScope(t *testing.T) {
-	c := stdioClient(t, policyFile(t, "search_tenant_scoped"), fixtureEmbedder, "PARSE_MCP_TENANT_ID="+demo.OrgNorth)
+	c := stdioClient(t, policyFile(t, "tenant_scoped"), fixtureEmbedder, "PARSE_MCP_TENANT_ID="+demo.OrgNorth)
 	org := map[string]string{}
 	for _, s := range activeSongRows(t) {
 		org[s.ID] = s.Org
