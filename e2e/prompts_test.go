@@ -63,13 +63,13 @@ func TestPrompts(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"parse_conventions", "parse_relations", "explore_database", "class_overview", "count_by",
-		"recent_activity", "find_relationship", "created_in_range", "overdue_invoices"} {
+		"recent_activity", "find_relationship", "created_in_range", "overdue_invoices", "search_and_summarize"} {
 		if got[want] == nil {
 			t.Errorf("prompts/list lacks %s", want)
 		}
 	}
-	if len(got) != 9 {
-		t.Errorf("%d prompts, want 9", len(got))
+	if len(got) != 10 {
+		t.Errorf("%d prompts, want 10", len(got))
 	}
 	required := func(name string) string {
 		var out []string
