@@ -240,13 +240,12 @@ func (c *Client) batch(ctx context.Context, texts []string) ([][]float64, error)
 	if err != nil {
 		return nil, err
 	}
-	var last error
+	var last *retryAfter
 	for attempt := 0; attempt <= max(c.cfg.Retries, 0); attempt++ {
 		if attempt > 0 {
 			wait := c.cfg.RetryBase << (attempt - 1)
-			var se *retryAfter
-			if errors.As(last, &se) && se.after > 0 {
-				wait = se.after
+			if last.after > 0 {
+				wait = last.after
 			}
 			wait = min(wait, 30*time.Second)
 			t := time.NewTimer(wait)
@@ -267,17 +266,13 @@ func (c *Client) batch(ctx context.Context, texts []string) ([][]float64, error)
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		var ra *retryAfter
-		if !errors.As(err, &ra) {
+		ra, ok := errors.AsType[*retryAfter](err)
+		if !ok {
 			return nil, err
 		}
-		last = err
+		last = ra
 	}
-	var ra *retryAfter
-	if errors.As(last, &ra) {
-		return nil, ra.err
-	}
-	return nil, last
+	return nil, last.err
 }
 
 // retryAfter marks a retryable failure.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,7 +49,7 @@ func openAIServer(t *testing.T, dims int, fail func(n int, w http.ResponseWriter
 		}
 		var data []item
 		// Answer in reverse order: the client must place by index.
-		for i := len(req.Input) - 1; i >= 0; i-- {
+		for i := range slices.Backward(req.Input) {
 			v := make([]float64, dims)
 			v[0] = float64(len(req.Input[i]))
 			data = append(data, item{"embedding", i, v})
