@@ -618,3 +618,51 @@ func TestSearchPrompt(t *testing.T) {
 		t.Errorf("hidden and missing differ: %s / %s", hidden, missing)
 	}
 }
+
+// TestSearchMissingEqualsHiddenReference: a searched field holding a
+// reference to a class missing from _SCHEMA matches exactly as one holding
+// a reference to a hidden class: never (the in-process engines).
+func TestSearchMissingEqualsHiddenReference(t *testing.T) {
+	const prefix = "shref_"
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if err := demo.ForceSeed(ctx, testDB, prefix); err != nil {
+		t.Fatal(err)
+	}
+	coll := testDB.Collection(prefix + "Song")
+	var two []songRow
+	cur, err := coll.Find(ctx, bson.D{{Key: "leak", Value: bson.D{{Key: "$exists", Value: false}}}, {Key: "archived", Value: false}, {Key: "_rperm", Value: bson.D{{Key: "$exists", Value: false}}}}, options.Find().SetLimit(2))
+	if err != nil || cur.All(ctx, &two) != nil || len(two) != 2 {
+		t.Fatalf("two plain songs: %v %d", err, len(two))
+	}
+	for i, ref := range []string{"VaultSecret$abcdefghij", "Ghostclass$abcdefghij"} {
+		if _, err := coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: two[i].ID}}, bson.D{{Key: "$set", Value: bson.D{{Key: "leak", Value: ref}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := startRaw(t, "PARSE_MCP_COLLECTION_PREFIX="+prefix, policyFile(t, "search_hidden_refs"), fixtureEmbedder)
+	r.initialize()
+	ask := func(id, tool, args string) string {
+		return answer(rpc(r, id, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, tool, args)))
+	}
+	for i, pair := range [][2]string{
+		{`{"class_name":"Song","field":"leak","prefix":"VaultSecret"}`, `{"class_name":"Song","field":"leak","prefix":"Ghostclass"}`},
+	} {
+		h, m := ask(fmt.Sprint("ah", i), "atlas_autocomplete", pair[0]), ask(fmt.Sprint("am", i), "atlas_autocomplete", pair[1])
+		if h != m || !strings.Contains(h, `\"suggestions\":[]`) {
+			t.Errorf("autocomplete: hidden %s\nmissing %s", cut(h, 300), cut(m, 300))
+		}
+	}
+	h := ask("th", "atlas_text_search", `{"class_name":"Song","query":"VaultSecret","fields":["leak"]}`)
+	m := ask("tm", "atlas_text_search", `{"class_name":"Song","query":"Ghostclass","fields":["leak"]}`)
+	if h != m || !strings.Contains(h, `\"result_count\":0`) {
+		t.Errorf("text search: hidden %s\nmissing %s", cut(h, 300), cut(m, 300))
+	}
+	// Both rows are left out of a search of their other fields alike.
+	for _, s := range two {
+		got := ask("x"+s.ID, "atlas_text_search", fmt.Sprintf(`{"class_name":"Song","query":%q,"fields":["title","leak"],"limit":50}`, s.Title))
+		if strings.Contains(got, s.ID) {
+			t.Errorf("a row whose searched field is an invisible reference was returned: %s", s.ID)
+		}
+	}
+}

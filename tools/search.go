@@ -339,6 +339,23 @@ func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needI
 	return ctx.Err()
 }
 
+// holdsInvisibleRef reports a searched string that is a reference to a
+// class the session cannot see. The filter's not-a-hidden-reference
+// conjunct leaves hidden classes' references out; a missing class's cannot
+// be named in a filter, so the in-process engines leave those rows out
+// here: a reference to a missing class then matches exactly as one to a
+// hidden class (never), and hidden ≡ missing holds for search too.
+func holdsInvisibleRef(d *Deps, schema *parsedb.Schema, doc bson.Raw, fields []string) bool {
+	for _, f := range fields {
+		if s, ok := doc.Lookup(f).StringValueOK(); ok {
+			if c, ok := parsedb.ReferenceClass(s); ok && d.Policy.TargetInvisible(schema, c) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 func rawID(doc bson.Raw) string {
 	s, _ := doc.Lookup("_id").StringValueOK()
 	return s
@@ -893,6 +910,9 @@ func textScan(ctx context.Context, d *Deps, s *searchScope, query string, fields
 	top := &topK{k: limit}
 	texts := make([]string, len(fields))
 	err := scan(ctx, d, s, parsedb.Projection(s.cls, fields), "a text index on "+strings.Join(fields, ", ")+" (or an Atlas Search index)", func(doc bson.Raw) {
+		if holdsInvisibleRef(d, s.schema, doc, fields) {
+			return
+		}
 		for i, f := range fields {
 			texts[i], _ = doc.Lookup(f).StringValueOK()
 		}
@@ -961,6 +981,9 @@ func atlasAutocomplete(ctx context.Context, d *Deps, args Args) (any, error) {
 		if err := json.Unmarshal(r, &m); err != nil {
 			return nil, err
 		}
+		if _, ok := m[field].(string); !ok {
+			continue // a redacted reference (to a missing class) completes nothing, as a hidden one
+		}
 		suggestions = append(suggestions, map[string]any{"value": m[field], "object_id": kept[i].id})
 	}
 	return map[string]any{"class_name": cls.Name, "field": field, "engine": engine, "suggestions": suggestions}, nil
@@ -975,7 +998,7 @@ func PrefixFilter(storageField, prefix string) bson.D {
 
 func prefixHits(ctx context.Context, d *Deps, s *searchScope, field, prefix string, limit int) ([]hit, error) {
 	sf := parsedb.StorageFieldName(s.cls, field)
-	spec := parsedb.FindSpec{Filter: andFilters(s.filter, PrefixFilter(sf, prefix)), Projection: bson.D{{Key: "_id", Value: 1}},
+	spec := parsedb.FindSpec{Filter: andFilters(s.filter, PrefixFilter(sf, prefix)), Projection: bson.D{{Key: "_id", Value: 1}, {Key: sf, Value: 1}},
 		Sort: bson.D{{Key: sf, Value: 1}, {Key: "_id", Value: 1}}, Limit: int64(limit), BatchSize: int32(limit)}
 	cur, err := d.Store.Find(ctx, s.cls.Name, spec)
 	if err != nil {
@@ -984,6 +1007,9 @@ func prefixHits(ctx context.Context, d *Deps, s *searchScope, field, prefix stri
 	defer cur.Close(context.WithoutCancel(ctx))
 	var out []hit
 	for cur.Next(ctx) {
+		if holdsInvisibleRef(d, s.schema, cur.Current, []string{sf}) {
+			continue
+		}
 		out = append(out, hit{id: rawID(cur.Current), score: 1})
 	}
 	return out, cur.Err()
@@ -1225,6 +1251,9 @@ func atlasFacetedSearch(ctx context.Context, d *Deps, args Args) (any, error) {
 	texts := make([]string, len(textFields))
 	total := 0
 	err = scan(ctx, d, s, parsedb.Projection(cls, searched), "an Atlas Search index with these facets", func(doc bson.Raw) {
+		if holdsInvisibleRef(d, schema, doc, searched) {
+			return
+		}
 		if query != "" {
 			for i, f := range textFields {
 				texts[i], _ = doc.Lookup(f).StringValueOK()
