@@ -41,7 +41,7 @@ actions:
     description: "Cloud function"
     cloud_function: notifyOwner
     params: {type: object, properties: {msg: {type: string}}}
-settings: {confirm_writes: never}
+settings: {confirm_writes: never, direct_schema_changes: true}
 `
 
 func TestWriteDeclaredActions(t *testing.T) {

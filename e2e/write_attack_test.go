@@ -36,7 +36,7 @@ const attackPolicy = `classes:
     agent_fields: [title, body]
     writable_fields: [title]
   Vault: {hidden: true}
-settings: {confirm_writes: never, rate_limit: {requests: 1000, window: 60s}}
+settings: {confirm_writes: never, direct_schema_changes: true, rate_limit: {requests: 1000, window: 60s}}
 `
 
 // snapshot is every collection's documents, to prove nothing changed.
@@ -243,7 +243,7 @@ func TestWriteScopedIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, db)
-	c := writeClient(t, uri, "PARSE_MCP_ACL_USER=u1", policyEnv(t, "settings: {confirm_writes: never}\n"))
+	c := writeClient(t, uri, "PARSE_MCP_ACL_USER=u1", policyEnv(t, "settings: {confirm_writes: never, direct_schema_changes: true}\n"))
 
 	// _wperm, exactly as Parse's addWriteACL: another user's object is not found.
 	msg := callErr(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": "ro", "fields": map[string]any{"title": "pwned"}}, "parse_error")
@@ -280,7 +280,7 @@ func TestWriteDryRunTouchesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	before := snapshot(t, db)
-	c := writeClient(t, uri, policyEnv(t, "settings: {confirm_writes: always}\n"))
+	c := writeClient(t, uri, policyEnv(t, "settings: {confirm_writes: always, direct_schema_changes: true}\n"))
 	out := callOK(t, c, "create_object", map[string]any{"class_name": "Ticket", "dry_run": true, "fields": map[string]any{
 		"title": "t", "newNum": 5, "owner": "u1", "rel": map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": "u1"}}},
 	}})

@@ -106,7 +106,7 @@ func TestWriteConfirmSessionEra(t *testing.T) {
 
 func TestWriteConfirmStatelessEra(t *testing.T) {
 	uri, exists := confirmDB(t)
-	r := startRaw(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, "settings: {confirm_writes: always}\n"))...)
+	r := startRaw(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, "settings: {confirm_writes: always, direct_schema_changes: true}\n"))...)
 	meta := func(caps string) string {
 		return `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":` + caps +
 			`,"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}`

@@ -32,7 +32,7 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 	defer cl.Disconnect(ctx)
 	db := cl.Database(ps.Database)
 
-	c := writeClient(t, "PARSE_MCP_MONGODB_URI="+ps.MongoURI, policyEnv(t, "settings: {confirm_writes: never}\n"))
+	c := writeClient(t, "PARSE_MCP_MONGODB_URI="+ps.MongoURI, policyEnv(t, "settings: {confirm_writes: never, direct_schema_changes: true}\n"))
 	defs := map[string]string{"title": "String", "n": "Number", "when": "Date", "owner": "Pointer:_User", "loc": "GeoPoint",
 		"pic": "File", "tags": "Array", "meta": "Object", "readers": "Relation:_User", "ok": "Boolean", "fresh": "String"}
 	if !ferretDB1 {

@@ -103,7 +103,7 @@ func count(t *testing.T, db *mongo.Database, coll string) int64 {
 	return n
 }
 
-var noConfirm = "settings: {confirm_writes: never}\n"
+var noConfirm = "settings: {confirm_writes: never, direct_schema_changes: true}\n"
 
 func TestWriteObjectLifecycle(t *testing.T) {
 	db, uri := writeDB(t,
@@ -259,7 +259,7 @@ func TestWriteACLShapes(t *testing.T) {
     writable_fields: [title, ACL]
   Memo:
     writable_fields: [title, ACL]
-settings: {confirm_writes: never}
+settings: {confirm_writes: never, direct_schema_changes: true}
 `))
 	create := func(class string, acl any) bson.M {
 		args := map[string]any{"class_name": class, "fields": map[string]any{"title": "t"}}

@@ -93,6 +93,12 @@ type Settings struct {
 	ProtectedFields map[string]map[string][]string `json:"protected_fields,omitempty" yaml:"protected_fields,omitempty"`
 	// ConfirmWrites is destructive (default), always or never.
 	ConfirmWrites string `json:"confirm_writes,omitempty" yaml:"confirm_writes,omitempty"`
+	// DirectSchemaChanges lets the direct write path change _SCHEMA (add a
+	// class or a field, delete a class). Off by default: a running Parse
+	// Server caches its schema and does not see such a change until it
+	// reloads (README.md "Writes", "Schema changes and a running Parse
+	// Server"); with the bridge, Parse makes the change itself.
+	DirectSchemaChanges bool `json:"direct_schema_changes,omitempty" yaml:"direct_schema_changes,omitempty"`
 }
 
 // confirm_writes values.
@@ -108,6 +114,11 @@ func (e *Engine) ConfirmWrites() string {
 		return e.file.Settings.ConfirmWrites
 	}
 	return ConfirmDestructive
+}
+
+// DirectSchemaChanges is settings.direct_schema_changes (default false).
+func (e *Engine) DirectSchemaChanges() bool {
+	return e.file != nil && e.file.Settings.DirectSchemaChanges
 }
 
 // RateLimit is a sliding-window limit. Requests 0 disables the limiter.

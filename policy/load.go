@@ -229,7 +229,7 @@ var (
 	tenantKeys    = []string{"field"}
 	agentKeys     = []string{"tools", "classes", "filters"}
 	onlyExceptKey = []string{"only", "except"}
-	settingsKeys  = []string{"refuse_collscan", "expose_explain", "max_response_bytes", "rate_limit", "protected_fields", "confirm_writes"}
+	settingsKeys  = []string{"refuse_collscan", "expose_explain", "max_response_bytes", "rate_limit", "protected_fields", "confirm_writes", "direct_schema_changes"}
 	rateLimitKeys = []string{"requests", "window"}
 )
 
@@ -645,6 +645,10 @@ func decodeSettings(v any, s *Settings) error {
 			}
 		case "max_response_bytes":
 			if s.MaxResponseBytes, err = integer(p, val, MinMaxResponseBytes, DefaultMaxResponseBytes); err != nil {
+				return err
+			}
+		case "direct_schema_changes":
+			if s.DirectSchemaChanges, err = boolean(p, val); err != nil {
 				return err
 			}
 		case "confirm_writes":

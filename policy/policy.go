@@ -507,9 +507,29 @@ func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, s
 			return nil, err
 		}
 		if _, err := e.ResolveClass(ctx, s, cn); err != nil {
-			return nil, err
+			if ci.tool.Category != CategoryMutation {
+				return nil, err
+			}
+			// A write to a class Parse Server (or another writer) created
+			// moments ago: read _SCHEMA again once before refusing.
+			if s, err = schema(context.WithValue(ctx, freshSchemaKey{}, true)); err != nil {
+				return nil, err
+			}
+			if _, err := e.ResolveClass(ctx, s, cn); err != nil {
+				return nil, err
+			}
 		}
 		ci.class = cn
 	}
 	return next(ctx, req)
+}
+
+type freshSchemaKey struct{}
+
+// FreshSchemaWanted reports whether the middleware asks its schema source
+// for a schema read now rather than the cached one (a write naming a class
+// the cached schema lacks).
+func FreshSchemaWanted(ctx context.Context) bool {
+	b, _ := ctx.Value(freshSchemaKey{}).(bool)
+	return b
 }

@@ -75,7 +75,7 @@ agent:
   filters:
     Artist: {verified: true}
     default: {deleted: {$ne: true}}
-settings: {rate_limit: {requests: 5, window: 10s}}
+settings: {rate_limit: {requests: 5, window: 10s}, direct_schema_changes: true}
 `
 
 type secOpt func(*config.Config)

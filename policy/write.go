@@ -135,8 +135,13 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		if err := e.checkWriteValue(schema, cls, name, v, 0); err != nil {
 			return nil, nil, err
 		}
-		if cls.Field(name) == nil && !isDeleteValue(v) {
+		if cls.Field(name) == nil && !isDeleteValue(v) && v != nil {
 			added = append(added, name)
+		}
+	}
+	if len(added) > 0 {
+		if err := e.checkDirectSchemaChange("this write would add the field(s) %s to the schema of %s", strings.Join(added, ", "), cls.Name); err != nil {
+			return nil, nil, err
 		}
 	}
 	if w.ACL != nil {
@@ -355,7 +360,25 @@ func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, na
 	if !create && schema.Class(name) == nil {
 		return e.unknownClass(schema, name)
 	}
-	return nil
+	verb := "delete_class would remove the class %s from the schema"
+	if create {
+		verb = "create_class would add the class %s to the schema"
+	}
+	return e.checkDirectSchemaChange(verb, name)
+}
+
+// checkDirectSchemaChange refuses a change of _SCHEMA on the direct write
+// path unless settings.direct_schema_changes allows it: a running Parse
+// Server caches its schema without expiry by default and would serve the
+// objects of a field it does not know wrongly (a Pointer dropped, a File
+// as a bare name) until it reloads. Through the bridge Parse Server makes
+// the change itself and updates its own cache (README.md "Writes").
+func (e *Engine) checkDirectSchemaChange(format string, args ...any) error {
+	if e.cfg.Bridge() || e.DirectSchemaChanges() {
+		return nil
+	}
+	return toolerror.Denied("direct_schema_change", format+"; direct writes do not change the schema unless the operator sets settings.direct_schema_changes: true "+
+		"(a running Parse Server keeps its cached schema and serves the objects of such a class or field wrongly until it reloads it). Write existing fields only, or ask the operator to configure the Parse Server bridge (PARSE_MCP_SERVER_URL), through which Parse Server changes its schema itself", args...)
 }
 
 func classFilterRefusal(name string) *toolerror.Error {

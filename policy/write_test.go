@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
@@ -91,6 +92,53 @@ func TestWriteScopeGolden(t *testing.T) {
 	}
 	if scope, _ := secEngine(t, "").WriteScope(context.Background(), schema.Class("Artist"), OpDelete); scope != nil {
 		t.Errorf("master posture scope %v", scope)
+	}
+}
+
+// TestDirectSchemaChanges: without the bridge, a write that would change
+// _SCHEMA (a new field, create_class, delete_class) is refused unless
+// settings.direct_schema_changes allows it; through the bridge Parse
+// Server changes its own schema. Values that add no field (null, Delete)
+// and existing fields are not schema changes.
+func TestDirectSchemaChanges(t *testing.T) {
+	schema := secSchema()
+	off := secEngine(t, "classes: {Song: {description: x}}\n")
+	on := secEngine(t, "settings: {direct_schema_changes: true}\n")
+	bridge := secEngine(t, "classes: {Song: {description: x}}\n", func(c *config.Config) { c.ServerURL = "http://127.0.0.1:1/parse" })
+	ctx := context.Background()
+	for _, tc := range []struct {
+		fields string
+		off    string
+	}{
+		{`{"brandNew":1}`, "access_denied/direct_schema_change"},
+		{`{"brandNew":{"__op":"Increment","amount":1}}`, "access_denied/direct_schema_change"},
+		{`{"brandNew":null}`, "ok"},
+		{`{"brandNew":{"__op":"Delete"}}`, "ok"},
+		{`{"title":"x"}`, "ok"},
+	} {
+		for _, e := range []struct {
+			name string
+			e    *Engine
+			want string
+		}{{"off", off, tc.off}, {"on", on, "ok"}, {"bridge", bridge, "ok"}} {
+			_, _, err := e.e.CheckObjectWrite(ctx, schema, schema.Class("Song"), ObjectWrite{Op: OpUpdate, Fields: jsonMap(t, tc.fields)})
+			if got := outcome(err); got != e.want {
+				t.Errorf("%s %s: %s, want %s (%v)", e.name, tc.fields, got, e.want, err)
+			}
+		}
+	}
+	for _, c := range []struct {
+		class  string
+		create bool
+	}{{"NewClass", true}, {"Artist", false}} {
+		if got := outcome(off.CheckClassWrite(ctx, schema, c.class, c.create)); got != "access_denied/direct_schema_change" {
+			t.Errorf("class %s create=%v without the setting: %s", c.class, c.create, got)
+		}
+		for _, e := range []*Engine{on, bridge} {
+			if got := outcome(e.CheckClassWrite(ctx, schema, c.class, c.create)); got != "ok" {
+				t.Errorf("class %s create=%v: %s", c.class, c.create, got)
+			}
+		}
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
-	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
@@ -44,7 +43,7 @@ type Options struct {
 // (tools.NewDeps registered the catalog with the policy engine).
 func Build(o Options) *mcpserver.MCPServer {
 	d := o.Deps
-	schema := func(ctx context.Context) (*parsedb.Schema, error) { return d.Store.Schema.Get(ctx) }
+	schema := d.PolicySchema
 	hooks := &mcpserver.Hooks{}
 	opts := []mcpserver.ServerOption{
 		mcpserver.WithToolCapabilities(false),

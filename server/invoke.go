@@ -5,7 +5,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
@@ -20,7 +19,7 @@ func CallTool(ctx context.Context, d *tools.Deps, name string, args map[string]a
 	if t == nil {
 		return nil, false, nil
 	}
-	schema := func(ctx context.Context) (*parsedb.Schema, error) { return d.Store.Schema.Get(ctx) }
+	schema := d.PolicySchema
 	h := d.Policy.Middleware(schema)(t.Handle(d))
 	req := mcp.CallToolRequest{}
 	req.Params.Name = name

@@ -82,6 +82,9 @@ const osWrite = osNote + `,` + osClass + `,"dry_run":{"type":"boolean"},"write_p
 const (
 	osObjectID = `,"object_id":{"type":"string"}`
 	osObject   = `,"object":{"type":"object"}`
+	// osSchemaReload: a direct write that changed _SCHEMA says how a
+	// running Parse Server reloads it.
+	osSchemaReload = `,"schema_reload":{"type":"string"}`
 )
 
 // writeOut is the result schema of a write tool: osWrite plus the tool's
@@ -94,15 +97,15 @@ func writeOut(members string) string {
 // this session may see it (a delete's dry run the object it would delete),
 // create_class the fields it adds.
 var (
-	createObjectOut = writeOut(osObjectID + `,"created":{"type":"boolean"}` + osObject)
-	updateObjectOut = writeOut(osObjectID + `,"updated":{"type":"boolean"}` + osObject)
+	createObjectOut = writeOut(osObjectID + `,"created":{"type":"boolean"}` + osObject + osSchemaReload)
+	updateObjectOut = writeOut(osObjectID + `,"updated":{"type":"boolean"}` + osObject + osSchemaReload)
 	deleteObjectOut = writeOut(osObjectID + `,"deleted":{"type":"boolean"},"deleted_object":{"type":"object"}`)
-	createClassOut  = writeOut(`,"created":{"type":"boolean"},"fields":{"type":"array","items":{"type":"string"}}`)
-	deleteClassOut  = writeOut(`,"deleted":{"type":"boolean"}`)
+	createClassOut  = writeOut(`,"created":{"type":"boolean"},"fields":{"type":"array","items":{"type":"string"}}` + osSchemaReload)
+	deleteClassOut  = writeOut(`,"deleted":{"type":"boolean"}` + osSchemaReload)
 )
 
 // actionOut: a class action answers like create_object or update_object; a
 // Cloud Code function action with its result (untrusted data) or run:false
 // when not confirmed.
-const actionOut = `{"type":"object","properties":{` + osWrite + osObjectID + `,"action":{"type":"string"},"created":{"type":"boolean"},"updated":{"type":"boolean"}` + osObject +
+const actionOut = `{"type":"object","properties":{` + osWrite + osObjectID + `,"action":{"type":"string"},"created":{"type":"boolean"},"updated":{"type":"boolean"}` + osObject + osSchemaReload +
 	`,"cloud_function":{"type":"string"},"run":{"type":"boolean"},"result":{}},"required":["action"]}`

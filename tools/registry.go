@@ -88,6 +88,15 @@ func NewDeps(store *parsedb.Store, engine *policy.Engine, cfg *config.Config, lo
 	return d
 }
 
+// PolicySchema is the schema source of the policy middleware: the cached
+// schema, or one read now when the middleware asks (policy.FreshSchemaWanted).
+func (d *Deps) PolicySchema(ctx context.Context) (*parsedb.Schema, error) {
+	if policy.FreshSchemaWanted(ctx) {
+		return d.Store.Schema.Refresh(ctx, 0)
+	}
+	return d.Store.Schema.Get(ctx)
+}
+
 // heartbeatInterval is how often a long call reports elapsed time
 // (PARSE_MCP_PROGRESS_INTERVAL, default DefaultHeartbeatInterval).
 func (d *Deps) heartbeatInterval() time.Duration {

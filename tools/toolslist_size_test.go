@@ -14,7 +14,7 @@ import (
 // when the definitions were last trimmed (see README.md, "Performance"). It
 // is a ceiling, not a target: raise it only together with the README's
 // figure, when a definition has to say more.
-const toolsListCeiling = 20_830 // with columns/rows in four output schemas, the shape enum and get_schema's search
+const toolsListCeiling = 21_030 // with columns/rows in four output schemas, the shape enum, get_schema's search and schema_reload in five write results
 
 // modelReadTarget is issue 11's tools/list target applied to what the model
 // reads of it.

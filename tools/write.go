@@ -203,6 +203,16 @@ func objectWrite(ctx context.Context, d *Deps, args Args, op parsedb.WriteOp) (a
 // read through the session's scope).
 func (d *Deps) objectRequest(ctx context.Context, op parsedb.WriteOp, name, id string, w policy.ObjectWrite) (*parsedb.WriteRequest, error) {
 	schema, cls, err := d.resolveClass(ctx, name)
+	if err != nil || namesUnknownField(cls, w.Fields) {
+		// The cached schema may predate a class or field Parse Server (or
+		// another writer) added moments ago: read _SCHEMA again once, so
+		// the class is found and the field's values are typed (a compact
+		// Date or bare-id Pointer sent in Parse's typed form).
+		if _, rerr := d.Store.Schema.Refresh(ctx, 0); rerr != nil {
+			return nil, rerr
+		}
+		schema, cls, err = d.resolveClass(ctx, name)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +228,17 @@ func (d *Deps) objectRequest(ctx context.Context, op parsedb.WriteOp, name, id s
 		}
 	}
 	return req, nil
+}
+
+// namesUnknownField reports whether a write names a top-level field the
+// class (as cached) lacks.
+func namesUnknownField(cls *parsedb.Class, fields map[string]any) bool {
+	for k := range fields {
+		if cls.Field(parsedb.TopField(k)) == nil {
+			return true
+		}
+	}
+	return false
 }
 
 // currentObject reads the object an update or delete applies to, with the
@@ -332,6 +353,14 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (any, error) {
 	return d.writeResult(ctx, c, plan, false)
 }
 
+// schemaReloadNote is the result's schema_reload on the direct path when a
+// write changed _SCHEMA (settings.direct_schema_changes allowed it): Parse
+// Server caches its schema without expiry by default, so a running server
+// must be told (README.md "Writes").
+const schemaReloadNote = "this write changed _SCHEMA directly: a running Parse Server does not see the change until it reloads its schema. " +
+	"Send GET /schemas with the master key to every Parse Server instance (it clears the schema cache), or restart them; " +
+	"a Parse Server with databaseOptions.enableSchemaHooks (MongoDB replica set) or schemaCacheTtl reloads by itself"
+
 func writeFieldNames(req *parsedb.WriteRequest) []string {
 	names := make([]string, 0, len(req.Fields)+1)
 	for k := range req.Fields {
@@ -381,6 +410,9 @@ func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.Writ
 		o.val("updated", !dryRun)
 	}
 	o.str("write_path", d.writes().Kind())
+	if d.writes().Kind() == "direct" && plan.ChangesSchema() {
+		o.str("schema_reload", schemaReloadNote)
+	}
 	if dryRun {
 		o.val("change", plan.Change())
 		o.str("note", "dry run: nothing was written; every policy check ran")

@@ -128,6 +128,27 @@ func (c *SchemaCache) Get(ctx context.Context) (*Schema, error) {
 	return s, nil
 }
 
+// Refresh reloads the schema now unless the loaded one is younger than
+// minAge: a write naming a class or field the cached schema lacks asks
+// once, so a class or field Parse Server added moments ago is seen typed
+// (minAge bounds how often a caller can make the server re-read _SCHEMA).
+func (c *SchemaCache) Refresh(ctx context.Context, minAge time.Duration) (*Schema, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.current != nil && time.Since(c.current.LoadedAt) < minAge {
+		return c.current, nil
+	}
+	s, err := c.load(ctx)
+	if err != nil {
+		if c.current != nil {
+			return c.current, nil
+		}
+		return nil, err
+	}
+	c.current = s
+	return s, nil
+}
+
 // Invalidate forces the next Get to reload (after a schema-changing write).
 func (c *SchemaCache) Invalidate() {
 	c.mu.Lock()

@@ -119,6 +119,12 @@ type WritePlan struct {
 	REST *RESTWrite
 }
 
+// ChangesSchema reports whether the plan changes _SCHEMA: a new field, or
+// a class created or deleted.
+func (p *WritePlan) ChangesSchema() bool {
+	return len(p.SchemaAdds) > 0 || p.Op == WriteCreateClass || p.Op == WriteDeleteClass
+}
+
 // RESTWrite is one Parse Server REST request: Method, Path and Body are
 // sent; Preview is the whole request as shown to the model, secrets masked.
 type RESTWrite struct {
@@ -314,6 +320,15 @@ var fieldNameRe = NewNamePattern("", "A-Za-z", "A-Za-z0-9_", 0)
 // ValidFieldName reports whether name is a field name Parse accepts for a
 // custom field.
 func ValidFieldName(name string) bool { return len(name) <= 128 && fieldNameRe.MatchString(name) }
+
+// TopField is the top-level field a write key names: "meta.x" (a dotted
+// key into an Object field) names meta.
+func TopField(key string) string {
+	if i := strings.IndexByte(key, '.'); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
 
 // implicit are fields every class has that a write never sets directly.
 func implicitField(name string) bool {

@@ -89,6 +89,9 @@ func (w *Writer) Apply(ctx context.Context, p *parsedb.WritePlan) (bson.Raw, err
 		}
 		p.ObjectID = oid
 	}
+	// Parse may have added fields to _SCHEMA (and its own cache): read it
+	// again so the result, and the next write, type them.
+	w.Store.Schema.Invalidate()
 	var stored bson.Raw
 	err = w.Store.Collection(p.ClassName).FindOne(ctx, bson.D{{Key: "_id", Value: p.ObjectID}}).Decode(&stored)
 	if errors.Is(err, mongo.ErrNoDocuments) {
