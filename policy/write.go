@@ -101,8 +101,17 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 	}
 	tenantField := e.TenantField(cls.Name)
 	var added []string
-	for _, name := range sortedMapKeys(w.Fields) {
-		v := w.Fields[name]
+	for _, key := range sortedMapKeys(w.Fields) {
+		v := w.Fields[key]
+		// A dotted key ("meta.x") changes a sub-key of the Object field
+		// meta: every rule of the field applies to its top-level name.
+		name, dotted := key, strings.Contains(key, ".")
+		if dotted {
+			if err := e.checkDottedKey(cls, key, w.Op); err != nil {
+				return nil, nil, err
+			}
+			name = parsedb.TopField(key)
+		}
 		if err := e.checkWriteKey(cls, name); err != nil {
 			return nil, nil, err
 		}
@@ -113,7 +122,7 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 			return nil, nil, toolerror.Denied("tenant_scope", "%s is a spelling of %s, the tenant field of %s: it cannot be written (the tenant field is set to the bound tenant on create)", name, tenantField, cls.Name)
 		}
 		if name == tenantField {
-			if !e.tenantValueOK(cls, v) {
+			if dotted || !e.tenantValueOK(cls, v) {
 				return nil, nil, toolerror.Denied("tenant_scope", "%s is the tenant field of %s: it is set to the bound tenant on create and cannot be changed", name, cls.Name)
 			}
 			continue // forced below
@@ -135,7 +144,7 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		if err := e.checkWriteValue(schema, cls, name, v, 0); err != nil {
 			return nil, nil, err
 		}
-		if cls.Field(name) == nil && !isDeleteValue(v) && v != nil {
+		if cls.Field(name) == nil && !isDeleteValue(v) && v != nil && !slices.Contains(added, name) {
 			added = append(added, name)
 		}
 	}
@@ -210,6 +219,26 @@ func (e *Engine) checkWriteKey(cls *parsedb.Class, name string) error {
 	}
 	if !parsedb.ValidFieldName(name) {
 		return toolerror.New(toolerror.InvalidArgument, "%q is not a valid Parse field name (a letter, then letters, digits and _)", truncateText(name, 60))
+	}
+	return nil
+}
+
+// checkDottedKey checks a dotted key of an update ("meta.x.y"): only on
+// update (Parse applies dotted keys to a stored object), and no segment on
+// the internal-field floor or in storage form — a security violation, as
+// the same key inside a value is.
+func (e *Engine) checkDottedKey(cls *parsedb.Class, key, op string) error {
+	segs := strings.Split(key, ".")
+	if len(segs) > maxWriteDepth {
+		return toolerror.New(toolerror.InvalidArgument, "the key %s is nested too deeply (at most %d levels)", truncateText(key, 60), maxWriteDepth)
+	}
+	for _, seg := range segs[1:] {
+		if parsedb.IsInternalField(seg) || strings.HasPrefix(seg, "$") {
+			return toolerror.Violationf("write of internal key %q inside %s on %s", seg, segs[0], cls.Name)
+		}
+	}
+	if op != OpUpdate {
+		return toolerror.New(toolerror.InvalidArgument, "%s: a dotted key changes a sub-key of a stored Object field, so it is for update_object; on create give the whole value ({\"%s\":{…}})", truncateText(key, 60), truncateText(segs[0], 40))
 	}
 	return nil
 }

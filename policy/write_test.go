@@ -62,6 +62,14 @@ func TestCheckObjectWrite(t *testing.T) {
 		{"tenant same value", master, "Song", OpCreate, `{"title":"t","orgId":"org1"}`, ``, "ok", true},
 		{"addField denied", scoped, "Song", OpUpdate, `{"brandNew":1}`, ``, "access_denied/clp_denied", false},
 		{"existing field ok", scoped, "Song", OpUpdate, `{"title":"x"}`, ``, "ok", false},
+		{"dotted key", master, "Song", OpUpdate, `{"meta.k":{"__op":"Increment","amount":1}}`, ``, "ok", false},
+		{"dotted floor segment", master, "Song", OpUpdate, `{"meta._rperm":["*"]}`, ``, "violation", false},
+		{"dotted $ segment", master, "Song", OpUpdate, `{"meta.$where":1}`, ``, "violation", false},
+		{"dotted storage top", master, "Song", OpUpdate, `{"_p_artist.x":1}`, ``, "violation", false},
+		{"dotted on create", master, "Song", OpCreate, `{"meta.k":1}`, ``, "invalid_argument", false},
+		{"dotted tenant", master, "Song", OpUpdate, `{"orgId.x":"org1"}`, ``, "access_denied/tenant_scope", false},
+		{"dotted allowlist", master, "Patient", OpUpdate, `{"ssn.x":1}`, ``, "access_denied/field_not_writable", false},
+		{"dotted hidden pointer value", master, "Song", OpUpdate, `{"meta.p":{"__type":"Pointer","className":"VaultSecret","objectId":"v"}}`, ``, "invalid_argument", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fields, acl, err := tc.e.CheckObjectWrite(context.Background(), schema, schema.Class(tc.class), ObjectWrite{Op: tc.op, Fields: jsonMap(t, tc.fields), ACL: jsonMap(t, tc.acl)})

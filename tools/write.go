@@ -82,7 +82,7 @@ func WriteTools() []*Tool {
 		},
 		{
 			ToolInfo:     def("update_object", config.TierWrite, policy.OpUpdate, crud...),
-			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation." + noTriggers,
+			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation; \"obj.key\" sets a sub-key." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
 			OutputSchema: updateObjectOut,
 			Handler:      updateObject,

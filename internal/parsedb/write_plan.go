@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -246,10 +247,32 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	s := &fieldState{cls: cls}
 	var set, unset, inc, push, addToSet, pullAll bson.D
 	for _, name := range sortedFieldNames(req.Fields) {
+		v := req.Fields[name]
+		if strings.Contains(name, ".") {
+			c, err := s.dotted(name, v)
+			if err != nil {
+				return nil, err
+			}
+			e := bson.E{Key: c.path, Value: c.value}
+			switch c.op {
+			case "$set":
+				set = append(set, e)
+			case "$unset":
+				unset = append(unset, e)
+			case "$inc":
+				inc = append(inc, e)
+			case "$push":
+				push = append(push, e)
+			case "$addToSet":
+				addToSet = append(addToSet, e)
+			case "$pullAll":
+				pullAll = append(pullAll, e)
+			}
+			continue
+		}
 		if err := checkFieldName(name); err != nil {
 			return nil, err
 		}
-		v := req.Fields[name]
 		nt, err := s.typed(name, v)
 		if err != nil {
 			return nil, err
@@ -339,13 +362,18 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 // checkConflicts refuses an update touching one storage key twice (a
 // pointer and its bare name, say), which MongoDB would reject.
 func checkConflicts(update bson.D) error {
-	seen := map[string]bool{}
+	var seen []string
 	for _, part := range update {
 		for _, e := range part.Value.(bson.D) {
-			if seen[e.Key] {
-				return ParseErr(ParseInvalidJSON, "%s is changed twice in one update", e.Key)
+			for _, k := range seen {
+				if pathConflict(k, e.Key) {
+					if k == e.Key {
+						return ParseErr(ParseInvalidJSON, "%s is changed twice in one update", e.Key)
+					}
+					return ParseErr(ParseInvalidJSON, "%s and %s are changed in one update: change the whole field or its sub-keys, not both", k, e.Key)
+				}
 			}
-			seen[e.Key] = true
+			seen = append(seen, e.Key)
 		}
 	}
 	return nil
@@ -577,69 +605,60 @@ func normalizeNumber(v any) any {
 }
 
 // simulateUpdate applies an update to a stored document in memory: the
-// object a dry run shows, exactly as MongoDB would leave it.
+// object a dry run shows, exactly as MongoDB would leave it (dotted paths
+// included).
 func simulateUpdate(existing bson.Raw, update bson.D) (bson.Raw, error) {
 	var doc bson.D
 	if err := bson.Unmarshal(existing, &doc); err != nil {
 		return nil, err
 	}
-	index := func(key string) int {
-		for i, e := range doc {
-			if e.Key == key {
-				return i
-			}
-		}
-		return -1
-	}
-	put := func(key string, v any) {
-		if i := index(key); i >= 0 {
-			doc[i].Value = v
-		} else {
-			doc = append(doc, bson.E{Key: key, Value: v})
-		}
-	}
-	asArray := func(key string) bson.A {
-		if i := index(key); i >= 0 {
-			if a, ok := doc[i].Value.(bson.A); ok {
-				return a
-			}
+	asArray := func(old any) bson.A {
+		if a, ok := old.(bson.A); ok {
+			return a
 		}
 		return bson.A{}
 	}
 	for _, part := range update {
 		for _, e := range part.Value.(bson.D) {
+			var f func(old any, exists bool) (any, bool)
+			onlyExisting := false
 			switch part.Key {
 			case "$set":
-				put(e.Key, e.Value)
+				f = func(any, bool) (any, bool) { return e.Value, false }
 			case "$unset":
-				if i := index(e.Key); i >= 0 {
-					doc = append(doc[:i], doc[i+1:]...)
-				}
+				onlyExisting = true
+				f = func(any, bool) (any, bool) { return nil, true }
 			case "$inc":
-				cur := 0.0
-				if i := index(e.Key); i >= 0 {
-					cur = toFloat(doc[i].Value)
+				f = func(old any, _ bool) (any, bool) {
+					n, _ := storageNumber(toFloat(old) + toFloat(e.Value))
+					return n, false
 				}
-				n, _ := storageNumber(cur + toFloat(e.Value))
-				put(e.Key, n)
 			case "$push":
 				each := e.Value.(bson.D)[0].Value.(bson.A)
-				put(e.Key, append(append(bson.A{}, asArray(e.Key)...), each...))
+				f = func(old any, _ bool) (any, bool) { return append(append(bson.A{}, asArray(old)...), each...), false }
 			case "$addToSet":
 				each := e.Value.(bson.D)[0].Value.(bson.A)
-				put(e.Key, uniqueValues(asArray(e.Key), each))
+				f = func(old any, _ bool) (any, bool) { return uniqueValues(asArray(old), each), false }
 			case "$pullAll":
 				drop := map[string]bool{}
 				for _, x := range e.Value.(bson.A) {
 					drop[valueKey(x)] = true
 				}
-				kept := bson.A{}
-				for _, x := range asArray(e.Key) {
-					if !drop[valueKey(x)] {
-						kept = append(kept, x)
+				f = func(old any, _ bool) (any, bool) {
+					kept := bson.A{}
+					for _, x := range asArray(old) {
+						if !drop[valueKey(x)] {
+							kept = append(kept, x)
+						}
 					}
+					return kept, false
 				}
-				put(e.Key, kept)
+			default:
+				continue
+			}
+			var err error
+			if doc, err = updatePath(doc, e.Key, onlyExisting, f); err != nil {
+				return nil, err
 			}
 		}
 	}

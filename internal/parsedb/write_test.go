@@ -445,3 +445,77 @@ func TestWriteOverheadRatio(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanUpdateDottedGolden: dotted keys into an Object field as Parse
+// Server's update applies them — the exact update, the field added to
+// _SCHEMA when the top field is missing, the simulated result (the dry
+// run's object) and Parse's refusals.
+func TestPlanUpdateDottedGolden(t *testing.T) {
+	cls := ClassFromSchemaDoc(bson.M{"_id": "Note", "title": "string", "meta": "object", "list": "array"})
+	existing, _ := bson.Marshal(bson.D{{Key: "_id", Value: "ID"}, {Key: "title", Value: "a"},
+		{Key: "meta", Value: bson.D{{Key: "k", Value: int32(1)}, {Key: "s", Value: "v"}, {Key: "arr", Value: bson.A{"x"}}, {Key: "deep", Value: bson.D{{Key: "a", Value: int32(1)}}}}}})
+	upd := func(s string) string {
+		return `{"v":{"$set":{` + s + `"_updated_at":{"$date":{"$numberLong":"1714979289123"}}}`
+	}
+	for _, tc := range []struct {
+		name, fields, update, adds, result string
+	}{
+		{"set", `{"meta.k":5}`, upd(`"meta.k":{"$numberInt":"5"},`) + `}}`, ``, `{"k":5,"s":"v","arr":["x"],"deep":{"a":1}}`},
+		{"deep set", `{"meta.deep.b":"z"}`, upd(`"meta.deep.b":"z",`) + `}}`, ``, `{"k":1,"s":"v","arr":["x"],"deep":{"a":1,"b":"z"}}`},
+		{"new sub-key", `{"meta.n":{"x":[1,{"y":true}]}}`, upd(`"meta.n":{"x":[{"$numberInt":"1"},{"y":true}]},`) + `}}`, ``, `{"k":1,"s":"v","arr":["x"],"deep":{"a":1},"n":{"x":[1,{"y":true}]}}`},
+		{"increment", `{"meta.k":{"__op":"Increment","amount":2}}`, upd(``) + `,"$inc":{"meta.k":{"$numberInt":"2"}}}}`, ``, `{"k":3,"s":"v","arr":["x"],"deep":{"a":1}}`},
+		{"date as given", `{"meta.d":{"__type":"Date","iso":"2024-01-01T00:00:00.000Z"}}`, upd(`"meta.d":{"__type":"Date","iso":"2024-01-01T00:00:00.000Z"},`) + `}}`, ``, `{"k":1,"s":"v","arr":["x"],"deep":{"a":1},"d":{"__type":"Date","iso":"2024-01-01T00:00:00.000Z"}}`},
+		{"pointer as given", `{"meta.p":{"__type":"Pointer","className":"Author","objectId":"A1"}}`, upd(`"meta.p":{"__type":"Pointer","className":"Author","objectId":"A1"},`) + `}}`, ``, `{"k":1,"s":"v","arr":["x"],"deep":{"a":1},"p":{"__type":"Pointer","className":"Author","objectId":"A1"}}`},
+		{"delete", `{"meta.s":{"__op":"Delete"}}`, upd(``) + `,"$unset":{"meta.s":""}}}`, ``, `{"k":1,"arr":["x"],"deep":{"a":1}}`},
+		{"add unique", `{"meta.arr":{"__op":"AddUnique","objects":["x","y"]}}`, upd(``) + `,"$addToSet":{"meta.arr":{"$each":["x","y"]}}}}`, ``, `{"k":1,"s":"v","arr":["x","y"],"deep":{"a":1}}`},
+		{"null", `{"meta.k":null}`, upd(`"meta.k":null,`) + `}}`, ``, `{"k":null,"s":"v","arr":["x"],"deep":{"a":1}}`},
+		{"missing top field", `{"info.a":1}`, upd(`"info.a":{"$numberInt":"1"},`) + `}}`, `info:object`, ``},
+		{"missing top field, index", `{"slots.0":1}`, upd(`"slots.0":{"$numberInt":"1"},`) + `}}`, `slots:array`, ``},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &WriteRequest{Op: WriteUpdateObject, ClassName: "Note", Class: cls, ObjectID: "ID", Existing: existing, Fields: decodeJSON(t, tc.fields)}
+			p, err := Plan(req, writeNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := storageJSON(t, p.Update); got != tc.update {
+				t.Errorf("update\n got %s\nwant %s", got, tc.update)
+			}
+			var adds []string
+			for _, e := range p.SchemaAdds {
+				adds = append(adds, e.Key+":"+e.Value.(string))
+			}
+			if got := strings.Join(adds, ","); got != tc.adds {
+				t.Errorf("schema adds %q, want %q", got, tc.adds)
+			}
+			if tc.result != "" {
+				var res struct {
+					Meta bson.D `bson:"meta"`
+				}
+				if err := bson.Unmarshal(p.Result, &res); err != nil {
+					t.Fatal(err)
+				}
+				b, _ := bson.MarshalExtJSON(res.Meta, false, false)
+				if string(b) != tc.result {
+					t.Errorf("simulated meta\n got %s\nwant %s", b, tc.result)
+				}
+			}
+		})
+	}
+	for _, tc := range []struct{ fields, want string }{
+		{`{"title.x":1}`, "schema mismatch for Note.title; expected String but got Object (Parse error 111)"},
+		{`{"list.x":1}`, "schema mismatch for Note.list; expected Array but got Object (Parse error 111)"},
+		{`{"meta.k":{"__op":"Increment","amount":"1"}}`, "incrementing must provide a number (Parse error 107)"},
+		{`{"meta..k":1}`, "Invalid field name for update: meta..k (Parse error 105)"},
+		{`{"meta.r":{"__op":"AddRelation","objects":[{"__type":"Pointer","className":"A","objectId":"x"}]}}`, "AddRelation is not supported on a dotted key"},
+		{`{"meta":{"a":1},"meta.k":1}`, "meta and meta.k are changed in one update"},
+		{`{"meta.s.x":1}`, "Cannot create field 'x' in element {s: a string}"},
+		{`{"meta.d":{"__type":"Date","iso":"nope"}}`, "This is not a valid Date"},
+	} {
+		req := &WriteRequest{Op: WriteUpdateObject, ClassName: "Note", Class: cls, ObjectID: "ID", Existing: existing, Fields: decodeJSON(t, tc.fields)}
+		_, err := Plan(req, writeNow)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %q", tc.fields, err, tc.want)
+		}
+	}
+}
