@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -88,6 +89,11 @@ func TestDottedUpdatesMatchParse(t *testing.T) {
 		if !strings.Contains(msg, "Parse error 111") {
 			t.Errorf("%s: %s", class, msg)
 		}
+		// Parse's numeric code is in _meta, for either path.
+		res := call(t, c, "update_object", map[string]any{"class_name": class, "object_id": ids[class], "fields": map[string]any{"title.x": 1}})
+		if res.Meta == nil || fmt.Sprint(res.Meta.AdditionalFields["parse.parse_code"]) != "111" {
+			t.Errorf("%s: _meta without parse.parse_code 111: %+v", class, res.Meta)
+		}
 	}
 }
 
@@ -109,6 +115,17 @@ func compareObjects(t *testing.T, ps *parsetest.Server, db *mongo.Database, step
 		delete(m, "_updated_at")
 	}
 	compareStored(t, step+": stored document", a, b)
+	// Object values keep the client's key order (Parse stores them as sent).
+	var da, db2 struct {
+		Meta bson.D `bson:"meta"`
+	}
+	_ = db.Collection(classA).FindOne(ctx, bson.D{{Key: "_id", Value: idA}}).Decode(&da)
+	_ = db.Collection(classB).FindOne(ctx, bson.D{{Key: "_id", Value: idB}}).Decode(&db2)
+	ja, _ := bson.MarshalExtJSON(da.Meta, true, false)
+	jb, _ := bson.MarshalExtJSON(db2.Meta, true, false)
+	if string(ja) != string(jb) {
+		t.Errorf("%s: meta in stored key order differs:\n%s %s\nParse %s", step, classA, ja, jb)
+	}
 	ra := ps.MustDo(t, "GET", "/classes/"+classA+"/"+idA, nil, parsetest.AsMaster)
 	rb := ps.MustDo(t, "GET", "/classes/"+classB+"/"+idB, nil, parsetest.AsMaster)
 	for _, m := range []map[string]any{ra, rb} {

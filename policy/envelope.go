@@ -65,6 +65,9 @@ func (e *Engine) envelope(ctx context.Context, tool string, res *mcp.CallToolRes
 	if te.RetryAfter > 0 {
 		meta["parse.retry_after"] = retrySeconds(te.RetryAfter)
 	}
+	if te.ParseCode != 0 {
+		meta["parse.parse_code"] = te.ParseCode
+	}
 	if te.Details != nil && te.Code == toolerror.AccessDenied {
 		d := *te.Details
 		if len(d.AllowedFields) > 20 {

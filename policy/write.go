@@ -68,8 +68,16 @@ func (e *Engine) DefaultACL(class string) map[string]any {
 	return nil
 }
 
-func systemClassRefusal(class string) *toolerror.Error {
-	return toolerror.Denied("system_class", "%s is a Parse system class: it is not writable through parse-mcp's direct writes (Parse Server maintains its invariants); use the Parse Server bridge or a declared action", class)
+// systemClassRefusal says what can write a system class: raw CRUD, class
+// operations and class actions cannot on either write path, so the way
+// out is a Cloud Code function action, which needs the bridge — said only
+// when the bridge is not configured.
+func (e *Engine) systemClassRefusal(class string) *toolerror.Error {
+	how := "a Cloud Code function declared as an action can (it needs the Parse Server bridge)"
+	if e.cfg.Bridge() {
+		how = "a Cloud Code function declared as an action can"
+	}
+	return toolerror.Denied("system_class", "%s is a Parse system class: parse-mcp's object and class writes do not change it (Parse Server maintains its invariants: password hashes, session tokens, role names); %s", class, how)
 }
 
 // CheckObjectWrite checks an object write and returns the fields and ACL to
@@ -77,7 +85,7 @@ func systemClassRefusal(class string) *toolerror.Error {
 // no ACL was given on create.
 func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, w ObjectWrite) (map[string]any, map[string]any, error) {
 	if IsSystemClass(cls.Name) {
-		return nil, nil, systemClassRefusal(cls.Name)
+		return nil, nil, e.systemClassRefusal(cls.Name)
 	}
 	if err := e.checkSession(); err != nil {
 		return nil, nil, err
@@ -369,7 +377,7 @@ func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, na
 		return toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name", truncateText(name, 40))
 	}
 	if IsSystemClass(name) {
-		return systemClassRefusal(name)
+		return e.systemClassRefusal(name)
 	}
 	if !e.MasterPosture() {
 		return toolerror.Denied("master_required", "class operations need the master posture, as Parse Server's schema API needs the master key; this server runs with an identity scope")

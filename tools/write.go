@@ -195,6 +195,12 @@ func objectWrite(ctx context.Context, d *Deps, args Args, op parsedb.WriteOp) (a
 	if err != nil {
 		return nil, err
 	}
+	// Objects keep the client's key order, as Parse stores them.
+	if ordered, found, err := OrderedArgument(ctx, "fields"); err == nil && found {
+		if doc, ok := ordered.(bson.D); ok {
+			req.KeyOrder = parsedb.KeyOrderOf(doc)
+		}
+	}
 	return d.runWrite(ctx, &writeCall{tool: string(op), dryRun: dryRun, req: req})
 }
 

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -63,6 +64,9 @@ type WriteRequest struct {
 	ACL map[string]any
 	// CLP is create_class's class-level permissions (nil: none, i.e. public).
 	CLP map[string]any
+	// KeyOrder is the client's key order of the objects in Fields (nil:
+	// unknown, keys sorted).
+	KeyOrder KeyOrder
 	// Existing is the stored object an update or delete applies to, read
 	// through the session's scope.
 	Existing bson.Raw
@@ -312,7 +316,9 @@ const (
 
 // ParseErr is a refusal worded as Parse Server words it, with its code.
 func ParseErr(code int, format string, args ...any) *toolerror.Error {
-	return toolerror.New(toolerror.ParseError, "%s (Parse error %d)", fmt.Sprintf(format, args...), code)
+	e := toolerror.New(toolerror.ParseError, "%s (Parse error %d)", fmt.Sprintf(format, args...), code)
+	e.ParseCode = code
+	return e
 }
 
 var fieldNameRe = NewNamePattern("", "A-Za-z", "A-Za-z0-9_", 0)
@@ -526,7 +532,7 @@ func storageNumber(v any) (any, bool) {
 
 // topLevel encodes a top-level value of field name for storage; key is the
 // storage key (_p_name for pointers).
-func topLevel(cls *Class, name string, v any, newType *valueType) (key string, out any, err error) {
+func topLevel(cls *Class, name string, v any, newType *valueType, ord KeyOrder) (key string, out any, err error) {
 	ftype := ""
 	target := ""
 	if f := cls.Field(name); f != nil {
@@ -609,7 +615,7 @@ func topLevel(cls *Class, name string, v any, newType *valueType) (key string, o
 	case TypeRelation:
 		return "", nil, ParseErr(ParseIncorrectType, "%s is a Relation: change it with {\"__op\":\"AddRelation\"|\"RemoveRelation\",\"objects\":[pointers]}", name)
 	}
-	iv, err := interior(name, v, 0)
+	iv, err := interiorAt(name, name, v, 0, ord)
 	return name, iv, err
 }
 
@@ -653,11 +659,17 @@ func restGeoPoint(v any) (lat, lng float64, err error) {
 	if m["__type"] != "GeoPoint" || !ok1 || !ok2 {
 		return 0, 0, ParseErr(ParseIncorrectType, "This is not a valid GeoPoint: use {\"__type\":\"GeoPoint\",\"latitude\":…,\"longitude\":…}")
 	}
-	if la < -90 || la > 90 {
+	// Parse's GeoPoint._validate wording, quoting the value and the bound
+	// it crosses.
+	switch {
+	case la < -90:
 		return 0, 0, ParseErr(ParseInvalidJSON, "GeoPoint latitude out of bounds: %v < -90.0.", la)
-	}
-	if lo < -180 || lo > 180 {
+	case la > 90:
+		return 0, 0, ParseErr(ParseInvalidJSON, "GeoPoint latitude out of bounds: %v > 90.0.", la)
+	case lo < -180:
 		return 0, 0, ParseErr(ParseInvalidJSON, "GeoPoint longitude out of bounds: %v < -180.0.", lo)
+	case lo > 180:
+		return 0, 0, ParseErr(ParseInvalidJSON, "GeoPoint longitude out of bounds: %v > 180.0.", lo)
 	}
 	return la, lo, nil
 }
@@ -700,6 +712,13 @@ const maxInteriorDepth = 32
 // className, objectId} in that key order, other typed values keep their
 // REST JSON; keys with $ or . are refused as Parse refuses them.
 func interior(field string, v any, depth int) (any, error) {
+	return interiorAt(field, field, v, depth, nil)
+}
+
+// interiorAt is interior keeping the client's key order of every object
+// (ord, by the value's path in the write's fields; Parse stores objects in
+// the order the client sent their keys).
+func interiorAt(field, path string, v any, depth int, ord KeyOrder) (any, error) {
 	if depth > maxInteriorDepth {
 		return nil, ParseErr(ParseInvalidNestedKey, "%s is nested too deeply", field)
 	}
@@ -715,7 +734,7 @@ func interior(field string, v any, depth int) (any, error) {
 	case []any:
 		out := make(bson.A, len(x))
 		for i, e := range x {
-			ev, err := interior(field, e, depth+1)
+			ev, err := interiorAt(field, path+"."+strconv.Itoa(i), e, depth+1, ord)
 			if err != nil {
 				return nil, err
 			}
@@ -743,10 +762,10 @@ func interior(field string, v any, depth int) (any, error) {
 			}
 			keys = append(keys, k)
 		}
-		sort.Strings(keys)
+		keys = ord.keysOf(path, keys)
 		out := make(bson.D, 0, len(x))
 		for _, k := range keys {
-			ev, err := interior(field, x[k], depth+1)
+			ev, err := interiorAt(field, path+"."+k, x[k], depth+1, ord)
 			if err != nil {
 				return nil, err
 			}
@@ -847,11 +866,91 @@ func DefaultsDocument(cls *Class) (bson.Raw, error) {
 		if f.DefaultValue == nil {
 			continue
 		}
-		key, v, err := topLevel(cls, name, f.RESTDefault(), nil)
+		key, v, err := topLevel(cls, name, f.RESTDefault(), nil, nil)
 		if err != nil || v == nil {
 			continue
 		}
 		doc = append(doc, bson.E{Key: key, Value: v})
 	}
 	return bson.Marshal(doc)
+}
+
+// KeyOrder is the key order of the objects of a write's fields as the
+// client sent them, by path ("meta", "meta.sub", "tags.objects.0", "list.2"):
+// JSON decoding into maps loses it, and Parse stores an object's keys in
+// the order given.
+type KeyOrder map[string][]string
+
+// KeyOrderOf records the key order of an ordered decoding of the fields
+// (objects as bson.D, arrays as []any or bson.A).
+func KeyOrderOf(fields bson.D) KeyOrder {
+	o := KeyOrder{}
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch t := v.(type) {
+		case bson.D:
+			keys := make([]string, len(t))
+			for i, e := range t {
+				keys[i] = e.Key
+				walk(path+"."+e.Key, e.Value)
+			}
+			o[path] = keys
+		case []any:
+			for i, x := range t {
+				walk(path+"."+strconv.Itoa(i), x)
+			}
+		case bson.A:
+			for i, x := range t {
+				walk(path+"."+strconv.Itoa(i), x)
+			}
+		}
+	}
+	for _, e := range fields {
+		walk(e.Key, e.Value)
+	}
+	return o
+}
+
+// keysOf orders an object's keys as the client sent them when known (the
+// recorded keys are exactly these), else sorted.
+func (o KeyOrder) keysOf(path string, keys []string) []string {
+	if rec, ok := o[path]; ok && len(rec) == len(keys) {
+		have := make(map[string]bool, len(keys))
+		for _, k := range keys {
+			have[k] = true
+		}
+		all := true
+		for _, k := range rec {
+			all = all && have[k]
+		}
+		if all {
+			return append([]string(nil), rec...)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// OrderedREST is a REST value with its objects in the client's key order
+// (ord, by path), for a request body sent to Parse Server.
+func OrderedREST(path string, v any, ord KeyOrder) any {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		out := orderedJSON{}
+		for _, k := range ord.keysOf(path, keys) {
+			out = append(out, orderedField{k, OrderedREST(path+"."+k, t[k], ord)})
+		}
+		return out
+	case []any:
+		out := make([]any, len(t))
+		for i, x := range t {
+			out[i] = OrderedREST(path+"."+strconv.Itoa(i), x, ord)
+		}
+		return out
+	}
+	return v
 }

@@ -95,7 +95,7 @@ func (s *fieldState) dotted(key string, v any) (*dottedChange, error) {
 				}
 				return &dottedChange{op: "$inc", path: key, value: n}, nil
 			case "Add", "AddUnique", "Remove":
-				objs, err := opObjects(key, m)
+				objs, err := opObjects(key, m, s.ord)
 				if err != nil {
 					return nil, err
 				}
@@ -115,10 +115,10 @@ func (s *fieldState) dotted(key string, v any) (*dottedChange, error) {
 			if err := checkTypedAtom(key, m); err != nil {
 				return nil, err
 			}
-			return &dottedChange{op: "$set", path: key, value: plainBSON(m)}, nil
+			return &dottedChange{op: "$set", path: key, value: orderedBSON(key, m, s.ord)}, nil
 		}
 	}
-	iv, err := interior(key, v, 0)
+	iv, err := interiorAt(key, key, v, 0, s.ord)
 	if err != nil {
 		return nil, err
 	}
@@ -232,4 +232,31 @@ func describeStored(v any) string {
 		return "a boolean"
 	}
 	return fmt.Sprintf("%T", v)
+}
+
+// orderedBSON converts a REST value to BSON as given, objects in the
+// client's key order.
+func orderedBSON(path string, v any, ord KeyOrder) any {
+	switch t := v.(type) {
+	case map[string]any:
+		keys := make([]string, 0, len(t))
+		for k := range t {
+			keys = append(keys, k)
+		}
+		d := bson.D{}
+		for _, k := range ord.keysOf(path, keys) {
+			d = append(d, bson.E{Key: k, Value: orderedBSON(path+"."+k, t[k], ord)})
+		}
+		return d
+	case []any:
+		a := make(bson.A, len(t))
+		for i, x := range t {
+			a[i] = orderedBSON(path+"."+fmt.Sprint(i), x, ord)
+		}
+		return a
+	case float64:
+		n, _ := storageNumber(t)
+		return n
+	}
+	return v
 }

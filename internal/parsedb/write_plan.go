@@ -43,9 +43,41 @@ func checkFieldName(name string) error {
 // fieldState accumulates one object write.
 type fieldState struct {
 	cls   *Class
+	ord   KeyOrder
 	adds  bson.D
 	added map[string]valueType
 	joins []JoinChange
+}
+
+// oneGeoPoint is Parse's validateObject rule: one write sets at most one
+// GeoPoint value (111).
+func oneGeoPoint(cls *Class, fields map[string]any) error {
+	n := 0
+	for name, v := range fields {
+		if v == nil || strings.Contains(name, ".") {
+			continue
+		}
+		m, typed := v.(map[string]any)
+		if typed && m["__type"] == "GeoPoint" {
+			n++
+		} else if f := cls.Field(name); f != nil && f.Type == TypeGeoPoint && !typed {
+			n++ // the compact [lat, lng] on a GeoPoint field
+		}
+	}
+	if n > 1 {
+		return ParseErr(ParseIncorrectType, "there can only be one geopoint field in a class")
+	}
+	return nil
+}
+
+// geoPointField is the class's GeoPoint field, if any.
+func geoPointField(cls *Class) string {
+	for _, n := range cls.FieldNames() {
+		if cls.Fields[n].Type == TypeGeoPoint {
+			return n
+		}
+	}
+	return ""
 }
 
 // typed checks name's value against the schema and records a new field.
@@ -53,6 +85,11 @@ func (s *fieldState) typed(name string, v any) (*valueType, error) {
 	nt, err := checkType(s.cls, name, v)
 	if err != nil {
 		return nil, err
+	}
+	if nt != nil && nt.Type == TypeGeoPoint && geoPointField(s.cls) != "" {
+		// Parse's Mongo adapter (addFieldIfNotExists): a class has at most
+		// one GeoPoint field.
+		return nil, ParseErr(ParseIncorrectType, "MongoDB only supports one GeoPoint field in a class.")
 	}
 	if nt != nil {
 		if s.added == nil {
@@ -91,12 +128,12 @@ func (s *fieldState) relationOp(name, op string, v map[string]any, nt *valueType
 	return nil
 }
 
-func opObjects(name string, v map[string]any) (bson.A, error) {
+func opObjects(name string, v map[string]any, ord KeyOrder) (bson.A, error) {
 	objs, ok := v["objects"].([]any)
 	if !ok {
 		return nil, ParseErr(ParseInvalidJSON, "%s of %s needs objects: an array", v["__op"], name)
 	}
-	iv, err := interior(name, objs, 0)
+	iv, err := interiorAt(name, name+".objects", objs, 0, ord)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +154,7 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	if id == "" {
 		id = NewObjectID()
 	}
-	s := &fieldState{cls: cls}
+	s := &fieldState{cls: cls, ord: req.KeyOrder}
 	fields := map[string]any{}
 	maps.Copy(fields, req.Fields)
 	// defaultValue of _SCHEMA applies to fields not given (or deleted).
@@ -133,6 +170,9 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 				withheld = append(withheld, name)
 			}
 		}
+	}
+	if err := oneGeoPoint(cls, fields); err != nil {
+		return nil, err
 	}
 	doc := bson.D{{Key: "_id", Value: id}}
 	names := sortedFieldNames(fields)
@@ -157,15 +197,12 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 					}
 					doc = append(doc, bson.E{Key: name, Value: amt})
 				case "Add", "AddUnique", "Remove":
-					objs, err := opObjects(name, m)
+					objs, err := opObjects(name, m, s.ord)
 					if err != nil {
 						return nil, err
 					}
-					switch op {
-					case "AddUnique":
-						objs = uniqueValues(nil, objs)
-					case "Remove":
-						objs = bson.A{}
+					if op == "Remove" {
+						objs = bson.A{} // Parse's flattenUpdateOperatorsForCreate; AddUnique keeps duplicates there too
 					}
 					doc = append(doc, bson.E{Key: name, Value: objs})
 				case "AddRelation", "RemoveRelation":
@@ -177,9 +214,13 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 			}
 		}
 		if v == nil {
-			continue // null on create: nothing stored, as Parse
+			// Parse stores null under the REST name (no _p_ prefix: its
+			// create transform types a pointer key only for a non-null
+			// value).
+			doc = append(doc, bson.E{Key: name, Value: nil})
+			continue
 		}
-		key, sv, err := topLevel(cls, name, v, nt)
+		key, sv, err := topLevel(cls, name, v, nt, s.ord)
 		if err != nil {
 			return nil, err
 		}
@@ -244,7 +285,10 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	if req.Existing == nil {
 		return nil, ParseErr(ParseObjectNotFound, "Object not found.")
 	}
-	s := &fieldState{cls: cls}
+	if err := oneGeoPoint(cls, req.Fields); err != nil {
+		return nil, err
+	}
+	s := &fieldState{cls: cls, ord: req.KeyOrder}
 	var set, unset, inc, push, addToSet, pullAll bson.D
 	for _, name := range sortedFieldNames(req.Fields) {
 		v := req.Fields[name]
@@ -299,7 +343,7 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 					}
 					inc = append(inc, bson.E{Key: name, Value: amt})
 				case "Add", "AddUnique", "Remove":
-					objs, err := opObjects(name, m)
+					objs, err := opObjects(name, m, s.ord)
 					if err != nil {
 						return nil, err
 					}
@@ -324,7 +368,7 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 				return nil, ParseErr(ParseValidationError, "%s is required", name)
 			}
 		}
-		key, sv, err := topLevel(cls, name, v, nt)
+		key, sv, err := topLevel(cls, name, v, nt, s.ord)
 		if err != nil {
 			return nil, err
 		}
@@ -463,6 +507,15 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 		if len(opt) > 0 {
 			options = append(options, bson.E{Key: fname, Value: opt})
 		}
+	}
+	var geo []string
+	for _, fname := range sortedFieldNames(req.Fields) {
+		if def, _ := req.Fields[fname].(map[string]any); def["type"] == TypeGeoPoint {
+			geo = append(geo, fname)
+		}
+	}
+	if len(geo) > 1 {
+		return nil, ParseErr(ParseIncorrectType, "currently, only one GeoPoint field may exist in an object. Adding %s when %s already exists.", geo[1], geo[0])
 	}
 	var md bson.D
 	if len(options) > 0 {

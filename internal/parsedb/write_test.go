@@ -59,7 +59,7 @@ func TestPlanCreateGolden(t *testing.T) {
 		{"empty acl is master only", `{"title":"a"}`, `{}`,
 			`{"v":{"_id":"ID","title":"a","views":{"$numberInt":"7"},"_rperm":[],"_wperm":[],"_acl":{},"_created_at":{"$date":{"$numberLong":"1714979289123"}},"_updated_at":{"$date":{"$numberLong":"1714979289123"}}}}`},
 		{"ops on create", `{"title":"a","views":{"__op":"Increment","amount":3},"tags":{"__op":"AddUnique","objects":["x","x","y"]}}`, ``,
-			`{"v":{"_id":"ID","tags":["x","y"],"title":"a","views":{"$numberInt":"3"},"_created_at":{"$date":{"$numberLong":"1714979289123"}},"_updated_at":{"$date":{"$numberLong":"1714979289123"}}}}`},
+			`{"v":{"_id":"ID","tags":["x","x","y"],"title":"a","views":{"$numberInt":"3"},"_created_at":{"$date":{"$numberLong":"1714979289123"}},"_updated_at":{"$date":{"$numberLong":"1714979289123"}}}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &WriteRequest{Op: WriteCreateObject, ClassName: "Note", Class: noteClass(), ObjectID: "ID", Fields: decodeJSON(t, tc.fields)}
@@ -139,7 +139,11 @@ func TestPlanRefusals(t *testing.T) {
 		{WriteCreateObject, `{"views":1}`, "title is required"},
 		{WriteCreateObject, `{"title":"a","m":{"a.b":1}}`, "Nested keys should not contain the '$' or '.' characters (Parse error 121)"},
 		{WriteCreateObject, `{"title":"a","x":{"__type":"Nope"}}`, "This is not a valid Nope"},
-		{WriteCreateObject, `{"title":"a","loc":{"__type":"GeoPoint","latitude":91,"longitude":0}}`, "GeoPoint latitude out of bounds"},
+		{WriteCreateObject, `{"title":"a","loc":{"__type":"GeoPoint","latitude":91,"longitude":0}}`, "GeoPoint latitude out of bounds: 91 > 90.0. (Parse error 107)"},
+		{WriteCreateObject, `{"title":"a","loc":{"__type":"GeoPoint","latitude":-95.5,"longitude":0}}`, "GeoPoint latitude out of bounds: -95.5 < -90.0."},
+		{WriteCreateObject, `{"title":"a","loc":{"__type":"GeoPoint","latitude":0,"longitude":200}}`, "GeoPoint longitude out of bounds: 200 > 180.0."},
+		{WriteCreateObject, `{"title":"a","loc":[1,2],"other":{"__type":"GeoPoint","latitude":0,"longitude":0}}`, "there can only be one geopoint field in a class (Parse error 111)"},
+		{WriteUpdateObject, `{"other":{"__type":"GeoPoint","latitude":0,"longitude":0}}`, "MongoDB only supports one GeoPoint field in a class. (Parse error 111)"},
 		{WriteCreateObject, `{"title":"a","objectId":"x"}`, "objectId is an invalid field name. (Parse error 105)"},
 		{WriteCreateObject, `{"title":"a","1bad":1}`, "Invalid field name: 1bad."},
 		{WriteUpdateObject, `{"views":{"__op":"Batch"}}`, "The Batch operator is not supported"},
@@ -149,6 +153,28 @@ func TestPlanRefusals(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s %s: got %v, want %q", tc.op, tc.fields, err, tc.want)
 		}
+	}
+}
+
+// TestPlanCreateNull: null on create is stored under the REST name, as
+// Parse's create transform stores it (no _p_ prefix on a pointer field).
+func TestPlanCreateNull(t *testing.T) {
+	p, err := Plan(&WriteRequest{Op: WriteCreateObject, ClassName: "Note", Class: noteClass(), ObjectID: "ID",
+		Fields: decodeJSON(t, `{"title":"a","author":null,"other":null}`)}, writeNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"v":{"_id":"ID","author":null,"other":null,"title":"a","views":{"$numberInt":"7"},"_created_at":{"$date":{"$numberLong":"1714979289123"}},"_updated_at":{"$date":{"$numberLong":"1714979289123"}}}}`
+	if got := storageJSON(t, p.Document); got != want {
+		t.Errorf("document\n got %s\nwant %s", got, want)
+	}
+	if len(p.SchemaAdds) != 0 {
+		t.Errorf("null added a field: %v", p.SchemaAdds)
+	}
+	_, err = Plan(&WriteRequest{Op: WriteCreateClass, ClassName: "Geo", Fields: decodeJSON(t,
+		`{"a":{"type":"GeoPoint"},"b":{"type":"GeoPoint"}}`)}, writeNow)
+	if err == nil || err.Error() != "currently, only one GeoPoint field may exist in an object. Adding b when a already exists. (Parse error 111)" {
+		t.Errorf("two GeoPoint fields: %v", err)
 	}
 }
 
@@ -517,5 +543,29 @@ func TestPlanUpdateDottedGolden(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want %q", tc.fields, err, tc.want)
 		}
+	}
+}
+
+// TestPlanKeyOrder: Object values keep the client's key order (as Parse
+// stores them), at every depth, in Add payloads and on dotted keys; an
+// order that does not match the value's keys falls back to sorted keys.
+func TestPlanKeyOrder(t *testing.T) {
+	ord := KeyOrderOf(bson.D{
+		{Key: "meta", Value: bson.D{{Key: "z", Value: 1}, {Key: "a", Value: bson.D{{Key: "y", Value: 1}, {Key: "b", Value: 1}}}}},
+		{Key: "tags", Value: bson.D{{Key: "__op", Value: "Add"}, {Key: "objects", Value: []any{bson.D{{Key: "q", Value: 1}, {Key: "c", Value: 1}}}}}},
+	})
+	p, err := Plan(&WriteRequest{Op: WriteCreateObject, ClassName: "Note", Class: noteClass(), ObjectID: "ID", KeyOrder: ord,
+		Fields: decodeJSON(t, `{"title":"a","meta":{"a":{"b":1,"y":1},"z":1},"tags":{"__op":"Add","objects":[{"c":1,"q":1}]}}`)}, writeNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := storageJSON(t, p.Document)
+	for _, want := range []string{`"meta":{"z":{"$numberInt":"1"},"a":{"y":{"$numberInt":"1"},"b":{"$numberInt":"1"}}}`, `"tags":[{"q":{"$numberInt":"1"},"c":{"$numberInt":"1"}}]`} {
+		if !strings.Contains(got, want) {
+			t.Errorf("document %s\nlacks %s", got, want)
+		}
+	}
+	if k := ord.keysOf("meta", []string{"a", "other"}); strings.Join(k, ",") != "a,other" {
+		t.Errorf("mismatched order: %v", k)
 	}
 }

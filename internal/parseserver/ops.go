@@ -142,25 +142,25 @@ func ToolError(what string, err error) error {
 		// With a session token Parse answers 101 both for a missing object
 		// and for one the user may not write: the message must not tell them
 		// apart either.
-		return &toolerror.Error{Code: toolerror.ParseError, Message: fmt.Sprintf("Parse Server refused %s: object not found, or not writable by this identity (Parse error 101)", what)}
+		return &toolerror.Error{Code: toolerror.ParseError, Message: fmt.Sprintf("Parse Server refused %s: object not found, or not writable by this identity (Parse error 101)", what), ParseCode: pe.Code}
 	case CodeOperationForbidden, CodeInvalidSessionToken:
-		return &toolerror.Error{Code: toolerror.PermissionDenied, Message: text}
+		return &toolerror.Error{Code: toolerror.PermissionDenied, Message: text, ParseCode: pe.Code}
 	case CodeTimeout:
-		return &toolerror.Error{Code: toolerror.Timeout, Message: text}
+		return &toolerror.Error{Code: toolerror.Timeout, Message: text, ParseCode: pe.Code}
 	case CodeRequestLimit:
-		return &toolerror.Error{Code: toolerror.RateLimited, Message: text}
+		return &toolerror.Error{Code: toolerror.RateLimited, Message: text, ParseCode: pe.Code}
 	}
 	if pe.Code == 0 && pe.Status == http.StatusForbidden {
 		// Express-level refusal without a Parse code: "Permission denied"
 		// for a master-key-only route (schemas) sent with a session token.
-		return &toolerror.Error{Code: toolerror.PermissionDenied, Message: fmt.Sprintf("Parse Server refused %s: %s (this needs the master key; the configured identity is a user session)", what, msg)}
+		return &toolerror.Error{Code: toolerror.PermissionDenied, Message: fmt.Sprintf("Parse Server refused %s: %s (this needs the master key; the configured identity is a user session)", what, msg), ParseCode: pe.Code}
 	}
 	if pe.Code > 0 && pe.Code != CodeInternalServerError && pe.Code != CodeConnectionFailed && pe.Status/100 == 4 {
 		// Parse's refusals of this request (validation 142, a Cloud Code
 		// error 141, type mismatch 111, duplicate 137, class not empty
 		// 255 …): the same parse_error kind as the direct path's
 		// Parse-worded errors, with Parse's own message.
-		return &toolerror.Error{Code: toolerror.ParseError, Message: text}
+		return &toolerror.Error{Code: toolerror.ParseError, Message: text, ParseCode: pe.Code}
 	}
 	return fmt.Errorf("%s through Parse Server: %w", what, err)
 }

@@ -111,7 +111,8 @@ func (w *Writer) Apply(ctx context.Context, p *parsedb.WritePlan) (bson.Raw, err
 func restBody(req *parsedb.WriteRequest) map[string]any {
 	body := make(map[string]any, len(req.Fields)+1)
 	for k, v := range req.Fields {
-		body[k] = restValue(req.Class, k, v)
+		// Objects keep the client's key order: Parse stores them as sent.
+		body[k] = parsedb.OrderedREST(k, restValue(req.Class, k, v), req.KeyOrder)
 	}
 	if req.ACL != nil {
 		body["ACL"] = req.ACL

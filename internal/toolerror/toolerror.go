@@ -113,6 +113,10 @@ type Error struct {
 	Message    string
 	Details    *Details
 	RetryAfter time.Duration
+	// ParseCode is Parse Server's numeric error code of a Parse-worded
+	// refusal (111, 142, …; 0: none), sent as _meta parse.parse_code so a
+	// client can compare it with Parse's own answer.
+	ParseCode int
 	// Cause is the Go error behind the failure (a driver error, a context
 	// error), for the operator log only; never sent to the client.
 	Cause error
