@@ -80,8 +80,13 @@ func TestSchemaChangesReachParseServer(t *testing.T) {
 		if out["schema_reload"] != nil {
 			t.Errorf("a bridge write carries schema_reload: %v", out)
 		}
-		callOK(t, c, "update_object", map[string]any{"class_name": "Doc", "object_id": out["object_id"], "fields": map[string]any{"scan": file}})
+		upd := callOK(t, c, "update_object", map[string]any{"class_name": "Doc", "object_id": out["object_id"], "fields": map[string]any{"scan": file}})
 		got := restGet(out["object_id"].(string))
+		// The write result shows the File with the url Parse gives it.
+		mine, _ := upd["object"].(map[string]any)["scan"].(map[string]any)
+		if theirs, _ := got["scan"].(map[string]any); mine["url"] == nil || mine["url"] != theirs["url"] {
+			t.Errorf("write result file %v, Parse reads %v", mine, got["scan"])
+		}
 		if ed, _ := got["editor"].(map[string]any); ed["objectId"] != uid || ed["__type"] != "Pointer" {
 			t.Errorf("Parse reads the bridged pointer as %v", got["editor"])
 		}

@@ -531,5 +531,11 @@ func (d *Deps) storedRow(ctx context.Context, plan *parsedb.WritePlan, stored bs
 		}
 		cls = &c
 	}
-	return d.Policy.RowEncoder(schema, cls, nil).AppendRow(nil, stored)
+	enc := d.Policy.RowEncoder(schema, cls, nil)
+	if d.Config != nil {
+		// Files show their url, as Parse's REST answers do, when it is
+		// known (PARSE_MCP_FILES_URL, or the bridge's Parse Server).
+		enc.FileURLBase = d.Config.FileURLBase()
+	}
+	return enc.AppendRow(nil, stored)
 }

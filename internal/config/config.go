@@ -71,6 +71,9 @@ type Config struct {
 	ApplicationID string             `envconfig:"PARSE_MCP_APPLICATION_ID"`
 	MasterKey     parseserver.Secret `envconfig:"PARSE_MCP_MASTER_KEY"`
 	LiveQueryURL  string             `envconfig:"PARSE_MCP_LIVEQUERY_URL"`
+	// FilesURL is where the app's files are served (README "Writes"):
+	// write results show a File with url = FilesURL + its encoded name.
+	FilesURL string `envconfig:"PARSE_MCP_FILES_URL"`
 
 	// Embeddings for the search tools (README "Search and retrieval"): an
 	// OpenAI-compatible /v1/embeddings endpoint, or "fixture" (the
@@ -218,6 +221,12 @@ func (c *Config) Validate() error {
 	if err := c.validateBridge(); err != nil {
 		return err
 	}
+	if c.FilesURL != "" {
+		u, err := url.Parse(c.FilesURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return &Error{"PARSE_MCP_FILES_URL", fmt.Sprintf("%q is not an http(s) URL without credentials, query or fragment", c.FilesURL), "use the prefix of your files' URLs, e.g. https://api.example.com/parse/files/myAppId/"}
+		}
+	}
 	switch strings.ToLower(c.LogLevel) {
 	case "trace", "debug", "info", "warn", "error", "fatal", "panic", "disabled":
 	default:
@@ -320,6 +329,23 @@ func envName(key string) string {
 		return key
 	}
 	return "PARSE_MCP_" + key
+}
+
+// FileURLBase is the prefix of a File's url: PARSE_MCP_FILES_URL, else,
+// with the bridge, Parse Server's default files location
+// (<server URL>/files/<appId>/, its GridFS and filesystem adapters), else
+// "" (not known: write results show a File's name only).
+func (c *Config) FileURLBase() string {
+	switch {
+	case c.FilesURL != "":
+		if strings.HasSuffix(c.FilesURL, "/") {
+			return c.FilesURL
+		}
+		return c.FilesURL + "/"
+	case c.ServerURL != "" && c.ApplicationID != "":
+		return strings.TrimSuffix(c.ServerURL, "/") + "/files/" + c.ApplicationID + "/"
+	}
+	return ""
 }
 
 // Bridge reports whether the Parse Server bridge is configured.

@@ -94,6 +94,9 @@ func TestValidate(t *testing.T) {
 		{"app id without server", func(c *Config) { c.ApplicationID = "app" }, "PARSE_MCP_APPLICATION_ID"},
 		{"master key without server", func(c *Config) { c.MasterKey = parseserver.NewSecret("k") }, "PARSE_MCP_MASTER_KEY"},
 		{"livequery without server", func(c *Config) { c.LiveQueryURL = "ws://h/" }, "PARSE_MCP_LIVEQUERY_URL"},
+		{"files url", func(c *Config) { c.FilesURL = "https://cdn.example/files/app/" }, ""},
+		{"files url not http", func(c *Config) { c.FilesURL = "ftp://cdn.example/" }, "PARSE_MCP_FILES_URL"},
+		{"files url with credentials", func(c *Config) { c.FilesURL = "https://u:p@cdn.example/" }, "PARSE_MCP_FILES_URL"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -254,6 +257,22 @@ func TestLoadIgnoresUnprefixedNames(t *testing.T) {
 	for f := range reflect.TypeFor[Config]().Fields() {
 		if tag := f.Tag.Get("envconfig"); tag != "" && !strings.HasPrefix(tag, "PARSE_MCP_") {
 			t.Errorf("field %s reads %s: every variable is a full PARSE_MCP_* name", f.Name, tag)
+		}
+	}
+}
+
+func TestFileURLBase(t *testing.T) {
+	for _, tc := range []struct {
+		c    Config
+		want string
+	}{
+		{Config{}, ""},
+		{Config{FilesURL: "https://cdn.example/f"}, "https://cdn.example/f/"},
+		{Config{ServerURL: "http://127.0.0.1:1337/parse/", ApplicationID: "app"}, "http://127.0.0.1:1337/parse/files/app/"},
+		{Config{ServerURL: "http://h/parse", ApplicationID: "app", FilesURL: "https://cdn/x/"}, "https://cdn/x/"},
+	} {
+		if got := tc.c.FileURLBase(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
 		}
 	}
 }

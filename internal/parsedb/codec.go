@@ -81,6 +81,10 @@ import (
 // goroutines as long as its fields are not changed meanwhile.
 type RowEncoder struct {
 	Class *Class
+	// FileURLBase, if set, gives a File field's REST value its url (the
+	// base + the encoded name, as Parse's files adapters build it); write
+	// results set it (README "Writes").
+	FileURLBase string
 	// Keys, if non-empty, restricts output to these REST top-level field names (objectId, createdAt, updatedAt always kept).
 	Keys map[string]bool
 	// Drop, if non-nil, is called for each REST top-level field name; returning true omits the field (field allowlists, protectedFields, internal floor is applied regardless).
@@ -669,6 +673,10 @@ func (e *RowEncoder) appendTyped(dst []byte, typ string, el element) ([]byte, er
 			}
 			dst = append(dst, `{"__type":"File","name":`...)
 			dst = appendJSONString(dst, s)
+			if e.FileURLBase != "" {
+				dst = append(dst, `,"url":`...)
+				dst = appendJSONString(dst, []byte(e.FileURLBase+EncodeURIComponent(string(s))))
+			}
 			return append(dst, '}'), nil
 		}
 	case TypeGeoPoint:
@@ -1349,4 +1357,20 @@ func convertNumbers(v any) any {
 		}
 	}
 	return v
+}
+
+// EncodeURIComponent escapes s as JavaScript's encodeURIComponent, which
+// Parse Server's files adapters use for a file's name in its url.
+func EncodeURIComponent(s string) string {
+	const keep = "-_.!~*'()"
+	var b []byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || bytes.IndexByte([]byte(keep), c) >= 0 {
+			b = append(b, c)
+			continue
+		}
+		b = fmt.Appendf(b, "%%%02X", c)
+	}
+	return string(b)
 }
