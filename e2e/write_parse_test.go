@@ -86,6 +86,7 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 		"meta":    map[string]any{"k": 1.5, "at": map[string]any{"__type": "Date", "iso": "2024-01-01T00:00:00.000Z"}, "who": map[string]any{"__type": "Pointer", "className": "_User", "objectId": uid}},
 		"readers": map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": uid}}},
 		"fresh":   "a declared field",
+		"nothing": nil, // stored as null, as Parse stores it
 	}
 	if !ferretDB1 {
 		input["area"] = map[string]any{"__type": "Polygon", "coordinates": []any{[]any{0, 0}, []any{0, 1}, []any{1, 1}}}
@@ -114,6 +115,12 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 	callOK(t, c, "update_object", map[string]any{"class_name": "Note", "object_id": noteID, "fields": rm})
 	ps.MustDo(t, "PUT", "/classes/Ref/"+refID, rm, parsetest.AsMaster)
 	compareBoth(t, ps, db, noteID, refID, "remove")
+	// A Batch of relation operations (as Parse's SDKs send them).
+	batch := map[string]any{"readers": map[string]any{"__op": "Batch", "ops": []any{
+		map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": uid}}}}}}
+	callOK(t, c, "update_object", map[string]any{"class_name": "Note", "object_id": noteID, "fields": batch})
+	ps.MustDo(t, "PUT", "/classes/Ref/"+refID, batch, parsetest.AsMaster)
+	compareBoth(t, ps, db, noteID, refID, "batch")
 }
 
 // compareBoth compares the stored documents and Parse Server's REST answers

@@ -444,8 +444,39 @@ func opType(field string, op any, x map[string]any) (valueType, bool, error) {
 			return valueType{}, false, ParseErr(ParseInvalidJSON, "%s of %s needs objects: a non-empty array of pointers", s, field)
 		}
 		return valueType{Type: TypeRelation, Target: cn}, true, nil
+	case "Batch":
+		// Parse's SDK sends AddRelation and RemoveRelation of one field
+		// together as a Batch; Parse types it by its first operation.
+		first, err := batchOps(field, x)
+		if err != nil {
+			return valueType{}, false, err
+		}
+		return opType(field, first[0]["__op"], first[0])
 	}
-	return valueType{}, false, ParseErr(ParseInvalidJSON, "The %s operator is not supported (use Increment, Add, AddUnique, Remove, Delete, AddRelation or RemoveRelation)", truncateMsg(fmt.Sprint(op), 40))
+	return valueType{}, false, ParseErr(ParseInvalidJSON, "The %s operator is not supported (use Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation or a Batch of relation operations)", truncateMsg(fmt.Sprint(op), 40))
+}
+
+// ParseCommandUnavailable is Parse's code for an operation it does not
+// apply ("The Batch operator is not supported yet.").
+const ParseCommandUnavailable = 108
+
+// batchOps returns a Batch's operations: Parse applies a Batch of
+// AddRelation/RemoveRelation operations (its relation handling takes them
+// one by one) and refuses any other.
+func batchOps(field string, x map[string]any) ([]map[string]any, error) {
+	raw, _ := x["ops"].([]any)
+	if len(raw) == 0 {
+		return nil, ParseErr(ParseInvalidJSON, "Batch of %s needs ops: a non-empty array of AddRelation/RemoveRelation operations", field)
+	}
+	ops := make([]map[string]any, 0, len(raw))
+	for _, r := range raw {
+		m, _ := r.(map[string]any)
+		if op := m["__op"]; op != "AddRelation" && op != "RemoveRelation" {
+			return nil, ParseErr(ParseCommandUnavailable, "The Batch operator is not supported yet.")
+		}
+		ops = append(ops, m)
+	}
+	return ops, nil
 }
 
 // typesMatch is Parse's dbTypeMatchesObjectType.

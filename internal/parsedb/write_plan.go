@@ -128,6 +128,26 @@ func (s *fieldState) relationOp(name, op string, v map[string]any, nt *valueType
 	return nil
 }
 
+// relationOps applies a relation operation, or each of a Batch's.
+func (s *fieldState) relationOps(name, op string, v map[string]any, nt *valueType, ownerID string) error {
+	if op != "Batch" {
+		return s.relationOp(name, op, v, nt, ownerID)
+	}
+	ops, err := batchOps(name, v)
+	if err != nil {
+		return err
+	}
+	for _, m := range ops {
+		if _, _, err := opType(name, m["__op"], m); err != nil {
+			return err
+		}
+		if err := s.relationOp(name, m["__op"].(string), m, nt, ownerID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 func opObjects(name string, v map[string]any, ord KeyOrder) (bson.A, error) {
 	objs, ok := v["objects"].([]any)
 	if !ok {
@@ -205,8 +225,8 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 						objs = bson.A{} // Parse's flattenUpdateOperatorsForCreate; AddUnique keeps duplicates there too
 					}
 					doc = append(doc, bson.E{Key: name, Value: objs})
-				case "AddRelation", "RemoveRelation":
-					if err := s.relationOp(name, op, m, nt, id); err != nil {
+				case "AddRelation", "RemoveRelation", "Batch":
+					if err := s.relationOps(name, op, m, nt, id); err != nil {
 						return nil, err
 					}
 				}
@@ -355,8 +375,8 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 					case "Remove":
 						pullAll = append(pullAll, bson.E{Key: name, Value: objs})
 					}
-				case "AddRelation", "RemoveRelation":
-					if err := s.relationOp(name, op, m, nt, req.ObjectID); err != nil {
+				case "AddRelation", "RemoveRelation", "Batch":
+					if err := s.relationOps(name, op, m, nt, req.ObjectID); err != nil {
 						return nil, err
 					}
 				}

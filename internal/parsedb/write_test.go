@@ -146,7 +146,9 @@ func TestPlanRefusals(t *testing.T) {
 		{WriteUpdateObject, `{"other":{"__type":"GeoPoint","latitude":0,"longitude":0}}`, "MongoDB only supports one GeoPoint field in a class. (Parse error 111)"},
 		{WriteCreateObject, `{"title":"a","objectId":"x"}`, "objectId is an invalid field name. (Parse error 105)"},
 		{WriteCreateObject, `{"title":"a","1bad":1}`, "Invalid field name: 1bad."},
-		{WriteUpdateObject, `{"views":{"__op":"Batch"}}`, "The Batch operator is not supported"},
+		{WriteUpdateObject, `{"views":{"__op":"Batch"}}`, "Batch of views needs ops"},
+		{WriteUpdateObject, `{"views":{"__op":"Batch","ops":[{"__op":"Increment","amount":1}]}}`, "The Batch operator is not supported yet. (Parse error 108)"},
+		{WriteUpdateObject, `{"views":{"__op":"Nope"}}`, "The Nope operator is not supported"},
 	} {
 		req := &WriteRequest{Op: tc.op, ClassName: "Note", Class: noteClass(), ObjectID: "ID", Existing: existing, Fields: decodeJSON(t, tc.fields)}
 		_, err := Plan(req, writeNow)
@@ -567,5 +569,20 @@ func TestPlanKeyOrder(t *testing.T) {
 	}
 	if k := ord.keysOf("meta", []string{"a", "other"}); strings.Join(k, ",") != "a,other" {
 		t.Errorf("mismatched order: %v", k)
+	}
+}
+
+// TestPlanBatchRelations: a Batch of AddRelation and RemoveRelation (as
+// Parse's SDKs send them for one relation field) applies each in order.
+func TestPlanBatchRelations(t *testing.T) {
+	existing, _ := bson.Marshal(bson.D{{Key: "_id", Value: "ID"}, {Key: "title", Value: "a"}})
+	p, err := Plan(&WriteRequest{Op: WriteUpdateObject, ClassName: "Note", Class: noteClass(), ObjectID: "ID", Existing: existing,
+		Fields: decodeJSON(t, `{"readers":{"__op":"Batch","ops":[{"__op":"AddRelation","objects":[{"__type":"Pointer","className":"_User","objectId":"u1"}]},{"__op":"RemoveRelation","objects":[{"__type":"Pointer","className":"_User","objectId":"u2"}]}]}}`)}, writeNow)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(p.Joins)
+	if want := `[{"field":"readers","target_class":"_User","add":["u1"]},{"field":"readers","target_class":"_User","remove":["u2"]}]`; string(b) != want {
+		t.Errorf("joins %s, want %s", b, want)
 	}
 }
