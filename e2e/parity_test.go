@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"maps"
 	"net/url"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -20,9 +22,9 @@ import (
 // CLP (find vs get), protectedFields (the default {_User: {"*": ["email"]}},
 // a class CLP, a user's own row), Parse's master-only _Installation,
 // distinct, and errors (refused by both, or answered by both). The
-// deliberate differences (SECURITY.md "Differences from Parse Server") are
-// listed in parityDifferences and asserted as differences, so a change on
-// either side shows up.
+// deliberate differences (SECURITY.md "Deliberate differences, by case",
+// read by deliberateDifferences) are asserted as differences, so a change
+// on either side shows up.
 
 type parityWorld struct {
 	ps     *parsetest.Server
@@ -233,12 +235,40 @@ func rowsAny(rows []map[string]any) []any {
 	return out
 }
 
-// parityDifferences are the deliberate differences from Parse Server
-// (README, SECURITY.md "Differences from Parse Server"): query name →
-// why, for every identity. The suite requires them to still differ.
-var parityDifferences = map[string]string{
-	"object-eq":          "whole-object equality on an Object field is answered (an exact match of the stored object); Parse refuses it with code 107",
-	"keys-object-subkey": "keys [\"meta.k\"] on an Object field shows only meta.k (selected by the row codec after redaction); Parse shows the whole meta",
+// deliberateDifferences reads the machine-readable list of deliberate
+// differences from Parse Server (SECURITY.md "Deliberate differences, by
+// case"): suite → case name → why. The suites require a listed case to
+// still differ and every other case to agree.
+func deliberateDifferences(t testing.TB, suite string) map[string]string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "SECURITY.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(b)
+	start := strings.Index(text, "<!-- parity-differences -->")
+	end := strings.Index(text, "<!-- /parity-differences -->")
+	if start < 0 || end < start {
+		t.Fatal("SECURITY.md has no parity-differences table")
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(text[start:end], "\n") {
+		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
+		if len(cells) != 3 {
+			continue
+		}
+		s, c, why := strings.TrimSpace(cells[0]), strings.TrimSpace(cells[1]), strings.TrimSpace(cells[2])
+		if s == "suite" || strings.HasPrefix(s, "-") {
+			continue
+		}
+		if s != "read" && s != "write" {
+			t.Fatalf("SECURITY.md parity-differences: unknown suite %q", s)
+		}
+		if s == suite {
+			out[c] = why
+		}
+	}
+	return out
 }
 
 func TestParityWithParseServer(t *testing.T) {
@@ -287,6 +317,16 @@ func TestParityWithParseServer(t *testing.T) {
 		{"alice", parsetest.AsSession(w.tokens["alice"]), []string{"PARSE_MCP_SESSION_TOKEN=" + w.tokens["alice"]}},
 		{"bob", parsetest.AsSession(w.tokens["bob"]), []string{"PARSE_MCP_SESSION_TOKEN=" + w.tokens["bob"]}},
 		{"carol", parsetest.AsSession(w.tokens["carol"]), []string{"PARSE_MCP_SESSION_TOKEN=" + w.tokens["carol"]}},
+	}
+	parityDifferences := deliberateDifferences(t, "read")
+	known := map[string]bool{}
+	for _, q := range queries {
+		known[q.name] = true
+	}
+	for name := range parityDifferences {
+		if !known[name] {
+			t.Errorf("SECURITY.md lists read case %q, which the suite does not run", name)
+		}
 	}
 	checks, diffs := 0, 0
 	for _, id := range identities {

@@ -225,8 +225,12 @@ func (e *Engine) checkWriteKey(cls *parsedb.Class, name string) error {
 	case "objectId", "createdAt", "updatedAt", "ACL":
 		return toolerror.New(toolerror.InvalidArgument, "%s cannot be set in fields (objectId, createdAt and updatedAt are set by the server; give the ACL as acl)", name)
 	}
+	// Parse answers an invalid name with INVALID_KEY_NAME (105): the code
+	// goes in _meta as for Parse-worded refusals.
 	if !parsedb.ValidFieldName(name) {
-		return toolerror.New(toolerror.InvalidArgument, "%q is not a valid Parse field name (a letter, then letters, digits and _)", truncateText(name, 60))
+		e := toolerror.New(toolerror.InvalidArgument, "%q is not a valid Parse field name (a letter, then letters, digits and _)", truncateText(name, 60))
+		e.ParseCode = parsedb.ParseInvalidKeyName
+		return e
 	}
 	return nil
 }
