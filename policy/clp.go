@@ -1,8 +1,10 @@
 package policy
 
 import (
+	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -177,6 +179,30 @@ func (e *Engine) ProtectedFields(cls *parsedb.Class) map[string]bool {
 		return nil
 	}
 	return cur
+}
+
+// userFieldRules are the class's "userField:<field>" protectedFields
+// audiences, for an identity with a user: on a row whose <field> points to
+// that user, Parse intersects the protected fields with the audience's
+// list (SECURITY.md "Fields").
+func (e *Engine) userFieldRules(cls *parsedb.Class) []parsedb.UserFieldRule {
+	if e.MasterPosture() || cls == nil || e.identity == nil || e.identity.UserID == "" {
+		return nil
+	}
+	var out []parsedb.UserFieldRule
+	pf := e.protectedFieldLists(cls)
+	for _, aud := range slices.Sorted(maps.Keys(pf)) {
+		field, ok := strings.CutPrefix(aud, "userField:")
+		if !ok {
+			continue
+		}
+		keep := map[string]bool{}
+		for _, f := range pf[aud] {
+			keep[f] = true
+		}
+		out = append(out, parsedb.UserFieldRule{Field: field, Keep: keep})
+	}
+	return out
 }
 
 // CLPSummary tells which read operations the identity may perform on a

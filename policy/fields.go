@@ -252,6 +252,9 @@ func (e *Engine) RowEncoder(schema *parsedb.Schema, cls *parsedb.Class, keys []s
 		if isUser && e.identity != nil {
 			enc.Owner = e.identity.UserID
 		}
+		if rules := e.userFieldRules(cls); len(rules) > 0 {
+			enc.UserFieldRules, enc.UserID = rules, e.identity.UserID
+		}
 	}
 	return enc
 }

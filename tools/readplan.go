@@ -399,6 +399,8 @@ func (p *readPlan) routeKeys(keys []string) ([]string, error) {
 		}
 	}
 	bare := map[*parsedb.IncludeNode]bool{}
+	// named: include nodes a key reaches (bare or into them).
+	named := map[*parsedb.IncludeNode]bool{}
 	for _, k := range keys {
 		var best *parsedb.IncludeNode
 		parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
@@ -412,6 +414,7 @@ func (p *readPlan) routeKeys(keys []string) ([]string, error) {
 		}
 		root, _, _ := strings.Cut(k, ".")
 		addMain(root)
+		named[best] = true
 		if k == best.Path {
 			bare[best] = true
 			continue
@@ -433,19 +436,47 @@ func (p *readPlan) routeKeys(keys []string) ([]string, error) {
 			}
 		}
 		if len(n.Keys) > 0 {
+			// Parse applies keys inside an included object too: a nested
+			// include outside them is not followed (keys album.title with
+			// include album.artist shows album's title only).
+			kept := n.Children[:0]
 			for _, c := range n.Children {
-				if !slicesContains(n.Keys, c.Field) {
+				if slicesContains(n.Keys, c.Field) {
+					kept = append(kept, c)
+				} else if reached(c, named) {
+					// keys album.artist.name select album's artist.
 					n.Keys = append(n.Keys, c.Field)
+					kept = append(kept, c)
 				}
 			}
+			n.Children = kept
 		}
 	})
 	if len(main) > 0 {
+		// An include applies only within keys, as in Parse: include owner
+		// with keys [title] shows no owner.
+		kept := p.includes[:0]
 		for _, n := range p.includes {
-			addMain(n.Field)
+			if seen[n.Field] {
+				kept = append(kept, n)
+			}
 		}
+		p.includes = kept
 	}
 	return main, nil
+}
+
+// reached reports whether a key reaches n or an include below it.
+func reached(n *parsedb.IncludeNode, named map[*parsedb.IncludeNode]bool) bool {
+	if named[n] {
+		return true
+	}
+	for _, c := range n.Children {
+		if reached(c, named) {
+			return true
+		}
+	}
+	return false
 }
 
 func slicesContains(list []string, s string) bool {

@@ -95,6 +95,13 @@ type RowEncoder struct {
 	// keeps them (Parse shows a user all of their own _User row, credentials
 	// aside).
 	Protected func(field string) bool
+	// UserFieldRules are the protectedFields "userField:<field>" audiences
+	// that apply to this identity (UserID): on a row whose <field> points
+	// to the user (a Pointer, or an Array holding one), only the fields in
+	// every matching rule's Keep (and Protected) stay hidden, as Parse
+	// Server's filterSensitiveData computes it.
+	UserFieldRules []UserFieldRule
+	UserID         string
 	Owner     string
 	// HiddenClass, if non-nil, reports classes whose references must be redacted (SECURITY.md "Hidden references"): any embedded {__type:"Pointer",className:Hidden,...} object
 	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"__redacted":true}.
@@ -444,6 +451,7 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 	}
 
 	ownRow := e.Owner != "" && id.t == bsonString && string(strVal(id.val)) == e.Owner
+	userRules := e.matchingUserFieldRules(doc)
 	nRedactedKeys := 0
 	dst = append(dst, '{')
 	first := true
@@ -553,7 +561,7 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 				continue
 			}
 		}
-		if e.Protected != nil && !ownRow && e.Protected(string(name)) {
+		if e.Protected != nil && !ownRow && e.Protected(string(name)) && stillProtected(userRules, string(name)) {
 			continue
 		}
 		if pointer && el.t == bsonNull {
@@ -1373,4 +1381,59 @@ func EncodeURIComponent(s string) string {
 		b = fmt.Appendf(b, "%%%02X", c)
 	}
 	return string(b)
+}
+
+// UserFieldRule is one "userField:<Field>" protectedFields audience: Keep
+// are the fields still protected on a row whose Field points to the user.
+type UserFieldRule struct {
+	Field string
+	Keep  map[string]bool
+}
+
+// matchingUserFieldRules are the rules whose pointer field, on this row,
+// names the encoder's user.
+func (e *RowEncoder) matchingUserFieldRules(doc []byte) []UserFieldRule {
+	if len(e.UserFieldRules) == 0 || e.UserID == "" {
+		return nil
+	}
+	var out []UserFieldRule
+	raw := bson.Raw(doc)
+	for _, r := range e.UserFieldRules {
+		if v, err := raw.LookupErr("_p_" + r.Field); err == nil {
+			if s, ok := v.StringValueOK(); ok && s == "_User$"+e.UserID {
+				out = append(out, r)
+			}
+			continue
+		}
+		v, err := raw.LookupErr(r.Field)
+		if err != nil {
+			continue
+		}
+		arr, ok := v.ArrayOK()
+		if !ok {
+			continue
+		}
+		vals, _ := arr.Values()
+		for _, x := range vals {
+			if d, ok := x.DocumentOK(); ok {
+				if id, err := d.LookupErr("objectId"); err == nil && id.StringValue() == e.UserID {
+					out = append(out, r)
+					break
+				}
+			}
+		}
+	}
+	return out
+}
+
+// stillProtected: a protected field stays hidden unless a matching
+// userField rule leaves it out (the intersection of the matching rules'
+// lists).
+func stillProtected(rules []UserFieldRule, field string) bool {
+	for _, r := range rules {
+		if !r.Keep[field] {
+			return false
+		}
+	}
+	return true
 }

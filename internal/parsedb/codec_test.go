@@ -556,3 +556,33 @@ func TestAppendRowNoAllocs(t *testing.T) {
 		t.Errorf("AppendRow allocates %.1f times per row, want 0", allocs)
 	}
 }
+
+// TestRowEncoderUserFieldRule: a protectedFields "userField:owner"
+// audience un-protects a field on the rows whose owner is the user
+// (a Pointer or an Array of pointers), and only there.
+func TestRowEncoderUserFieldRule(t *testing.T) {
+	cls := ClassFromSchemaDoc(bson.M{"_id": "Memo", "owner": "*_User", "owners": "array", "secret": "string", "pin": "string"})
+	enc := &RowEncoder{Class: cls, Protected: func(f string) bool { return f == "secret" || f == "pin" },
+		UserFieldRules: []UserFieldRule{{Field: "owner", Keep: map[string]bool{"pin": true}}, {Field: "owners", Keep: map[string]bool{}}}, UserID: "u1"}
+	for _, tc := range []struct {
+		doc  bson.D
+		want string
+	}{
+		{bson.D{{Key: "_id", Value: "a"}, {Key: "_p_owner", Value: "_User$u1"}, {Key: "secret", Value: "s"}, {Key: "pin", Value: "p"}}, `"secret":"s"`},
+		{bson.D{{Key: "_id", Value: "b"}, {Key: "_p_owner", Value: "_User$u2"}, {Key: "secret", Value: "s"}, {Key: "pin", Value: "p"}}, ``},
+		{bson.D{{Key: "_id", Value: "c"}, {Key: "owners", Value: bson.A{bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: "_User"}, {Key: "objectId", Value: "u1"}}}}, {Key: "secret", Value: "s"}, {Key: "pin", Value: "p"}}, `"secret":"s","pin":"p"`},
+	} {
+		raw, _ := bson.Marshal(tc.doc)
+		out, err := enc.AppendRow(nil, raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := string(out)
+		if tc.want == "" && (strings.Contains(got, "secret") || strings.Contains(got, "pin")) || tc.want != "" && !strings.Contains(got, tc.want) {
+			t.Errorf("%s: %s (want %q)", tc.doc[0].Value, got, tc.want)
+		}
+		if tc.doc[0].Value == "a" && strings.Contains(got, `"pin"`) {
+			t.Errorf("pin is in the owner rule's list and must stay hidden: %s", got)
+		}
+	}
+}
