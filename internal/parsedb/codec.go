@@ -102,7 +102,7 @@ type RowEncoder struct {
 	// Server's filterSensitiveData computes it.
 	UserFieldRules []UserFieldRule
 	UserID         string
-	Owner     string
+	Owner          string
 	// HiddenClass, if non-nil, reports classes whose references must be redacted (SECURITY.md "Hidden references"): any embedded {__type:"Pointer",className:Hidden,...} object
 	// and any string of the form "Hidden$<id>" under ANY key at any depth (incl. top-level _p_ pointers and plain string fields) → {"__redacted":true}.
 	// (Any embedded object whose "className" names a hidden class is redacted, whatever its __type.)
