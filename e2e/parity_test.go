@@ -259,7 +259,7 @@ func deliberateDifferences(t testing.TB, suite string) map[string]string {
 		t.Fatal("SECURITY.md has no parity-differences table")
 	}
 	out := map[string]string{}
-	for _, line := range strings.Split(text[start:end], "\n") {
+	for line := range strings.SplitSeq(text[start:end], "\n") {
 		cells := strings.Split(strings.Trim(strings.TrimSpace(line), "|"), "|")
 		if len(cells) != 3 {
 			continue

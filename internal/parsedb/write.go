@@ -330,10 +330,8 @@ func ValidFieldName(name string) bool { return len(name) <= 128 && fieldNameRe.M
 // TopField is the top-level field a write key names: "meta.x" (a dotted
 // key into an Object field) names meta.
 func TopField(key string) string {
-	if i := strings.IndexByte(key, '.'); i >= 0 {
-		return key[:i]
-	}
-	return key
+	top, _, _ := strings.Cut(key, ".")
+	return top
 }
 
 // implicit are fields every class has that a write never sets directly.
@@ -738,17 +736,14 @@ func polygon(v any) (bson.D, error) {
 // maxInteriorDepth bounds nested Object/Array values.
 const maxInteriorDepth = 32
 
-// interior encodes a value inside an Object or Array (or a plain top-level
+// interiorAt encodes a value inside an Object or Array (or a plain top-level
 // value): dates become BSON dates, pointers stay embedded {__type:"Pointer",
 // className, objectId} in that key order, other typed values keep their
 // REST JSON; keys with $ or . are refused as Parse refuses them.
-func interior(field string, v any, depth int) (any, error) {
-	return interiorAt(field, field, v, depth, nil)
-}
-
-// interiorAt is interior keeping the client's key order of every object
-// (ord, by the value's path in the write's fields; Parse stores objects in
-// the order the client sent their keys).
+//
+// Objects keep the client's key order (ord, by the value's path in the
+// write's fields; Parse stores objects in the order the client sent their
+// keys).
 func interiorAt(field, path string, v any, depth int, ord KeyOrder) (any, error) {
 	if depth > maxInteriorDepth {
 		return nil, ParseErr(ParseInvalidNestedKey, "%s is nested too deeply", field)
