@@ -75,7 +75,6 @@ var writeMatrix = []writeCase{
 	{"bytes", `{"raw":{"__type":"Bytes","base64":"AQID"}}`, ""},
 	{"update null", `{"title":"x","owner":{"__type":"Pointer","className":"_User","objectId":"USERID"}}`, `{"title":null,"owner":null}`},
 	{"update dotted add", `{"meta":{"arr":["x"]}}`, `{"meta.arr":{"__op":"Add","objects":["y"]}}`},
-	{"update acl", `{"title":"acl"}`, `{"ACL":{"*":{"read":true},"USERID":{"read":true,"write":true}}}`},
 }
 
 func TestParityWriteMatrix(t *testing.T) {

@@ -43,7 +43,7 @@ const outputPolicy = `classes:
   Vault: {hidden: true}
   Ticket:
     tenant_scope: {field: orgId}
-settings: {confirm_writes: never, rate_limit: {requests: 1000, window: 60s}}
+settings: {confirm_writes: never, direct_schema_changes: true, rate_limit: {requests: 1000, window: 60s}}
 `
 
 func insert(t *testing.T, db *mongo.Database, class string, docs ...bson.D) {
@@ -166,13 +166,13 @@ func TestTrustACLWritableOnlyWhenListed(t *testing.T) {
 	db, uri := writeDB(t, writeOutSchemas()...)
 	insert(t, db, "Memo", bson.D{{Key: "_id", Value: "m1"}, {Key: "title", Value: "x"}})
 	acl := map[string]any{"*": map[string]any{"read": true}}
-	for _, pol := range []string{"settings: {confirm_writes: never}\n", "classes:\n  Memo: {agent_fields: [title]}\nsettings: {confirm_writes: never}\n"} {
+	for _, pol := range []string{"settings: {confirm_writes: never, direct_schema_changes: true}\n", "classes:\n  Memo: {agent_fields: [title]}\nsettings: {confirm_writes: never, direct_schema_changes: true}\n"} {
 		c := writeClient(t, uri, policyEnv(t, pol))
 		callErr(t, c, "create_object", map[string]any{"class_name": "Memo", "fields": map[string]any{"title": "t"}, "acl": acl}, "access_denied")
 		callErr(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": "m1", "acl": acl}, "access_denied")
 		callErr(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": "m1", "fields": map[string]any{"ACL": acl}}, "access_denied")
 	}
-	c := writeClient(t, uri, policyEnv(t, "classes:\n  Memo: {writable_fields: [title, ACL]}\nsettings: {confirm_writes: never}\n"))
+	c := writeClient(t, uri, policyEnv(t, "classes:\n  Memo: {writable_fields: [title, ACL]}\nsettings: {confirm_writes: never, direct_schema_changes: true}\n"))
 	callOK(t, c, "update_object", map[string]any{"class_name": "Memo", "object_id": "m1", "acl": acl})
 	if doc := stored(t, db, "Memo", "m1"); doc["_rperm"] == nil {
 		t.Errorf("listed ACL not written: %v", doc)

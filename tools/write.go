@@ -489,6 +489,11 @@ func (d *Deps) readBack(ctx context.Context, class, id string) ([]byte, error) {
 		}
 		return nil, err
 	}
+	if d.Config != nil {
+		// Files show their url, as Parse's REST answers do, when it is
+		// known (PARSE_MCP_FILES_URL, or the bridge's Parse Server).
+		p.enc.FileURLBase = d.Config.FileURLBase()
+	}
 	var obj []byte
 	err = p.rows(ctx, p.findSpec(0, 1), func(int) bool { return true }, func(_ int, _ bson.Raw, row []byte) (bool, error) {
 		obj = append([]byte(nil), row...)
