@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -35,7 +36,14 @@ func TestMakeDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(makePath, "-s", "-C", "..", "demo", "BIN="+bin)
-	cmd.Env = append(env("PARSE_MCP_DEMO_DIR="+filepath.Join(dir, "demo"), "PARSE_MCP_LOG_LEVEL=info"), "PARSE_MCP_MONGODB_URI=")
+	// A person types `make demo` in a shell, not inside another make: when this
+	// test itself runs under make (`make test` runs the second-engine pass as
+	// a sub-make), the inherited MAKEFLAGS carries -w and the child would print
+	// "Entering directory" on stdout, which a shell never causes.
+	cmd.Env = slices.DeleteFunc(append(env("PARSE_MCP_DEMO_DIR="+filepath.Join(dir, "demo"), "PARSE_MCP_LOG_LEVEL=info"), "PARSE_MCP_MONGODB_URI="), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		return name == "MAKEFLAGS" || name == "MFLAGS" || name == "MAKELEVEL" || name == "MAKEOVERRIDES"
+	})
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
