@@ -10,7 +10,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
@@ -80,13 +79,7 @@ var writeMatrix = []writeCase{
 func TestParityWriteMatrix(t *testing.T) {
 	ps := parsetest.Start(t, parsetest.Options{MongoURI: mongoURI})
 	uid, _ := ps.SignUp(t, "matrix", "matrix-pw")
-	ctx := context.Background()
-	cl, err := mongo.Connect(options.Client().ApplyURI(ps.MongoURI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Disconnect(ctx)
-	db := cl.Database(ps.Database)
+	db := parseDatabase(t, ps)
 	defs := map[string]string{"title": "String", "n": "Number", "ok": "Boolean", "tags": "Array", "meta": "Object", "owner": "Pointer:_User",
 		"when": "Date", "loc": "GeoPoint", "pic": "File", "readers": "Relation:_User"}
 	ps.CreateClass(t, "Ref", defs, nil)

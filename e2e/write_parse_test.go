@@ -25,12 +25,7 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 	ps := parsetest.Start(t, parsetest.Options{MongoURI: mongoURI})
 	uid, _ := ps.SignUp(t, "writer", "writer-pw")
 	ctx := context.Background()
-	cl, err := mongo.Connect(options.Client().ApplyURI(ps.MongoURI))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Disconnect(ctx)
-	db := cl.Database(ps.Database)
+	db := parseDatabase(t, ps)
 
 	c := writeClient(t, "PARSE_MCP_MONGODB_URI="+ps.MongoURI, policyEnv(t, "settings: {confirm_writes: never, direct_schema_changes: true}\n"))
 	defs := map[string]string{"title": "String", "n": "Number", "when": "Date", "owner": "Pointer:_User", "loc": "GeoPoint",
@@ -122,35 +117,23 @@ func TestWritesReadBackThroughParseServer(t *testing.T) {
 	compareBoth(t, ps, db, noteID, refID, "batch")
 }
 
+// parseDatabase is a connection to the test Parse Server's database, closed
+// when the test ends: the parity tests read the stored documents directly.
+func parseDatabase(t *testing.T, ps *parsetest.Server) *mongo.Database {
+	t.Helper()
+	cl, err := mongo.Connect(options.Client().ApplyURI(ps.MongoURI))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cl.Disconnect(context.Background()) })
+	return cl.Database(ps.Database)
+}
+
 // compareBoth compares the stored documents and Parse Server's REST answers
 // for the parse-mcp object and Parse's own.
 func compareBoth(t *testing.T, ps *parsetest.Server, db *mongo.Database, noteID, refID, step string) {
 	t.Helper()
-	ctx := context.Background()
-	var note, ref bson.M
-	if err := db.Collection("Note").FindOne(ctx, bson.D{{Key: "_id", Value: noteID}}).Decode(&note); err != nil {
-		t.Fatal(err)
-	}
-	if err := db.Collection("Ref").FindOne(ctx, bson.D{{Key: "_id", Value: refID}}).Decode(&ref); err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range []bson.M{note, ref} {
-		delete(m, "_id")
-		delete(m, "_created_at")
-		delete(m, "_updated_at")
-	}
-	compareStored(t, step+": stored document", note, ref)
-
-	restNote := ps.MustDo(t, "GET", "/classes/Note/"+noteID, nil, parsetest.AsMaster)
-	restRef := ps.MustDo(t, "GET", "/classes/Ref/"+refID, nil, parsetest.AsMaster)
-	for _, m := range []map[string]any{restNote, restRef} {
-		delete(m, "objectId")
-		delete(m, "createdAt")
-		delete(m, "updatedAt")
-	}
-	if !reflect.DeepEqual(restNote, restRef) {
-		t.Errorf("%s: Parse Server reads parse-mcp's object differently:\nparse-mcp %s\nParse     %s", step, jsonOf(restNote), jsonOf(restRef))
-	}
+	compareStoredAndREST(t, ps, db, step, "Note", noteID, "Ref", refID)
 	rel := func(class, id string) any {
 		w, _ := json.Marshal(map[string]any{"$relatedTo": map[string]any{"object": map[string]any{"__type": "Pointer", "className": class, "objectId": id}, "key": "readers"}})
 		out := ps.MustDo(t, "GET", "/classes/_User?count=1&limit=0&where="+string(w), nil, parsetest.AsMaster)
@@ -158,6 +141,37 @@ func compareBoth(t *testing.T, ps *parsetest.Server, db *mongo.Database, noteID,
 	}
 	if a, b := rel("Note", noteID), rel("Ref", refID); a != b {
 		t.Errorf("%s: relation readers: parse-mcp %v, Parse %v", step, a, b)
+	}
+}
+
+// compareStoredAndREST compares two objects' stored documents (ids and
+// timestamps aside) and Parse Server's REST reads of them; class B holds
+// Parse's own object.
+func compareStoredAndREST(t *testing.T, ps *parsetest.Server, db *mongo.Database, step, classA, idA, classB, idB string) {
+	t.Helper()
+	ctx := context.Background()
+	var a, b bson.M
+	if err := db.Collection(classA).FindOne(ctx, bson.D{{Key: "_id", Value: idA}}).Decode(&a); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Collection(classB).FindOne(ctx, bson.D{{Key: "_id", Value: idB}}).Decode(&b); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range []bson.M{a, b} {
+		delete(m, "_id")
+		delete(m, "_created_at")
+		delete(m, "_updated_at")
+	}
+	compareStored(t, step+": stored document", a, b)
+	ra := ps.MustDo(t, "GET", "/classes/"+classA+"/"+idA, nil, parsetest.AsMaster)
+	rb := ps.MustDo(t, "GET", "/classes/"+classB+"/"+idB, nil, parsetest.AsMaster)
+	for _, m := range []map[string]any{ra, rb} {
+		delete(m, "objectId")
+		delete(m, "createdAt")
+		delete(m, "updatedAt")
+	}
+	if !reflect.DeepEqual(ra, rb) {
+		t.Errorf("%s: Parse Server reads them differently:\n%s %s\nParse %s", step, classA, jsonOf(ra), jsonOf(rb))
 	}
 }
 
