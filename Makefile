@@ -95,5 +95,5 @@ bench:
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzWhereToFilter -fuzztime 60s ./internal/parsedb/
 	$(GO) test -run '^$$' -fuzz FuzzSelectKeysRedaction -fuzztime 60s ./internal/parsedb/
-	$(GO) test -run '^$$' -fuzz FuzzValidatePipeline -fuzztime 60s ./policy/
+	$(GO) test -run '^$$' -fuzz FuzzValidatePipeline -fuzztime 60s ./policy/pipeline/
 	$(GO) test -run '^$$' -fuzz FuzzStdioFraming -fuzztime 60s ./server/

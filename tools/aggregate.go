@@ -48,6 +48,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/pipelinestage"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 )
@@ -197,14 +198,14 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 	for at < len(user) && isLeadingStage(user[at]) {
 		at++
 	}
-	proj := bson.D{{Key: "$project", Value: parsedb.FieldsProjection(parsedb.VisibleProjectionFields(cls, d.Policy.VisibleFields(cls)))}}
+	proj := bson.D{{Key: pipelinestage.Project, Value: parsedb.FieldsProjection(parsedb.VisibleProjectionFields(cls, d.Policy.VisibleFields(cls)))}}
 	full := make(bson.A, 0, len(scope)+len(user)+3)
 	full = append(full, scope...)
 	// Rows whose value at a path the stages read is a reference to a hidden
 	// class never enter the caller's stages (SECURITY.md, "Hidden
 	// references"): no expression or filter can take it apart.
 	if nh := hidden.NotHiddenRefFilterAnyType(cls, vp.RefPaths); nh != nil {
-		full = append(full, bson.D{{Key: "$match", Value: nh}})
+		full = append(full, bson.D{{Key: pipelinestage.Match, Value: nh}})
 	}
 	full = append(full, user[:at]...)
 	full = append(full, proj)
@@ -213,8 +214,8 @@ func planPipeline(ctx context.Context, d *Deps, className string, stages []any, 
 	if end != nil {
 		plan.joined = joinedFields(vp.Stages, schema)
 	}
-	if last := callerStageName(vp.Stages[len(vp.Stages)-1]); autoLimit > 0 && last != "$limit" && last != "$count" {
-		full = append(full, bson.D{{Key: "$limit", Value: int32(autoLimit)}})
+	if last, _ := pipelinestage.Of(callerStageName(vp.Stages[len(vp.Stages)-1])); autoLimit > 0 && !last.Bounds {
+		full = append(full, bson.D{{Key: pipelinestage.Limit, Value: int32(autoLimit)}})
 		plan.autoLimited = true
 	}
 	plan.pipeline = full
@@ -237,16 +238,17 @@ func guardUnwinds(stages bson.A, hidden *parsedb.HiddenRefs) bson.A {
 			out = append(out, st)
 			continue
 		}
-		switch d[0].Key {
-		case "$facet":
+		spec, _ := pipelinestage.Of(d[0].Key)
+		switch spec.SubPipelines {
+		case pipelinestage.EachValue:
 			if outputs, ok := d[0].Value.(bson.D); ok {
 				guarded := make(bson.D, len(outputs))
 				for i, e := range outputs {
 					guarded[i] = bson.E{Key: e.Key, Value: guardSubPipeline(e.Value, hidden)}
 				}
-				st = bson.D{{Key: "$facet", Value: guarded}}
+				st = bson.D{{Key: d[0].Key, Value: guarded}}
 			}
-		case "$lookup", "$unionWith":
+		case pipelinestage.PipelineOption:
 			if spec, ok := d[0].Value.(bson.D); ok {
 				guarded := make(bson.D, len(spec))
 				for i, e := range spec {
@@ -259,7 +261,7 @@ func guardUnwinds(stages bson.A, hidden *parsedb.HiddenRefs) bson.A {
 			}
 		}
 		out = append(out, st)
-		if d[0].Key != "$unwind" {
+		if d[0].Key != pipelinestage.Unwind {
 			continue
 		}
 		path, _ := d[0].Value.(string)
@@ -274,7 +276,7 @@ func guardUnwinds(stages bson.A, hidden *parsedb.HiddenRefs) bson.A {
 			continue
 		}
 		if nh := hidden.NotHiddenRefAtStoragePath(path[1:]); nh != nil {
-			out = append(out, bson.D{{Key: "$match", Value: nh}})
+			out = append(out, bson.D{{Key: pipelinestage.Match, Value: nh}})
 		}
 	}
 	return out
@@ -292,14 +294,11 @@ func guardSubPipeline(v any, hidden *parsedb.HiddenRefs) any {
 	return v
 }
 
+// isLeadingStage: a translated stage that may run before the
+// visible-fields projection (pipelinestage.Spec.Leading).
 func isLeadingStage(st any) bool {
-	switch stageName(st) {
-	case "$sort", "$skip", "$limit":
-		return true
-	case "$match":
-		return !mentionsKey(st.(bson.D)[0].Value, "$expr")
-	}
-	return false
+	spec, ok := pipelinestage.Of(stageName(st))
+	return ok && spec.Leading && !mentionsKey(st.(bson.D)[0].Value, "$expr")
 }
 
 // mentionsKey reports whether key appears as an object key anywhere in v.
@@ -615,8 +614,9 @@ func (c *rowConverter) storagePointer(rv bson.RawValue) (*restPointer, bool) {
 	return &restPointer{Type: "Pointer", ClassName: cls, ObjectID: id}, true
 }
 
-// joinedFields maps the `as` of the caller's top-level $lookup and
-// $graphLookup stages to their class.
+// joinedFields maps the `as` of the caller's top-level joins that put the
+// joined rows in an `as` array ($lookup, $graphLookup:
+// pipelinestage.Join.As) to their class.
 func joinedFields(stages []any, schema *parsedb.Schema) map[string]*parsedb.Class {
 	out := map[string]*parsedb.Class{}
 	for _, st := range stages {
@@ -632,7 +632,8 @@ func joinedFields(stages []any, schema *parsedb.Schema) map[string]*parsedb.Clas
 				name, body = k, v
 			}
 		}
-		if name != "$lookup" && name != "$graphLookup" {
+		spec, ok := pipelinestage.Of(name)
+		if !ok || !spec.Join.As {
 			continue
 		}
 		var from, as any
@@ -640,14 +641,14 @@ func joinedFields(stages []any, schema *parsedb.Schema) map[string]*parsedb.Clas
 		case bson.D:
 			for _, e := range b {
 				switch e.Key {
-				case "from":
+				case spec.Join.From:
 					from = e.Value
 				case "as":
 					as = e.Value
 				}
 			}
 		case map[string]any:
-			from, as = b["from"], b["as"]
+			from, as = b[spec.Join.From], b["as"]
 		}
 		f, _ := from.(string)
 		a, _ := as.(string)

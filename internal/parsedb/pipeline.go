@@ -3,7 +3,11 @@ package parsedb
 // Pipeline translation: an aggregation pipeline written with Parse field
 // names (what Parse users and models expect) → the same pipeline against
 // the storage format. The pipeline must already have passed the policy's
-// validator (policy.ValidatePipeline); this file only translates.
+// validator (policy.ValidatePipeline); this file only translates. Which
+// stages exist, the grammar of each one's argument and whether documents
+// keep the class's shape after it are the stage table's
+// (internal/pipelinestage); stageTranslations has one translation per
+// grammar.
 //
 // While documents are class-shaped (no $group, $project with computed
 // roots, $replaceRoot, $count, $bucket, $facet… yet), field names of the
@@ -37,6 +41,8 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/pipelinestage"
 )
 
 // JoinScope restricts what a pipeline may read from a joined class.
@@ -487,160 +493,199 @@ func (t *pipelineTranslator) stages(cls *Class, stages []any) (bson.A, *Class, e
 	return out, cls, nil
 }
 
-// PipelineStages are the aggregation stages parse-mcp accepts, at the top
-// level and in sub-pipelines. It is the one table of stages: the policy's
-// pipeline validator allows exactly these (policy.PipelineStages), and the
-// translator below has a case for each.
-var PipelineStages = []string{"$match", "$group", "$sort", "$project", "$limit", "$skip", "$unwind",
-	"$lookup", "$count", "$addFields", "$set", "$unset", "$bucket", "$bucketAuto", "$facet", "$sample",
-	"$sortByCount", "$replaceRoot", "$replaceWith", "$redact", "$graphLookup", "$unionWith"}
+// stageTranslation translates the argument of a stage of one grammar
+// (pipelinestage.Arg; the stage table says which grammar each stage's
+// argument has) into the stages sent: one, or more for $graphLookup.
+type stageTranslation func(t *pipelineTranslator, cls *Class, name string, arg any) ([]any, error)
+
+// stageTranslations holds a translation for every grammar of the stage
+// table (TestStageTranslationsCoverTable); filled in init, since the
+// sub-pipeline translations reach it again.
+var stageTranslations map[pipelinestage.Arg]stageTranslation
+
+func init() {
+	stageTranslations = map[pipelinestage.Arg]stageTranslation{
+		pipelinestage.ArgFilter:       (*pipelineTranslator).matchStage,
+		pipelinestage.ArgSortKeys:     (*pipelineTranslator).sortStage,
+		pipelinestage.ArgLiteral:      (*pipelineTranslator).literalStage,
+		pipelinestage.ArgOutputName:   (*pipelineTranslator).outputNameStage,
+		pipelinestage.ArgProjection:   (*pipelineTranslator).projectStage,
+		pipelinestage.ArgNewFields:    (*pipelineTranslator).newFieldsStage,
+		pipelinestage.ArgFieldNames:   (*pipelineTranslator).fieldNamesStage,
+		pipelinestage.ArgUnwind:       (*pipelineTranslator).unwindStage,
+		pipelinestage.ArgAccumulators: (*pipelineTranslator).accumulatorsStage,
+		pipelinestage.ArgBucket:       (*pipelineTranslator).bucketStage,
+		pipelinestage.ArgExpression:   (*pipelineTranslator).expressionStage,
+		pipelinestage.ArgFacets:       (*pipelineTranslator).facetStage,
+		pipelinestage.ArgLookup:       (*pipelineTranslator).lookupStage,
+		pipelinestage.ArgUnionWith:    (*pipelineTranslator).unionWithStage,
+		pipelinestage.ArgGraphLookup:  (*pipelineTranslator).graphLookup,
+	}
+}
 
 func stageDoc(name string, v any) bson.D { return bson.D{{Key: name, Value: v}} }
 
-// stage translates one stage into one or more stages.
+// single is a translation into one stage.
+func single(name string, v any, err error) ([]any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return []any{stageDoc(name, v)}, nil
+}
+
+// stage translates one stage into one or more stages and returns the
+// class-shape after it (nil once a stage replaced the class's shape).
 func (t *pipelineTranslator) stage(cls *Class, name string, arg any) ([]any, *Class, error) {
-	one := func(v any, err error, next *Class) ([]any, *Class, error) {
+	spec, ok := pipelinestage.Of(name)
+	translate := stageTranslations[spec.Arg]
+	if !ok || translate == nil {
+		return nil, nil, pipelineErr("unsupported stage %s", name)
+	}
+	out, err := translate(t, cls, name, arg)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !spec.KeepsClass {
+		cls = nil
+	}
+	return out, cls, nil
+}
+
+func (t *pipelineTranslator) matchStage(cls *Class, name string, arg any) ([]any, error) {
+	d, err := t.match(cls, arg)
+	return single(name, d, err)
+}
+
+func (t *pipelineTranslator) sortStage(cls *Class, name string, arg any) ([]any, error) {
+	entries, _ := Entries(arg)
+	d := make(bson.D, 0, len(entries))
+	for _, e := range entries {
+		c, err := literal(e.Value)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
-		return []any{stageDoc(name, v)}, next, nil
+		d = append(d, bson.E{Key: storagePath(cls, e.Key), Value: c})
 	}
-	switch name {
-	case "$match":
-		d, err := t.match(cls, arg)
-		return one(d, err, cls)
+	return single(name, d, nil)
+}
 
-	case "$sort":
-		entries, _ := Entries(arg)
-		d := make(bson.D, 0, len(entries))
-		for _, e := range entries {
-			c, err := literal(e.Value)
-			if err != nil {
-				return nil, nil, err
-			}
-			d = append(d, bson.E{Key: storagePath(cls, e.Key), Value: c})
+func (t *pipelineTranslator) literalStage(_ *Class, name string, arg any) ([]any, error) {
+	v, err := literal(arg)
+	return single(name, v, err)
+}
+
+func (t *pipelineTranslator) outputNameStage(_ *Class, name string, arg any) ([]any, error) {
+	return single(name, arg, nil)
+}
+
+func (t *pipelineTranslator) projectStage(cls *Class, name string, arg any) ([]any, error) {
+	d, err := t.projection(cls, arg, true)
+	return single(name, d, err)
+}
+
+func (t *pipelineTranslator) newFieldsStage(cls *Class, name string, arg any) ([]any, error) {
+	entries, _ := Entries(arg)
+	d := make(bson.D, 0, len(entries))
+	for _, e := range entries {
+		c, err := t.expr(cls, e.Value)
+		if err != nil {
+			return nil, err
 		}
-		return one(d, nil, cls)
-
-	case "$limit", "$skip", "$sample":
-		v, err := literal(arg)
-		return one(v, err, cls)
-
-	case "$count":
-		return one(arg, nil, nil)
-
-	case "$project":
-		d, err := t.projection(cls, arg, true)
-		return one(d, err, cls)
-
-	case "$addFields", "$set":
-		entries, _ := Entries(arg)
-		d := make(bson.D, 0, len(entries))
-		for _, e := range entries {
-			c, err := t.expr(cls, e.Value)
-			if err != nil {
-				return nil, nil, err
-			}
-			d = append(d, bson.E{Key: storagePath(cls, e.Key), Value: c})
-		}
-		return one(d, nil, cls)
-
-	case "$unset":
-		if s, ok := arg.(string); ok {
-			return one(storagePath(cls, s), nil, cls)
-		}
-		arr, _ := ArrayValues(arg)
-		names := make(bson.A, 0, len(arr))
-		for _, n := range arr {
-			s, _ := n.(string)
-			names = append(names, storagePath(cls, s))
-		}
-		return one(names, nil, cls)
-
-	case "$unwind":
-		if s, ok := arg.(string); ok {
-			return one(refString(cls, s), nil, cls)
-		}
-		entries, _ := Entries(arg)
-		d := make(bson.D, 0, len(entries))
-		for _, e := range entries {
-			var c any = NormalizeNumber(e.Value)
-			if e.Key == "path" {
-				s, _ := e.Value.(string)
-				c = refString(cls, s)
-			}
-			d = append(d, bson.E{Key: e.Key, Value: c})
-		}
-		return one(d, nil, cls)
-
-	case "$group":
-		entries, _ := Entries(arg)
-		d := make(bson.D, 0, len(entries))
-		for _, e := range entries {
-			c, err := t.expr(cls, e.Value)
-			if err != nil {
-				return nil, nil, err
-			}
-			d = append(d, bson.E{Key: e.Key, Value: c})
-		}
-		return one(d, nil, nil)
-
-	case "$bucket", "$bucketAuto":
-		entries, _ := Entries(arg)
-		d := make(bson.D, 0, len(entries))
-		for _, e := range entries {
-			var c any
-			var err error
-			switch e.Key {
-			case "groupBy", "output":
-				c, err = t.expr(cls, e.Value)
-			default:
-				c, err = literal(e.Value)
-			}
-			if err != nil {
-				return nil, nil, err
-			}
-			d = append(d, bson.E{Key: e.Key, Value: c})
-		}
-		return one(d, nil, nil)
-
-	case "$sortByCount", "$replaceWith":
-		c, err := t.expr(cls, arg)
-		return one(c, err, nil)
-
-	case "$replaceRoot":
-		c, err := t.expr(cls, arg)
-		return one(c, err, nil)
-
-	case "$redact":
-		c, err := t.expr(cls, arg)
-		return one(c, err, cls)
-
-	case "$facet":
-		entries, _ := Entries(arg)
-		d := make(bson.D, 0, len(entries))
-		for _, e := range entries {
-			branch, _ := ArrayValues(e.Value)
-			sub, _, err := t.stages(cls, branch)
-			if err != nil {
-				return nil, nil, err
-			}
-			d = append(d, bson.E{Key: e.Key, Value: sub})
-		}
-		return one(d, nil, nil)
-
-	case "$lookup":
-		d, err := t.lookup(cls, arg)
-		return one(d, err, cls)
-
-	case "$unionWith":
-		d, err := t.unionWith(arg)
-		return one(d, err, cls)
-
-	case "$graphLookup":
-		return t.graphLookup(cls, arg)
+		d = append(d, bson.E{Key: storagePath(cls, e.Key), Value: c})
 	}
-	return nil, nil, pipelineErr("unsupported stage %s", name)
+	return single(name, d, nil)
+}
+
+func (t *pipelineTranslator) fieldNamesStage(cls *Class, name string, arg any) ([]any, error) {
+	if s, ok := arg.(string); ok {
+		return single(name, storagePath(cls, s), nil)
+	}
+	arr, _ := ArrayValues(arg)
+	names := make(bson.A, 0, len(arr))
+	for _, n := range arr {
+		s, _ := n.(string)
+		names = append(names, storagePath(cls, s))
+	}
+	return single(name, names, nil)
+}
+
+func (t *pipelineTranslator) unwindStage(cls *Class, name string, arg any) ([]any, error) {
+	if s, ok := arg.(string); ok {
+		return single(name, refString(cls, s), nil)
+	}
+	entries, _ := Entries(arg)
+	d := make(bson.D, 0, len(entries))
+	for _, e := range entries {
+		var c any = NormalizeNumber(e.Value)
+		if e.Key == "path" {
+			s, _ := e.Value.(string)
+			c = refString(cls, s)
+		}
+		d = append(d, bson.E{Key: e.Key, Value: c})
+	}
+	return single(name, d, nil)
+}
+
+func (t *pipelineTranslator) accumulatorsStage(cls *Class, name string, arg any) ([]any, error) {
+	entries, _ := Entries(arg)
+	d := make(bson.D, 0, len(entries))
+	for _, e := range entries {
+		c, err := t.expr(cls, e.Value)
+		if err != nil {
+			return nil, err
+		}
+		d = append(d, bson.E{Key: e.Key, Value: c})
+	}
+	return single(name, d, nil)
+}
+
+func (t *pipelineTranslator) bucketStage(cls *Class, name string, arg any) ([]any, error) {
+	entries, _ := Entries(arg)
+	d := make(bson.D, 0, len(entries))
+	for _, e := range entries {
+		var c any
+		var err error
+		switch e.Key {
+		case "groupBy", "output":
+			c, err = t.expr(cls, e.Value)
+		default:
+			c, err = literal(e.Value)
+		}
+		if err != nil {
+			return nil, err
+		}
+		d = append(d, bson.E{Key: e.Key, Value: c})
+	}
+	return single(name, d, nil)
+}
+
+func (t *pipelineTranslator) expressionStage(cls *Class, name string, arg any) ([]any, error) {
+	c, err := t.expr(cls, arg)
+	return single(name, c, err)
+}
+
+func (t *pipelineTranslator) facetStage(cls *Class, name string, arg any) ([]any, error) {
+	entries, _ := Entries(arg)
+	d := make(bson.D, 0, len(entries))
+	for _, e := range entries {
+		branch, _ := ArrayValues(e.Value)
+		sub, _, err := t.stages(cls, branch)
+		if err != nil {
+			return nil, err
+		}
+		d = append(d, bson.E{Key: e.Key, Value: sub})
+	}
+	return single(name, d, nil)
+}
+
+func (t *pipelineTranslator) lookupStage(cls *Class, name string, arg any) ([]any, error) {
+	d, err := t.lookup(cls, arg)
+	return single(name, d, err)
+}
+
+func (t *pipelineTranslator) unionWithStage(_ *Class, name string, arg any) ([]any, error) {
+	d, err := t.unionWith(arg)
+	return single(name, d, err)
 }
 
 // projection translates a $project body; root is true for the top level
@@ -712,12 +757,27 @@ func (t *pipelineTranslator) joinClass(v any) (*Class, *JoinScope, error) {
 func scopeStages(scope *JoinScope) bson.A {
 	var out bson.A
 	if len(scope.Filter) > 0 {
-		out = append(out, stageDoc("$match", scope.Filter))
+		out = append(out, stageDoc(pipelinestage.Match, scope.Filter))
 	}
 	if len(scope.Fields) > 0 {
-		out = append(out, stageDoc("$project", FieldsProjection(scope.Fields)))
+		out = append(out, stageDoc(pipelinestage.Project, FieldsProjection(scope.Fields)))
 	}
 	return out
+}
+
+// joinedPipeline appends to sub what a $lookup's or $unionWith's
+// pipeline runs on the joined class jc: its scope (filter, visible-fields
+// projection), then the caller's stages user translated for jc.
+func (t *pipelineTranslator) joinedPipeline(sub bson.A, jc *Class, scope *JoinScope, user []any) (bson.A, error) {
+	sub = append(sub, scopeStages(scope)...)
+	if len(user) == 0 {
+		return sub, nil
+	}
+	translated, _, err := t.stages(jc, user)
+	if err != nil {
+		return nil, err
+	}
+	return append(sub, translated...), nil
 }
 
 func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
@@ -748,11 +808,11 @@ func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
 			// Song.artist ("Artist$id") → Artist._id ("id").
 			let = append(let, bson.E{Key: joinKeyVar, Value: bson.D{{Key: "$arrayElemAt", Value: bson.A{
 				bson.D{{Key: "$split", Value: bson.A{bson.D{{Key: "$ifNull", Value: bson.A{"$" + lf, ""}}}, bson.D{{Key: "$literal", Value: "$"}}}}}, 1}}}})
-			sub = append(sub, stageDoc("$match", bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$_id", "$$" + joinKeyVar}}}}}))
+			sub = append(sub, stageDoc(pipelinestage.Match, bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$_id", "$$" + joinKeyVar}}}}}))
 		case cls != nil && lf == "_id" && fField != nil && fField.Type == TypePointer && fField.TargetClass == cls.Name:
 			// Artist._id → Song.artist.
 			let = append(let, bson.E{Key: joinKeyVar, Value: bson.D{{Key: "$concat", Value: bson.A{cls.Name + "$", "$_id"}}}})
-			sub = append(sub, stageDoc("$match", bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$" + ff, "$$" + joinKeyVar}}}}}))
+			sub = append(sub, stageDoc(pipelinestage.Match, bson.D{{Key: "$expr", Value: bson.D{{Key: "$eq", Value: bson.A{"$" + ff, "$$" + joinKeyVar}}}}}))
 		default:
 			out = append(out, bson.E{Key: "localField", Value: lf}, bson.E{Key: "foreignField", Value: ff})
 		}
@@ -767,16 +827,12 @@ func (t *pipelineTranslator) lookup(cls *Class, arg any) (bson.D, error) {
 			let = append(let, bson.E{Key: e.Key, Value: c})
 		}
 	}
-	sub = append(sub, scopeStages(scope)...)
+	var user []any
 	if pv, ok := EntryValue(entries, "pipeline"); ok {
-		arr, _ := ArrayValues(pv)
-		if len(arr) > 0 {
-			user, _, err := t.stages(jc, arr)
-			if err != nil {
-				return nil, err
-			}
-			sub = append(sub, user...)
-		}
+		user, _ = ArrayValues(pv)
+	}
+	if sub, err = t.joinedPipeline(sub, jc, scope, user); err != nil {
+		return nil, err
 	}
 	if len(let) > 0 {
 		out = append(out, bson.E{Key: "let", Value: let})
@@ -800,26 +856,19 @@ func (t *pipelineTranslator) unionWith(arg any) (bson.D, error) {
 	if err != nil {
 		return nil, err
 	}
-	sub := scopeStages(scope)
-	if sub == nil {
-		sub = bson.A{}
-	}
-	if len(user) > 0 {
-		us, _, err := t.stages(jc, user)
-		if err != nil {
-			return nil, err
-		}
-		sub = append(sub, us...)
+	sub, err := t.joinedPipeline(bson.A{}, jc, scope, user)
+	if err != nil {
+		return nil, err
 	}
 	return bson.D{{Key: "coll", Value: t.opt.Prefix + jc.Name}, {Key: "pipeline", Value: sub}}, nil
 }
 
-func (t *pipelineTranslator) graphLookup(cls *Class, arg any) ([]any, *Class, error) {
+func (t *pipelineTranslator) graphLookup(cls *Class, name string, arg any) ([]any, error) {
 	entries, _ := Entries(arg)
 	from, _ := EntryValue(entries, "from")
 	jc, scope, err := t.joinClass(from)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	d := bson.D{}
 	var as, depthField string
@@ -852,14 +901,14 @@ func (t *pipelineTranslator) graphLookup(cls *Class, arg any) ([]any, *Class, er
 			c, err = literal(e.Value)
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		d = append(d, bson.E{Key: e.Key, Value: c})
 	}
 	if !hasRestrict && len(scope.Filter) > 0 {
 		d = append(d, bson.E{Key: "restrictSearchWithMatch", Value: scope.Filter})
 	}
-	out := []any{stageDoc("$graphLookup", d)}
+	out := []any{stageDoc(name, d)}
 	if len(scope.Fields) > 0 && as != "" {
 		keep := bson.D{}
 		for _, f := range append(append([]string{}, scope.Fields...), depthField) {
@@ -868,8 +917,8 @@ func (t *pipelineTranslator) graphLookup(cls *Class, arg any) ([]any, *Class, er
 			}
 			keep = append(keep, bson.E{Key: f, Value: "$$" + graphDocVar + "." + f})
 		}
-		out = append(out, stageDoc("$set", bson.D{{Key: as, Value: bson.D{{Key: "$map", Value: bson.D{
+		out = append(out, stageDoc(pipelinestage.Set, bson.D{{Key: as, Value: bson.D{{Key: "$map", Value: bson.D{
 			{Key: "input", Value: "$" + as}, {Key: "as", Value: graphDocVar}, {Key: "in", Value: keep}}}}}}))
 	}
-	return out, cls, nil
+	return out, nil
 }

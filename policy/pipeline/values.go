@@ -1,4 +1,4 @@
-package policy
+package pipeline
 
 // Where a pipeline's values come from, and what may be done with them
 // (SECURITY.md "Hidden references", "Pipelines").
@@ -12,8 +12,8 @@ package policy
 //
 //   - Every stored path a stage reads gets the "not a hidden reference"
 //     conjunct: paths of the pipeline's class as a leading $match
-//     (ValidatedPipeline.RefPaths), paths of a joined class inside its join
-//     scope (ValidatedPipeline.JoinRefPaths). A String value read anywhere
+//     (Validated.RefPaths), paths of a joined class inside its join
+//     scope (Validated.JoinRefPaths). A String value read anywhere
 //     is therefore never a "Hidden$id" string, and a path into an Object is
 //     never below a hidden pointer or embedded object along its prefixes.
 //   - A value that may hold an Object or Array (an Object/Array field, a
@@ -90,8 +90,8 @@ func (s *fieldState) aliasOf(path string) (key string, refs []vref, ok bool) {
 
 // resolve records every stored path that reading path of s reads and
 // reports whether the value there is opaque.
-func (pv *pipelineValidator) resolve(s *fieldState, path string, depth int) (bool, error) {
-	if depth > 4*MaxPipelineDepth+MaxPipelineStages {
+func (pv *validator) resolve(s *fieldState, path string, depth int) (bool, error) {
+	if depth > 4*MaxDepth+MaxStages {
 		return true, nil // unreachable in practice; unknown counts as opaque
 	}
 	// A frozen state never changes: each of its paths is resolved once
@@ -118,7 +118,7 @@ type resolveKey struct {
 	path string
 }
 
-func (pv *pipelineValidator) resolveOnce(s *fieldState, path string, depth int) (bool, error) {
+func (pv *validator) resolveOnce(s *fieldState, path string, depth int) (bool, error) {
 	pv.resolveSteps++
 	opaque := false
 	if key, refs, ok := s.aliasOf(path); ok {
@@ -175,7 +175,7 @@ func (s *fieldState) keysBelow(path string) []string {
 	return keys[i:j]
 }
 
-func (pv *pipelineValidator) resolveRef(r vref, rest string, depth int) (bool, error) {
+func (pv *validator) resolveRef(r vref, rest string, depth int) (bool, error) {
 	if r.cls == nil {
 		return pv.resolve(r.st, joinPath(r.path, rest), depth)
 	}
@@ -184,7 +184,7 @@ func (pv *pipelineValidator) resolveRef(r vref, rest string, depth int) (bool, e
 
 // storedPath records a stored path of cls read by the pipeline and reports
 // whether its value is opaque.
-func (pv *pipelineValidator) storedPath(cls *parsedb.Class, join bool, path string) (bool, error) {
+func (pv *validator) storedPath(cls *parsedb.Class, join bool, path string) (bool, error) {
 	if path == "" {
 		// A whole row: every visible field is read.
 		if !join {
@@ -202,7 +202,7 @@ func (pv *pipelineValidator) storedPath(cls *parsedb.Class, join bool, path stri
 	if f != nil {
 		switch {
 		case (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && pv.e.TargetInvisible(pv.schema, f.TargetClass):
-			return false, pv.e.TargetUnavailable(pv.ctx, "$%s: %s", truncateText(path, 60), root)
+			return false, pv.e.TargetUnavailableRefusal(pv.ctx, "$%s: %s", truncateText(path, 60), root)
 		case f.Type == parsedb.TypeRelation:
 			return false, invalidPipeline("%s is a Relation of %s: relations are not stored in the object, so a pipeline cannot read them (query %s with $relatedTo instead)", root, cls.Name, f.TargetClass)
 		case f.Type == parsedb.TypePointer && path != root:
@@ -215,7 +215,7 @@ func (pv *pipelineValidator) storedPath(cls *parsedb.Class, join bool, path stri
 
 // noteRef records a stored path read by the pipeline: of the pipeline's
 // class (RefPaths) or of a joined class (JoinRefPaths).
-func (pv *pipelineValidator) noteRef(cls *parsedb.Class, join bool, path string) {
+func (pv *validator) noteRef(cls *parsedb.Class, join bool, path string) {
 	if path == "_id" {
 		return
 	}
@@ -242,7 +242,7 @@ func (pv *pipelineValidator) noteRef(cls *parsedb.Class, join bool, path string)
 
 // ref checks a field reference and resolves it: the value of path in the
 // documents entering the current stage.
-func (pv *pipelineValidator) ref(s *fieldState, path, dollar string) (exprVal, error) {
+func (pv *validator) ref(s *fieldState, path, dollar string) (exprVal, error) {
 	if err := pv.checkRef(s, path, dollar); err != nil {
 		return exprVal{}, err
 	}
@@ -261,7 +261,7 @@ func (pv *pipelineValidator) ref(s *fieldState, path, dollar string) (exprVal, e
 
 // frozen is the state documents had when the current stage started (the
 // state refs point into must not change afterwards).
-func (pv *pipelineValidator) frozen(s *fieldState) *fieldState {
+func (pv *validator) frozen(s *fieldState) *fieldState {
 	if pv.prev != nil && pv.prevOf == s {
 		return pv.prev
 	}
@@ -283,7 +283,7 @@ func opaqueOperand(v exprVal, use string) error {
 // can strip the className or __type that marks an embedded reference as
 // one, and the row encoder would then show a hidden object's id and
 // members. The value may be set, removed or projected whole.
-func (pv *pipelineValidator) checkNotBelowOpaque(s *fieldState, path, what string) error {
+func (pv *validator) checkNotBelowOpaque(s *fieldState, path, what string) error {
 	for i := strings.IndexByte(path, '.'); i > 0; {
 		prefix := path[:i]
 		opaque, err := pv.resolve(s, prefix, 0)
@@ -304,7 +304,7 @@ func (pv *pipelineValidator) checkNotBelowOpaque(s *fieldState, path, what strin
 
 // operand evaluates an expression whose value an operator or a stage
 // computes on: it must not be opaque.
-func (pv *pipelineValidator) operand(s *fieldState, v any, use string) error {
+func (pv *validator) operand(s *fieldState, v any, use string) error {
 	ev, err := pv.value(s, v)
 	if err != nil {
 		return err
@@ -317,7 +317,7 @@ func (pv *pipelineValidator) operand(s *fieldState, v any, use string) error {
 
 // value evaluates an expression in a position that copies its value whole
 // (an output field, a group key, a copying accumulator).
-func (pv *pipelineValidator) value(s *fieldState, v any) (exprVal, error) {
+func (pv *validator) value(s *fieldState, v any) (exprVal, error) {
 	switch x := v.(type) {
 	case string:
 		if strings.HasPrefix(x, "$$") {
@@ -396,7 +396,7 @@ func (pv *pipelineValidator) value(s *fieldState, v any) (exprVal, error) {
 
 // operator evaluates {op: arg}. Its operands must not be opaque (the
 // shape-only operators aside); its value is computed, so never opaque.
-func (pv *pipelineValidator) operator(s *fieldState, op string, arg any) (exprVal, error) {
+func (pv *validator) operator(s *fieldState, op string, arg any) (exprVal, error) {
 	switch op {
 	case "$literal":
 		if pv.namesInvisibleClass([]any{arg}) {
@@ -452,7 +452,7 @@ func (s *fieldState) bind(prev *fieldState, key string, v exprVal) {
 
 // namesInvisibleClass reports whether a $match value on an opaque path
 // holds a literal naming a hidden or missing class (the where rule).
-func (pv *pipelineValidator) namesInvisibleClass(v any) bool {
+func (pv *validator) namesInvisibleClass(v any) bool {
 	return parsedb.NamesInvisibleClass(v, false, func(class string) bool {
 		return pv.e.Hidden(class) || pv.schema.Class(class) == nil
 	})
@@ -468,9 +468,67 @@ func invisibleLiteral() error {
 }
 
 // resolveChecked checks and resolves a field name of s (a join option).
-func (pv *pipelineValidator) resolveChecked(s *fieldState, path string) (bool, error) {
+func (pv *validator) resolveChecked(s *fieldState, path string) (bool, error) {
 	if err := pv.checkRef(s, path, ""); err != nil {
 		return false, err
 	}
 	return pv.resolve(s, path, 0)
+}
+
+// accumulator checks one $group/$bucket accumulator: the copying ones take
+// any value whole (their output holds copies of it), the others compute on
+// their input.
+func (pv *validator) accumulator(s *fieldState, op string, arg any) (exprVal, error) {
+	if copyAccumulators[op] {
+		return pv.value(s, arg)
+	}
+	return pv.operator(s, op, arg)
+}
+
+// fieldOperatorExpr checks $getField/$setField/$unsetField: a literal field
+// name read from the current document ($$ROOT/$$CURRENT or no input) is a
+// field reference; $getField of it is that field's value.
+func (pv *validator) fieldOperatorExpr(s *fieldState, op string, arg any) (exprVal, error) {
+	if err := scanFieldOperator(op, arg); err != nil {
+		return exprVal{}, err
+	}
+	if name, ok := arg.(string); ok {
+		return pv.ref(s, name, "")
+	}
+	entries, _ := parsedb.Entries(arg)
+	field, _ := parsedb.EntryValue(entries, "field")
+	if lit, ok := parsedb.Entries(field); ok && len(lit) == 1 {
+		field = lit[0].Value
+	}
+	name, _ := field.(string)
+	input, hasInput := parsedb.EntryValue(entries, "input")
+	var result exprVal
+	onRoot := false
+	if in, ok := input.(string); !hasInput || (ok && (in == "$$ROOT" || in == "$$CURRENT")) {
+		onRoot = true
+		if op == "$getField" {
+			return pv.ref(s, name, "")
+		}
+		if err := pv.checkOutputName(s, name, op); err != nil {
+			return exprVal{}, err
+		}
+		// $setField/$unsetField on the current document rebuild it: the
+		// result holds the document's other fields as they were.
+		r, err := pv.value(s, "$$CURRENT")
+		if err != nil {
+			return exprVal{}, err
+		}
+		result = r
+	}
+	for _, e := range entries {
+		if e.Key == "input" && onRoot {
+			continue
+		}
+		if e.Key == "input" || e.Key == "value" {
+			if err := pv.operand(s, e.Value, "an operand of "+op); err != nil {
+				return exprVal{}, err
+			}
+		}
+	}
+	return result, nil
 }

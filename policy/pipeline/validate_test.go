@@ -1,4 +1,4 @@
-package policy
+package pipeline_test
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/policy/pipeline"
 )
 
 // The pipeline validator's world: Song (pointers, dates, canonical filter),
@@ -54,9 +56,9 @@ classes:
   VaultSecret: {hidden: true}
 `
 
-func pipeEngine(t testing.TB, mod func(*config.Config)) *Engine {
+func pipeEngine(t testing.TB, mod func(*config.Config)) *policy.Engine {
 	t.Helper()
-	f, err := Parse([]byte(pipePolicyYAML), false)
+	f, err := policy.Parse([]byte(pipePolicyYAML), false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +66,7 @@ func pipeEngine(t testing.TB, mod func(*config.Config)) *Engine {
 	if mod != nil {
 		mod(cfg)
 	}
-	return New(cfg, f, zerolog.New(io.Discard))
+	return policy.New(cfg, f, zerolog.New(io.Discard))
 }
 
 func decodePipeline(t testing.TB, s string) []any {
@@ -80,7 +82,7 @@ func decodePipeline(t testing.TB, s string) []any {
 // code, or "access_denied:<kind>" (the tools' table tests use the same).
 var pipeOutcome = parsetest.Outcome
 
-func validatePipe(t testing.TB, e *Engine, class, pipeline string) (ValidatedPipeline, error) {
+func validatePipe(t testing.TB, e *policy.Engine, class, pipeline string) (pipeline.Validated, error) {
 	t.Helper()
 	s := pipeSchema()
 	cls := s.Class(class)
@@ -94,7 +96,7 @@ type pipeCase struct {
 	name, class, pipeline, want string
 }
 
-func runPipeCases(t *testing.T, e *Engine, cases []pipeCase) {
+func runPipeCases(t *testing.T, e *policy.Engine, cases []pipeCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

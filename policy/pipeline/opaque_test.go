@@ -1,4 +1,4 @@
-package policy
+package pipeline_test
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/policy/pipeline"
 )
 
 // Opaque values in pipelines (SECURITY.md "Hidden references"): a value
@@ -221,7 +223,7 @@ type refPathCase struct {
 
 // checkRefPaths validates each pipeline (on Song unless a class is given)
 // and checks the paths that get the conjunct.
-func checkRefPaths(t *testing.T, e *Engine, cases []refPathCase) {
+func checkRefPaths(t *testing.T, e *policy.Engine, cases []refPathCase) {
 	t.Helper()
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -393,11 +395,11 @@ func TestPipelineResolveIsLinear(t *testing.T) {
 	schema := pipeSchema()
 	steps := func(stages int) int {
 		p := decodePipeline(t, "["+strings.Repeat(`{"$addFields":{"a":"$$ROOT","b":"$$ROOT","c":"$$ROOT"}},`, stages)+`{"$project":{"x":"$$ROOT"}}]`)
-		pv := &pipelineValidator{e: e, ctx: context.Background(), schema: schema, root: schema.Class("Song"), seen: map[string]bool{}}
-		if _, err := pv.pipeline(pv.classState(schema.Class("Song"), false), p, "pipeline"); err != nil {
+		n, err := pipeline.ResolveSteps(context.Background(), e.PipelinePolicy(), schema, schema.Class("Song"), p)
+		if err != nil {
 			t.Fatal(err)
 		}
-		return pv.resolveSteps
+		return n
 	}
 	small, large := steps(3), steps(10)
 	if large > 8*small {

@@ -1,15 +1,18 @@
-package policy
+package pipeline_test
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/pipelinestage"
+	"github.com/parse-mcp/parse-mcp/policy/pipeline"
 )
 
 // pipeFuzzSeeds are typical pipelines and attacks; the fuzzer mutates them.
@@ -377,7 +380,7 @@ func (f *fuzzBytes) next(n int) int {
 }
 
 var (
-	genStages = append(append([]string{}, PipelineStages...), "$out", "$merge", "$search", "$collStats", "$documents", "$foo")
+	genStages = append(pipelinestage.Names(), "$out", "$merge", "$search", "$collStats", "$documents", "$foo")
 	genKeys   = []string{"title", "genre", "ssn", "name", "_id", "objectId", "createdAt", "_created_at", "_rperm", "_hashed_password",
 		"_auth_data_github", "authData", "sessionToken", "_p_artist", "artist", "meta.x", "$sum", "$avg", "$push", "$out", "$function",
 		"$accumulator", "$where", "$getField", "$setField", "field", "input", "value", "from", "as", "localField", "foreignField",
@@ -430,3 +433,29 @@ func genPipelineN(f *fuzzBytes, depth, n int) []any {
 }
 
 func genPipeline(f *fuzzBytes) []any { return genPipelineN(f, 0, 1+f.next(4)) }
+
+// hasInternalSegment reports whether a segment of a field reference
+// ("$a.b", "$$ROOT.a", "a.b") is an internal field (the oracle's own copy
+// of the validator's rule).
+func hasInternalSegment(ref string) bool {
+	return slices.ContainsFunc(strings.Split(strings.TrimLeft(ref, "$"), "."), parsedb.IsInternalField)
+}
+
+// The validator's operator sets, for the oracles.
+var (
+	copyAccumulators = pipeline.CopyAccumulators
+	shapeOperators   = pipeline.ShapeOperators
+	blockedPipeline  = func() map[string]bool {
+		m := map[string]bool{}
+		for _, op := range pipeline.BlockedOperators {
+			m[op] = true
+		}
+		return m
+	}()
+)
+
+// rootOf is the first segment of a path.
+func rootOf(path string) string {
+	before, _, _ := strings.Cut(path, ".")
+	return before
+}
