@@ -238,8 +238,8 @@ func guardUnwinds(stages bson.A, hidden *parsedb.HiddenRefs) bson.A {
 			out = append(out, st)
 			continue
 		}
-		spec, _ := pipelinestage.Of(d[0].Key)
-		switch spec.SubPipelines {
+		stage, _ := pipelinestage.Of(d[0].Key)
+		switch stage.SubPipelines {
 		case pipelinestage.EachValue:
 			if outputs, ok := d[0].Value.(bson.D); ok {
 				guarded := make(bson.D, len(outputs))
