@@ -8,8 +8,9 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// ---------------------------------------------------------------------------
-// Joins.
+// Joins: $lookup, $graphLookup and $unionWith, each through the class gate
+// of its target (joinTarget); the rows of a $lookup or $unionWith come from
+// one place (joinedRows).
 
 // joinTarget is the class gate of a join target.
 func (pv *validator) joinTarget(v any, where string) (*parsedb.Class, error) {

@@ -6,6 +6,10 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
+// The $match filters: top-level operators, field conditions with the where
+// rules, Parse-only operators refused.
+
+// filter validates a $match filter (top) or a sub-filter.
 func (pv *validator) filter(s *fieldState, v any, where string, top bool) error {
 	entries, ok := parsedb.Entries(v)
 	if !ok {

@@ -529,5 +529,3 @@ func isInclusionValue(v any) bool {
 	n, ok := pNumber(v)
 	return ok && n != 0
 }
-
-// filter validates a $match filter (top) or a sub-filter.
