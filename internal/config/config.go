@@ -270,24 +270,49 @@ func (c *Config) DatabaseName() string {
 	if c.Database != "" {
 		return c.Database
 	}
-	u, err := url.Parse(c.MongoDBURI)
-	if err != nil {
-		return ""
+	_, _, _, path := splitURI(c.MongoDBURI)
+	if db, err := url.PathUnescape(path); err == nil {
+		return db
 	}
-	return strings.TrimPrefix(u.Path, "/")
+	return path
 }
 
-// RedactedURI is the connection string with any password removed, for messages.
+// splitURI cuts a MongoDB connection string into its parts without
+// url.Parse, which refuses valid seed lists such as
+// mongodb://a:27017,b/parse (it reads ":27017,b" as a port). The user info
+// runs to the last @ (so a password with an unescaped @ or / stays in it and
+// is never taken for a host), the hosts to the next /, the path (the
+// database name) from there to ?.
+func splitURI(uri string) (scheme, userinfo, hosts, path string) {
+	scheme, rest, ok := strings.Cut(uri, "://")
+	if !ok {
+		return "", "", "", ""
+	}
+	rest, _, _ = strings.Cut(rest, "?")
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		userinfo, rest = rest[:i], rest[i+1:]
+	}
+	hosts, path, _ = strings.Cut(rest, "/")
+	return scheme, userinfo, hosts, path
+}
+
+// RedactedURI is the connection string with any password and the options
+// removed, for messages.
 func RedactedURI(uri string) string {
-	u, err := url.Parse(uri)
-	if err != nil {
+	scheme, userinfo, hosts, path := splitURI(uri)
+	if scheme == "" {
 		return "(unparseable URI)"
 	}
-	if u.User != nil {
-		u.User = url.User(u.User.Username())
+	out := scheme + "://"
+	if userinfo != "" {
+		user, _, _ := strings.Cut(userinfo, ":")
+		out += user + "@"
 	}
-	u.RawQuery = ""
-	return u.String()
+	out += hosts
+	if path != "" {
+		out += "/" + path
+	}
+	return out
 }
 
 // IsLoopbackHost reports whether host (no port) is a loopback name or address.

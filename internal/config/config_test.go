@@ -126,9 +126,36 @@ func TestTruthy(t *testing.T) {
 }
 
 func TestRedactedURI(t *testing.T) {
-	got := RedactedURI("mongodb://user:s3cret@db.example.com:27017/app?authSource=admin")
-	if got != "mongodb://user@db.example.com:27017/app" {
-		t.Fatalf("RedactedURI = %q", got)
+	for uri, want := range map[string]string{
+		"mongodb://user:s3cret@db.example.com:27017/app?authSource=admin": "mongodb://user@db.example.com:27017/app",
+		// A seed list whose last host has no port: url.Parse refuses it.
+		"mongodb://u:s3cret@a.example.com:27017,b.example.com/app": "mongodb://u@a.example.com:27017,b.example.com/app",
+		"mongodb://u:pa/s3cret@db.example.com/app":                 "mongodb://u@db.example.com/app",
+		"mongodb+srv://u:p@ss:s3cret@cluster0.example.net/":        "mongodb+srv://u@cluster0.example.net",
+		"mongodb://db.example.com":                                 "mongodb://db.example.com",
+		"db.example.com":                                           "(unparseable URI)",
+	} {
+		if got := RedactedURI(uri); got != want || strings.Contains(got, "s3cret") {
+			t.Errorf("RedactedURI(%q) = %q, want %q", uri, got, want)
+		}
+	}
+}
+
+func TestDatabaseName(t *testing.T) {
+	for uri, want := range map[string]string{
+		"mongodb://user:pw@db.example.com:27017/parse?authSource=admin":  "parse",
+		"mongodb://a.example.com:27017,b.example.com/parse":              "parse",
+		"mongodb://a:27017,b:27018/my%20app":                             "my app",
+		"mongodb+srv://u:pw@cluster0.example.net/parse?retryWrites=true": "parse",
+		"mongodb://db.example.com:27017/?authSource=admin":               "",
+		"mongodb://db.example.com:27017":                                 "",
+	} {
+		if got := (&Config{MongoDBURI: uri}).DatabaseName(); got != want {
+			t.Errorf("DatabaseName(%q) = %q, want %q", uri, got, want)
+		}
+	}
+	if got := (&Config{MongoDBURI: "mongodb://h/uri_db", Database: "explicit"}).DatabaseName(); got != "explicit" {
+		t.Errorf("PARSE_MCP_DATABASE does not win over the URI path: %q", got)
 	}
 }
 
