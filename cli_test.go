@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"flag"
+	"strings"
 	"testing"
 )
 
@@ -32,3 +34,50 @@ func TestUnescapeHTML(t *testing.T) {
 }
 
 func must(b []byte, _ error) []byte { return b }
+
+// TestCommandLineMistakes: what a newcomer gets wrong on the command line is
+// refused with exit 2 and one line naming the mistake — before any database
+// is touched, and never quoting a password.
+func TestCommandLineMistakes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		uri  string
+		argv []string
+		want string
+	}{
+		// Go's flag package stops at the command: a flag after it would be
+		// an argument, and the missing --demo a configuration error.
+		{"flag after call", "", []string{"call", "count_objects", `{"class_name":"Song"}`, "--demo"},
+			"flag --demo must come before the command: parse-mcp --demo call"},
+		{"flag after ask", "", []string{"ask", "how many songs?", "-policy=p.yaml"},
+			"flag -policy=p.yaml must come before the command"},
+		{"unescaped @ in the password", "mongodb://reader:p@ss@db.example.com/parse", nil,
+			"configuration error: PARSE_MCP_MONGODB_URI: not a valid connection string: unescaped @ sign in user info (percent-encode"},
+		{"bad escape in the password", "mongodb://reader:ss%zzs@db.example.com/parse", nil,
+			"PARSE_MCP_MONGODB_URI: not a valid connection string: invalid password"},
+		{"bad option", "mongodb://db.example.com/parse?maxPoolSize=many", nil,
+			`PARSE_MCP_MONGODB_URI: not a valid connection string: invalid value for "maxPoolSize": "many" (check the connection string)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Setenv("PARSE_MCP_MONGODB_URI", tc.uri)
+			t.Setenv("PARSE_MCP_DEMO", "")
+			t.Setenv("PARSE_MCP_DATABASE", "")
+			var stdout, stderr strings.Builder
+			code := run(tc.argv, strings.NewReader(""), &stdout, &stderr)
+			if code != exitBadUsage || !strings.Contains(stderr.String(), tc.want) || stdout.Len() != 0 {
+				t.Fatalf("exit %d, want %d; stderr %q does not say %q (stdout %q)", code, exitBadUsage, stderr.String(), tc.want, stdout.String())
+			}
+			if strings.Contains(stderr.String(), "p@ss") || strings.Contains(stderr.String(), "zz") {
+				t.Fatalf("the password is quoted: %q", stderr.String())
+			}
+		})
+	}
+	// Command-local flags stay the command's.
+	global := flag.NewFlagSet("parse-mcp", flag.ContinueOnError)
+	global.Bool("demo", false, "")
+	for _, cmd := range [][]string{{"ask", "--trace", "q"}, {"ask", "-"}, {"embed", "Song", "--all"}} {
+		if msg := checkCommand(cmd, global); msg != "" {
+			t.Errorf("checkCommand(%q) = %q", cmd, msg)
+		}
+	}
+}

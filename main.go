@@ -95,16 +95,19 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if *logLevel != "" {
 		cfg.LogLevel = *logLevel
 	}
-	if err := cfg.Validate(); err != nil {
-		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
-		return exitBadUsage
-	}
+	// The command's shape is checked before the configuration: a flag put
+	// after the command (`call … --demo`) would otherwise surface as a
+	// configuration error about what that flag was meant to set.
 	cmd := fs.Args()
 	if len(cmd) > 0 {
-		if msg := checkCommand(cmd); msg != "" {
+		if msg := checkCommand(cmd, fs); msg != "" {
 			fmt.Fprintf(stderr, "parse-mcp: %s\n", msg)
 			return exitBadUsage
 		}
+	}
+	if err := cfg.Validate(); err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return exitBadUsage
 	}
 	conversational := len(cmd) > 0 && (cmd[0] == "chat" || cmd[0] == "ask")
 	var chatCfg *chatSetup
@@ -221,7 +224,15 @@ func versionLine() string {
 	return fmt.Sprintf("parse-mcp %s (commit %s, %s %s/%s)", server.Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
-func checkCommand(cmd []string) string {
+// checkCommand checks a command's arguments; fs holds the global flags, which
+// Go's flag package reads only before the command.
+func checkCommand(cmd []string, fs *flag.FlagSet) string {
+	for _, arg := range cmd[1:] {
+		name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+		if strings.HasPrefix(arg, "-") && fs.Lookup(name) != nil {
+			return fmt.Sprintf("flag %s must come before the command: parse-mcp %s %s …", arg, arg, cmd[0])
+		}
+	}
 	switch cmd[0] {
 	case "call":
 		if len(cmd) < 2 || len(cmd) > 3 {
@@ -331,6 +342,14 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	if err != nil {
 		if a.embedded != nil {
 			a.embedded.Stop()
+		}
+		if problem, ok := uriSyntaxError(err); ok && !cfg.Demo {
+			fix := "check the connection string"
+			if strings.Contains(problem, "unescaped") || strings.Contains(problem, "user info") || strings.HasPrefix(problem, "invalid password") || strings.HasPrefix(problem, "invalid username") {
+				fix = "percent-encode special characters of the user name and password, e.g. @ as %40"
+			}
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_MONGODB_URI: not a valid connection string: %s (%s)\n", problem, fix)
+			return nil, exitBadUsage
 		}
 		fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
 		return nil, exitFailure
@@ -471,6 +490,28 @@ func connectReason(err error) string {
 		msg = msg[:200] + "…"
 	}
 	return msg
+}
+
+// uriSyntaxError reports whether the driver refused the connection string
+// itself (a configuration error, exit 2) rather than failing to reach the
+// server, and returns the driver's reason: it names the part at fault (an
+// option's key or value, an unescaped character), never the password.
+func uriSyntaxError(err error) (string, bool) {
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return "", false // mongodb+srv:// resolves while parsing: not a syntax error
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"error parsing uri: ", "error validating uri: "} {
+		if i := strings.Index(msg, prefix); i >= 0 {
+			problem := msg[i+len(prefix):]
+			if strings.HasPrefix(problem, "invalid password") {
+				// The driver quotes the bad escape, i.e. part of the password.
+				problem = "invalid password: a % not followed by two hex digits"
+			}
+			return problem, true
+		}
+	}
+	return "", false
 }
 
 func dnsErrText(dns *net.DNSError) string {
