@@ -134,7 +134,7 @@ func Load() (*Config, error) {
 	if err := envconfig.Process("", &c); err != nil {
 		// envconfig's ParseError names the field; translate it to the variable.
 		if pe, ok := err.(*envconfig.ParseError); ok {
-			return nil, &Error{Variable: envName(pe.KeyName), Problem: fmt.Sprintf("cannot parse %q as %s", pe.Value, pe.TypeName), Fix: "set a valid value"}
+			return nil, &Error{Variable: envName(pe.KeyName), Problem: fmt.Sprintf("cannot parse %q as %s", pe.Value, pe.TypeName), Fix: parseFix(pe.TypeName)}
 		}
 		return nil, &Error{Variable: "PARSE_MCP_*", Problem: err.Error()}
 	}
@@ -145,6 +145,21 @@ func Load() (*Config, error) {
 		RawSchema:  Truthy(os.Getenv("PARSE_AGENT_ALLOW_RAW_SCHEMA")),
 	}
 	return &c, nil
+}
+
+// parseFix says what a variable of envconfig's type name takes.
+func parseFix(typeName string) string {
+	switch typeName {
+	case "bool":
+		return "use true or false"
+	case "int", "int64", "uint", "uint64":
+		return "use a whole number"
+	case "float64":
+		return "use a number"
+	case "time.Duration":
+		return "use a number with a unit, e.g. 500ms, 2s or 1m"
+	}
+	return "set a valid value"
 }
 
 // unsetBlank removes from the process environment every PARSE_MCP_* variable

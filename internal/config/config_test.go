@@ -178,6 +178,23 @@ func TestLoadGates(t *testing.T) {
 	}
 }
 
+// TestLoadSaysWhatAValueTakes: a value of the wrong type is refused with
+// what the variable takes, not a bare "set a valid value".
+func TestLoadSaysWhatAValueTakes(t *testing.T) {
+	for _, tc := range []struct{ variable, value, want string }{
+		{"PARSE_MCP_WORKERS", "1.5", `PARSE_MCP_WORKERS: cannot parse "1.5" as int (use a whole number)`},
+		{"PARSE_MCP_DEMO", "yes", `PARSE_MCP_DEMO: cannot parse "yes" as bool (use true or false)`},
+		{"PARSE_MCP_PROGRESS_INTERVAL", "5", `PARSE_MCP_PROGRESS_INTERVAL: cannot parse "5" as time.Duration (use a number with a unit, e.g. 500ms, 2s or 1m)`},
+	} {
+		t.Run(tc.variable, func(t *testing.T) {
+			t.Setenv(tc.variable, tc.value)
+			if _, err := Load(); err == nil || err.Error() != tc.want {
+				t.Fatalf("Load() = %v, want %s", err, tc.want)
+			}
+		})
+	}
+}
+
 func TestLoadReadsTheMasterKeyAsASecret(t *testing.T) {
 	t.Setenv("PARSE_MCP_MASTER_KEY", "m4ster-value")
 	t.Setenv("PARSE_MCP_SERVER_URL", "http://127.0.0.1:1337/parse")
