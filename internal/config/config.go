@@ -256,7 +256,7 @@ func (c *Config) Validate() error {
 	if c.HTTPAddr != "" {
 		host, _, err := net.SplitHostPort(c.HTTPAddr)
 		if err != nil {
-			return &Error{"PARSE_MCP_HTTP_ADDR", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
+			return &Error{"PARSE_MCP_HTTP_ADDR (or --http)", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
 		}
 		if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() {
 			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key (or PARSE_MCP_API_KEYS) or bind 127.0.0.1"}

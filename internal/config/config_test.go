@@ -45,7 +45,7 @@ func TestValidate(t *testing.T) {
 		{"bad ACL user", func(c *Config) { c.ACLUser = "a b" }, "PARSE_MCP_ACL_USER"},
 		{"bad log level", func(c *Config) { c.LogLevel = "loud" }, "PARSE_MCP_LOG_LEVEL"},
 		{"workers zero", func(c *Config) { c.Workers = 0 }, "PARSE_MCP_WORKERS"},
-		{"http not host:port", func(c *Config) { c.HTTPAddr = "8080" }, "PARSE_MCP_HTTP_ADDR"},
+		{"http not host:port", func(c *Config) { c.HTTPAddr = "8080" }, "PARSE_MCP_HTTP_ADDR (or --http)"},
 		{"http public without key", func(c *Config) { c.HTTPAddr = "0.0.0.0:8080" }, "PARSE_MCP_API_KEY"},
 		{"http public with key", func(c *Config) { c.HTTPAddr = "0.0.0.0:8080"; c.APIKey = "0123456789abcdef" }, ""},
 		{"http loopback", func(c *Config) { c.HTTPAddr = "127.0.0.1:8080" }, ""},
