@@ -37,6 +37,12 @@ func runEmbed(ctx context.Context, a *app, cmd []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "parse-mcp: embed %s: %d/%d rows\n", class, done, total)
 	})
 	if err != nil {
+		if n == 0 && ctx.Err() == nil {
+			// Nothing was written (no embedder, no vector field, a first
+			// request refused): running it again as is would not help.
+			fmt.Fprintf(stderr, "parse-mcp: embed %s: %v\n", class, err)
+			return exitFailure
+		}
 		fmt.Fprintf(stderr, "parse-mcp: embed %s stopped after %d rows: %v (run it again to resume)\n", class, n, err)
 		return exitFailure
 	}
