@@ -28,6 +28,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 	"golang.org/x/term"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
@@ -354,6 +356,9 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
 		return nil, exitFailure
 	}
+	if !cfg.Demo {
+		warnIfNoParseClasses(ctx, a.store, log)
+	}
 	if cfg.Demo {
 		written, err := demo.Seed(ctx, a.store.DB, cfg.CollectionPrefix)
 		if err != nil {
@@ -431,6 +436,20 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	mcp := server.Build(opts)
 	a.dispatcher = server.NewDispatcher(mcp, cfg.Workers, log)
 	return a, exitOK
+}
+
+// warnIfNoParseClasses says so at start-up when the database holds no Parse
+// schema: a mistyped database name or collection prefix connects fine (MongoDB
+// creates databases on first write) and would otherwise only show as every
+// class answering "does not exist".
+func warnIfNoParseClasses(ctx context.Context, store *parsedb.Store, log zerolog.Logger) {
+	cctx, cancel := context.WithTimeout(ctx, parsedb.ConnectTimeout)
+	defer cancel()
+	coll := store.SchemaCollection()
+	if err := coll.FindOne(cctx, bson.D{}).Err(); errors.Is(err, mongo.ErrNoDocuments) {
+		log.Warn().Str("database", store.DB.Name()).Str("collection", coll.Name()).
+			Msg("no Parse classes in this database (its " + coll.Name() + " collection is empty or missing): check the database name (the connection string's /path or PARSE_MCP_DATABASE) and PARSE_MCP_COLLECTION_PREFIX; until then every class answers as missing")
+	}
 }
 
 // listenHTTP binds PARSE_MCP_HTTP_ADDR; its error names the variable.

@@ -123,3 +123,17 @@ func TestDemoMode(t *testing.T) {
 		t.Errorf("warned although the policy file hides VaultSecret:\n%s", stderr)
 	}
 }
+
+// TestWrongDatabaseNameWarns: a mistyped database name connects fine (MongoDB
+// creates databases on first write) and would only show as every class
+// answering "does not exist"; start-up says so, naming the settings to check.
+func TestWrongDatabaseNameWarns(t *testing.T) {
+	const warning = "no Parse classes in this database"
+	_, stderr, code := runCLI(t, []string{"PARSE_MCP_DATABASE=" + dbName + "_typo"}, "call", "get_all_schemas", `{}`)
+	if code != 0 || !strings.Contains(stderr, warning) || !strings.Contains(stderr, "PARSE_MCP_DATABASE") || !strings.Contains(stderr, dbName+"_typo") {
+		t.Fatalf("exit %d; stderr does not warn about the empty database:\n%s", code, stderr)
+	}
+	if _, stderr, _ = runCLI(t, nil, "call", "get_all_schemas", `{}`); strings.Contains(stderr, warning) {
+		t.Fatalf("warned on the Parse database itself:\n%s", stderr)
+	}
+}
