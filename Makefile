@@ -40,8 +40,8 @@ release:
 # Serve MCP over stdio on the embedded sample Parse database: silent on
 # stderr until a client speaks. Ctrl-C reaches the whole foreground process
 # group: the server stops and exits 0, but make itself is interrupted too
-# and, like any interrupted make, reports "Interrupt" and exits 130; no
-# recipe can change that (README "Quick start").
+# and, like any interrupted make, exits 130 (some versions print "Interrupt"); no
+# recipe can change that (README "The two commands").
 demo: build
 	@$(BIN) --demo
 

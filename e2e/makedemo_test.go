@@ -20,7 +20,7 @@ import (
 // build banner, and the server says nothing on stderr until a client speaks
 // to it; a Ctrl-C (SIGINT to the whole foreground process group, as a
 // terminal sends it) stops the server, and make, interrupted as well,
-// reports only its own "Interrupt" line (README "Quick start").
+// reports at most its own "Interrupt" line (README "The two commands").
 func TestMakeDemo(t *testing.T) {
 	makePath, err := exec.LookPath("make")
 	if err != nil {
