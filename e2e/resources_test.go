@@ -167,6 +167,17 @@ func TestResourcesRead(t *testing.T) {
 			t.Fatalf("%s: leaks a secret: %s", uri, msg)
 		}
 	}
+	// A URI of no known shape gets the same message in both protocol eras.
+	const unknownURI = "Unknown resource URI: expected parse://{className}/schema, /count or /samples"
+	for _, uri := range []string{"parse://Song/bogus", "parse:/Song", "http://example.com/x"} {
+		session := rpcError(t, r.rpc("s", "resources/read", fmt.Sprintf(`{"uri":%q}`, uri)), -32602)
+		r.send(statelessBody("st", "resources/read", fmt.Sprintf(`{"uri":%q}`, uri), ""))
+		_, resp := r.collect("st", 30*time.Second)
+		stateless := rpcError(t, resp, -32602)
+		if session != unknownURI || stateless != unknownURI {
+			t.Errorf("%s: session revision %q, 2026-07-28 %q; want %q in both", uri, session, stateless, unknownURI)
+		}
+	}
 	// Hidden reads are indistinguishable from unknown classes.
 	hidden := rpcError(t, r.rpc("h", "resources/read", `{"uri":"parse://VaultSecret/count"}`), -32602)
 	unknown := rpcError(t, r.rpc("u", "resources/read", `{"uri":"parse://VaultSecrets/count"}`), -32602)

@@ -328,10 +328,13 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 			return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage)
 		case outcome.Err() != nil:
 			return ErrorResponse(env.ID, codeInvalidParams, outcome.Err().Message)
-		case e.Error.Code == mcp.RESOURCE_NOT_FOUND:
+		case e.Error.Code == mcp.RESOURCE_NOT_FOUND,
+			e.Error.Code == codeInvalidParams && strings.HasPrefix(e.Error.Message, "handler not found for resource URI"):
 			// mcp-go answers a URI no resource or template matches with
-			// -32002 for clients before 2026-07-28; README "Prompts and resources"
-			// promises -32602.
+			// -32002 for clients before 2026-07-28 and with -32602 and its
+			// own wording ("handler not found …") in 2026-07-28; README
+			// "Prompts and resources" promises -32602, and both eras get
+			// the same message saying what a URI looks like.
 			return ErrorResponse(env.ID, codeInvalidParams, "Unknown resource URI: expected parse://{className}/schema, /count or /samples")
 		case e.Error.Code == codeInternalError:
 			if ctx.Err() != nil {
