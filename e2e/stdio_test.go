@@ -256,6 +256,11 @@ func TestBadConfigurationExitCodes(t *testing.T) {
 		{"missing policy file", []string{"PARSE_MCP_POLICY_FILE=/nonexistent/policy.yaml"}, nil, 2, "PARSE_MCP_POLICY_FILE", ""},
 		{"unknown command", nil, []string{"frobnicate"}, 2, "unknown command", ""},
 		{"unreachable database", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3cret@127.0.0.1:1/app"}, nil, 1, "127.0.0.1:1", ""},
+		// A seed list whose last host has no port is a valid URI with a
+		// database name: it is tried (unreachable here), not refused.
+		{"seed list", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3cret@127.0.0.1:1,127.0.0.2/app"}, nil, 1, "cannot connect to MongoDB at mongodb://user@127.0.0.1:1,127.0.0.2/app", "s3cret"},
+		{"unparsable URI", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3@cret@127.0.0.1:1/app"}, nil, 2, "configuration error: PARSE_MCP_MONGODB_URI: not a valid connection string: unescaped @ sign", "cret"},
+		{"flag after the command", nil, []string{"call", "count_objects", "{}", "--demo"}, 2, "flag --demo must come before the command", ""},
 		// mongodb+srv:// resolves at once: the message says DNS, names the
 		// name that failed, and does not claim a timeout.
 		{"unresolvable srv host", []string{"PARSE_MCP_MONGODB_URI=mongodb+srv://user:s3cret@no-such-host.invalid/app"}, nil, 1, "DNS lookup of _mongodb._tcp.no-such-host.invalid failed: no such host", "timed out"},
