@@ -138,6 +138,23 @@ func Load() (*Config, error) {
 		}
 		return nil, &Error{Variable: "PARSE_MCP_*", Problem: err.Error()}
 	}
+	// In a Config built in code a zero cap means its default (validateHTTPCaps);
+	// from the environment a 0 is someone asking for no sessions or no rate,
+	// which no range allows, so it is refused rather than read as the default.
+	for _, v := range []struct {
+		variable string
+		value    int
+		fix      string
+	}{
+		{"PARSE_MCP_HTTP_MAX_SESSIONS", c.HTTPMaxSessions, "use a number from 1 to 100000"},
+		{"PARSE_MCP_HTTP_SESSIONS_PER_CLIENT", c.HTTPSessionsPerClient, "use a number from 1 to PARSE_MCP_HTTP_MAX_SESSIONS"},
+		{"PARSE_MCP_HTTP_CLIENT_RATE_FACTOR", c.HTTPClientRateFactor, "use a number from 1 to PARSE_MCP_HTTP_PROCESS_RATE_FACTOR − 1"},
+		{"PARSE_MCP_HTTP_PROCESS_RATE_FACTOR", c.HTTPProcessRateFactor, "use a number from 2 to 10000"},
+	} {
+		if v.value == 0 {
+			return nil, &Error{Variable: v.variable, Problem: "0 is out of range", Fix: v.fix}
+		}
+	}
 	c.Gates = Gates{
 		WriteTools: Truthy(os.Getenv("PARSE_AGENT_ALLOW_WRITE_TOOLS")),
 		RawCRUD:    Truthy(os.Getenv("PARSE_AGENT_ALLOW_RAW_CRUD")),

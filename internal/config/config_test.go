@@ -195,6 +195,22 @@ func TestLoadSaysWhatAValueTakes(t *testing.T) {
 	}
 }
 
+// TestLoadRefusesZeroCaps: a cap set to 0 in the environment is refused,
+// not silently read as its default (0 means "default" only in code).
+func TestLoadRefusesZeroCaps(t *testing.T) {
+	for _, variable := range []string{"PARSE_MCP_HTTP_MAX_SESSIONS", "PARSE_MCP_HTTP_SESSIONS_PER_CLIENT", "PARSE_MCP_HTTP_CLIENT_RATE_FACTOR", "PARSE_MCP_HTTP_PROCESS_RATE_FACTOR"} {
+		t.Run(variable, func(t *testing.T) {
+			t.Setenv(variable, "0")
+			if _, err := Load(); err == nil || !strings.HasPrefix(err.Error(), variable+": 0 is out of range") {
+				t.Fatalf("Load() = %v, want %s refused", err, variable)
+			}
+		})
+	}
+	if _, err := Load(); err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+}
+
 func TestLoadReadsTheMasterKeyAsASecret(t *testing.T) {
 	t.Setenv("PARSE_MCP_MASTER_KEY", "m4ster-value")
 	t.Setenv("PARSE_MCP_SERVER_URL", "http://127.0.0.1:1337/parse")
