@@ -412,67 +412,137 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 	if err != nil {
 		return dst, err
 	}
-	// Pass 1: locate the identity fields, which come first, keeping the
-	// parsed elements (up to len(cache)) for pass 2.
-	var cache [32]element
-	nCached, cacheAll, resume := 0, true, 0
-	var id, created, updated, legacyCreated, legacyUpdated element
-	for pos := 0; pos < len(body); {
+	var scan rowScan
+	if err := scan.identify(body); err != nil {
+		return dst, err
+	}
+	row := rowState{
+		first:     true,
+		hasID:     scan.id.t != 0,
+		ownRow:    e.Owner != "" && scan.id.t == bsonString && string(strVal(scan.id.val)) == e.Owner,
+		userRules: e.matchingUserFieldRules(doc),
+	}
+	dst = append(dst, '{')
+	if dst, err = e.appendObjectID(dst, scan.id, &row); err != nil {
+		return dst, err
+	}
+	if dst, err = e.appendTimestamps(dst, scan.created, scan.updated, &row); err != nil {
+		return dst, err
+	}
+	// Pass 2: everything else, in stored order.
+	for i, pos := 0, scan.resume; ; i++ {
 		var el element
-		el, pos, err = nextElement(body, pos)
-		if err != nil {
+		if i < scan.nCached {
+			el = scan.cache[i]
+		} else if scan.cacheAll || pos >= len(body) {
+			break
+		} else {
+			el, pos, _ = nextElement(body, pos) // validated by pass 1
+		}
+		if dst, err = e.appendMember(dst, &el, &row); err != nil {
 			return dst, err
 		}
-		if nCached < len(cache) {
-			cache[nCached] = el
-			nCached++
-			resume = pos
+	}
+	dst = append(dst, '}')
+	return dst, nil
+}
+
+// rowScan is pass 1 of appendRow: it locates the identity fields, which are
+// written first, and keeps the parsed elements (up to len(cache)) for pass 2.
+type rowScan struct {
+	cache    [32]element
+	nCached  int
+	cacheAll bool // every element is in cache
+	resume   int  // where pass 2 parses on from, past the cached elements
+	// id is _id; created and updated are _created_at/_updated_at, else the
+	// legacy createdAt/updatedAt keys.
+	id, created, updated element
+}
+
+// identify runs pass 1 over a document body, validating every element.
+func (s *rowScan) identify(body []byte) error {
+	s.cacheAll = true
+	var legacyCreated, legacyUpdated element
+	for pos := 0; pos < len(body); {
+		el, next, err := nextElement(body, pos)
+		if err != nil {
+			return err
+		}
+		pos = next
+		if s.nCached < len(s.cache) {
+			s.cache[s.nCached] = el
+			s.nCached++
+			s.resume = pos
 		} else {
-			cacheAll = false
+			s.cacheAll = false
 		}
 		switch string(el.key) {
 		case "_id":
-			id = el
+			s.id = el
 		case "_created_at":
-			created = el
+			s.created = el
 		case "_updated_at":
-			updated = el
+			s.updated = el
 		case "createdAt":
 			legacyCreated = el
 		case "updatedAt":
 			legacyUpdated = el
 		}
 	}
-	if created.t == 0 {
-		created = legacyCreated
+	if s.created.t == 0 {
+		s.created = legacyCreated
 	}
-	if updated.t == 0 {
-		updated = legacyUpdated
+	if s.updated.t == 0 {
+		s.updated = legacyUpdated
 	}
+	return nil
+}
 
-	ownRow := e.Owner != "" && id.t == bsonString && string(strVal(id.val)) == e.Owner
-	userRules := e.matchingUserFieldRules(doc)
-	nRedactedKeys := 0
-	dst = append(dst, '{')
-	first := true
-	if id.t != 0 && id.t != bsonNull {
-		dst = append(dst, `"objectId":`...)
-		first = false
-		switch id.t {
-		case bsonObjectID:
-			dst = appendHexString(dst, id.val)
-		case bsonString:
-			dst = appendJSONString(dst, strVal(id.val))
-		case bsonInt32, bsonInt64, bsonDouble:
-			dst = append(dst, '"')
-			dst, _ = e.appendValue(dst, id.t, id.val, 0)
-			dst = append(dst, '"')
-		default:
-			if dst, err = e.appendValue(dst, id.t, id.val, 0); err != nil {
-				return dst, err
-			}
-		}
+// rowState is what appendRow's members share while one row is written.
+type rowState struct {
+	first         bool // no member written yet (no comma before the next)
+	hasID         bool // the document has an _id (a stored "objectId" key is then ignored)
+	ownRow        bool // the row is the Owner's own: Protected does not apply
+	userRules     []UserFieldRule
+	nRedactedKeys int
+}
+
+// comma appends the separator before a member unless it is the first.
+func (r *rowState) comma(dst []byte) []byte {
+	if !r.first {
+		dst = append(dst, ',')
 	}
+	r.first = false
+	return dst
+}
+
+// appendObjectID writes objectId from _id: always a string (see the
+// decisions at the top of this file).
+func (e *RowEncoder) appendObjectID(dst []byte, id element, row *rowState) ([]byte, error) {
+	if id.t == 0 || id.t == bsonNull {
+		return dst, nil
+	}
+	dst = append(dst, `"objectId":`...)
+	row.first = false
+	switch id.t {
+	case bsonObjectID:
+		dst = appendHexString(dst, id.val)
+	case bsonString:
+		dst = appendJSONString(dst, strVal(id.val))
+	case bsonInt32, bsonInt64, bsonDouble:
+		dst = append(dst, '"')
+		dst, _ = e.appendValue(dst, id.t, id.val, 0)
+		dst = append(dst, '"')
+	default:
+		return e.appendValue(dst, id.t, id.val, 0)
+	}
+	return dst, nil
+}
+
+// appendTimestamps writes createdAt and updatedAt (BSON dates as ISO
+// strings, legacy values as they are).
+func (e *RowEncoder) appendTimestamps(dst []byte, created, updated element, row *rowState) ([]byte, error) {
+	var err error
 	for _, ts := range [2]struct {
 		name string
 		el   element
@@ -483,143 +553,149 @@ func (e *RowEncoder) appendRow(dst []byte, doc []byte) ([]byte, error) {
 		if e.Compact && len(e.Keys) > 0 && !e.Keys[ts.name[1:len(ts.name)-2]] {
 			continue
 		}
-		if !first {
-			dst = append(dst, ',')
-		}
-		first = false
+		dst = row.comma(dst)
 		dst = append(dst, ts.name...)
 		if e.Compact && e.Legend != nil {
 			e.path = append(e.path[:0], ts.name[1:len(ts.name)-2]...)
 			e.noteDate()
 		}
 		if ts.el.t == bsonDateTime {
-			dst = append(dst, '"')
-			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(ts.el.val)))
-			dst = append(dst, '"')
+			dst = appendQuotedISO(dst, ts.el.val)
 		} else if dst, err = e.appendValue(dst, ts.el.t, ts.el.val, 0); err != nil {
 			return dst, err
 		}
 	}
+	return dst, nil
+}
 
-	// Pass 2: everything else, in stored order.
-	for i, pos := 0, resume; ; i++ {
-		var el element
-		if i < nCached {
-			el = cache[i]
-		} else if cacheAll || pos >= len(body) {
-			break
-		} else {
-			el, pos, _ = nextElement(body, pos) // validated by pass 1
-		}
-		k := el.key
-		if len(k) == 0 {
-			continue
-		}
-		name := k
-		pointer := false
-		if k[0] == '_' {
-			switch {
-			case len(k) > 3 && k[1] == 'p' && k[2] == '_':
-				name, pointer = k[3:], true
-			case string(k) == "_expiresAt":
-				name = k[1:]
-			case string(k) == "_last_used":
-				name = []byte("lastUsed")
-			default:
-				// _id, _created_at, _updated_at (already written), ACL
-				// storage, the internal floor and every unknown `_` key.
-				continue
-			}
-		} else {
-			switch string(k) {
-			case "createdAt", "updatedAt", "ACL":
-				continue
-			case "objectId":
-				if id.t != 0 {
-					continue
-				}
-			}
-		}
-		if isFloorKey(name) {
-			continue
-		}
-		var field *Field
-		if e.Class != nil {
-			field = e.Class.Fields[string(name)]
-		}
-		if len(e.Keys) > 0 && !e.Keys[string(name)] {
-			continue
-		}
-		if e.Drop != nil {
-			var fname string
-			if field != nil && field.Name == string(name) {
-				fname = field.Name // no allocation
-			} else {
-				fname = string(name)
-			}
-			if e.Drop(fname) {
-				continue
-			}
-		}
-		if e.Protected != nil && !ownRow && e.Protected(string(name)) && stillProtected(userRules, string(name)) {
-			continue
-		}
-		if pointer && el.t == bsonNull {
-			continue
-		}
-		if _, ok := e.hiddenRef(name); ok && !pointer {
-			// Not a Parse field name, but MongoDB stores such keys.
-			if !first {
-				dst = append(dst, ',')
-			}
-			first = false
-			nRedactedKeys++
-			dst = appendRedactedMember(dst, nRedactedKeys)
-			continue
-		}
-		mark := len(dst)
-		if !first {
-			dst = append(dst, ',')
-		}
-		dst = appendJSONString(dst, name)
-		dst = append(dst, ':')
-		if e.Compact && e.Legend != nil {
-			e.path = append(e.path[:0], name...)
-		}
-		if sel := e.Paths[string(name)]; sel != nil && !pointer {
-			var wrote bool
-			if dst, wrote, err = e.appendSelected(dst, el.t, el.val, sel, 1); err != nil {
-				return dst, err
-			}
-			if !wrote {
-				dst = dst[:mark]
-			} else {
-				first = false
-			}
-			continue
-		}
-		first = false
+// appendQuotedISO appends a BSON datetime value as a JSON ISO string.
+func appendQuotedISO(dst []byte, v []byte) []byte {
+	dst = append(dst, '"')
+	dst = appendISO(dst, int64(binary.LittleEndian.Uint64(v)))
+	return append(dst, '"')
+}
+
+// lastUsedName is _last_used's REST name (README "Row shapes").
+var lastUsedName = []byte("lastUsed")
+
+// memberName maps a stored top-level key to its REST field name: `_p_f` is
+// the pointer f, the legacy _Session keys get their REST names, and ok is
+// false for keys the row never shows here (the identity fields, already
+// written; ACL storage; the internal floor; every other `_` key).
+func memberName(k []byte, hasID bool) (name []byte, pointer, ok bool) {
+	if len(k) == 0 {
+		return nil, false, false
+	}
+	name = k
+	if k[0] == '_' {
 		switch {
-		case pointer:
-			dst, err = e.appendPointerString(dst, el, field)
-		case string(k) == "_last_used" && el.t == bsonDateTime:
-			if e.Compact {
-				e.noteDate()
-			}
-			dst = append(dst, '"')
-			dst = appendISO(dst, int64(binary.LittleEndian.Uint64(el.val)))
-			dst = append(dst, '"')
-		case field != nil:
-			dst, err = e.appendTyped(dst, field.Type, el)
+		case len(k) > 3 && k[1] == 'p' && k[2] == '_':
+			name, pointer = k[3:], true
+		case string(k) == "_expiresAt":
+			name = k[1:]
+		case string(k) == "_last_used":
+			name = lastUsedName
 		default:
-			dst, err = e.appendValue(dst, el.t, el.val, 1)
+			return nil, false, false
 		}
-		if err != nil {
-			return dst, err
+	} else {
+		switch string(k) {
+		case "createdAt", "updatedAt", "ACL":
+			return nil, false, false
+		case "objectId":
+			if hasID {
+				return nil, false, false
+			}
 		}
 	}
-	dst = append(dst, '}')
-	return dst, nil
+	if isFloorKey(name) {
+		return nil, false, false
+	}
+	return name, pointer, true
+}
+
+// memberShown applies Keys, Drop and Protected (with the row's own-row and
+// userField exceptions) to a top-level field.
+func (e *RowEncoder) memberShown(name []byte, field *Field, row *rowState) bool {
+	if len(e.Keys) > 0 && !e.Keys[string(name)] {
+		return false
+	}
+	if e.Drop != nil {
+		var fname string
+		if field != nil && field.Name == string(name) {
+			fname = field.Name // no allocation
+		} else {
+			fname = string(name)
+		}
+		if e.Drop(fname) {
+			return false
+		}
+	}
+	return e.Protected == nil || row.ownRow || !e.Protected(string(name)) || !stillProtected(row.userRules, string(name))
+}
+
+// appendMember writes one top-level member of pass 2, or nothing when the
+// field is not shown.
+func (e *RowEncoder) appendMember(dst []byte, el *element, row *rowState) ([]byte, error) {
+	name, pointer, ok := memberName(el.key, row.hasID)
+	if !ok {
+		return dst, nil
+	}
+	var field *Field
+	if e.Class != nil {
+		field = e.Class.Fields[string(name)]
+	}
+	if !e.memberShown(name, field, row) || pointer && el.t == bsonNull {
+		return dst, nil
+	}
+	if _, ok := e.hiddenRef(name); ok && !pointer {
+		// Not a Parse field name, but MongoDB stores such keys.
+		dst = row.comma(dst)
+		row.nRedactedKeys++
+		return appendRedactedMember(dst, row.nRedactedKeys), nil
+	}
+	mark := len(dst)
+	if !row.first {
+		dst = append(dst, ',')
+	}
+	dst = appendJSONString(dst, name)
+	dst = append(dst, ':')
+	if e.Compact && e.Legend != nil {
+		e.path = append(e.path[:0], name...)
+	}
+	if sel := e.Paths[string(name)]; sel != nil && !pointer {
+		var wrote bool
+		var err error
+		if dst, wrote, err = e.appendSelected(dst, el.t, el.val, sel, 1); err != nil {
+			return dst, err
+		}
+		if !wrote {
+			return dst[:mark], nil
+		}
+		row.first = false
+		return dst, nil
+	}
+	row.first = false
+	return e.appendMemberValue(dst, el, pointer, field)
+}
+
+// appendMemberValue writes a top-level member's value by its shape: a
+// `_p_` pointer, the legacy _last_used date, a schema field by its type, or
+// an unknown field by its BSON type.
+func (e *RowEncoder) appendMemberValue(dst []byte, el *element, pointer bool, field *Field) ([]byte, error) {
+	switch {
+	case pointer:
+		return e.appendPointerString(dst, *el, field)
+	case string(el.key) == "_last_used" && el.t == bsonDateTime:
+		if e.Compact {
+			e.noteDate()
+		}
+		return appendQuotedISO(dst, el.val), nil
+	case field != nil:
+		return e.appendTyped(dst, field.Type, *el)
+	default:
+		return e.appendValue(dst, el.t, el.val, 1)
+	}
 }
 
 // appendPointerString renders a top-level `_p_` value. field, if known, is
