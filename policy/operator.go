@@ -96,6 +96,47 @@ func Fingerprint(secret string) string {
 // (session token, API key, database password) are shown only as short
 // SHA-256 fingerprints. schema may be nil.
 func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
+	out := map[string]any{
+		"permissions": e.cfg.Permissions,
+		"identity":    e.describeIdentity(),
+		"env_gates": map[string]bool{
+			GateWriteTools: e.cfg.Gates.WriteTools, GateRawCRUD: e.cfg.Gates.RawCRUD,
+			GateSchemaOps: e.cfg.Gates.SchemaOps, GateRawSchema: e.cfg.Gates.RawSchema,
+		},
+		"tools":              e.describeTools(),
+		"writes":             e.WriteSurface(),
+		"rate_limit":         e.describeRateLimit(),
+		"max_response_bytes": e.MaxResponseBytes(),
+		"refuse_collscan":    e.RefuseCollscan(),
+		"expose_explain":     e.ExposeExplain(),
+		"policy_file":        e.describePolicyFile(),
+	}
+	if e.cfg.HTTPAddr != "" {
+		out["http"] = e.describeHTTP()
+	}
+	if e.cfg.MongoDBURI != "" {
+		out["database"] = map[string]any{"uri": config.RedactedURI(e.cfg.MongoDBURI), "name": e.cfg.DatabaseName(), "collection_prefix": e.cfg.CollectionPrefix}
+	}
+	if e.cfg.Bridge() {
+		out["parse_server"] = e.describeParseServer()
+	}
+	if e.file != nil {
+		if len(e.file.Agent.Tools.Only)+len(e.file.Agent.Tools.Except) > 0 {
+			out["agent_tools"] = e.file.Agent.Tools
+		}
+		if len(e.file.Agent.Classes.Only)+len(e.file.Agent.Classes.Except) > 0 {
+			out["agent_classes"] = e.file.Agent.Classes
+		}
+	}
+	if tenant := e.describeTenant(); len(tenant) > 0 {
+		out["tenant"] = tenant
+	}
+	e.describeClasses(out, schema)
+	return out
+}
+
+// describeIdentity is the report's identity section.
+func (e *Engine) describeIdentity() map[string]any {
 	identity := map[string]any{"type": e.cfg.Identity()}
 	if e.cfg.SessionToken != "" {
 		identity["session_token"] = Fingerprint(e.cfg.SessionToken)
@@ -112,7 +153,12 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 	} else if e.MasterPosture() {
 		identity["note"] = "master posture: ACLs and class-level permissions do not restrict reads"
 	}
+	return identity
+}
 
+// describeTools is the report's tools section: every registered tool, and
+// the gate that refuses it.
+func (e *Engine) describeTools() []map[string]any {
 	var tools []map[string]any
 	for _, n := range e.toolNames() {
 		t := e.tools[n]
@@ -127,69 +173,72 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 		}
 		tools = append(tools, entry)
 	}
+	return tools
+}
 
+// describeRateLimit is the report's rate_limit section.
+func (e *Engine) describeRateLimit() map[string]any {
+	if e.limiter.limit <= 0 {
+		return map[string]any{"disabled": true}
+	}
 	rl := map[string]any{"requests": e.limiter.limit, "window": e.limiter.window.String(), "scope": "process"}
 	if e.cfg.HTTPAddr != "" {
 		rl["scope"] = "per HTTP session"
 		rl["per_client"] = e.clientLimiter.limit
 		rl["per_process"] = e.processLimiter.limit
 	}
-	if e.limiter.limit <= 0 {
-		rl = map[string]any{"disabled": true}
+	return rl
+}
+
+// describePolicyFile names the policy in force.
+func (e *Engine) describePolicyFile() string {
+	switch {
+	case e.cfg.Demo && e.cfg.PolicyFile == "":
+		return "(built-in demo policy)"
+	case e.file == nil:
+		return "(none: built-in safe defaults)"
 	}
-	out := map[string]any{
-		"permissions": e.cfg.Permissions,
-		"identity":    identity,
-		"env_gates": map[string]bool{
-			GateWriteTools: e.cfg.Gates.WriteTools, GateRawCRUD: e.cfg.Gates.RawCRUD,
-			GateSchemaOps: e.cfg.Gates.SchemaOps, GateRawSchema: e.cfg.Gates.RawSchema,
-		},
-		"tools":              tools,
-		"writes":             e.WriteSurface(),
-		"rate_limit":         rl,
-		"max_response_bytes": e.MaxResponseBytes(),
-		"refuse_collscan":    e.RefuseCollscan(),
-		"expose_explain":     e.ExposeExplain(),
-		"policy_file":        e.cfg.PolicyFile,
-	}
-	if e.cfg.Demo && e.cfg.PolicyFile == "" {
-		out["policy_file"] = "(built-in demo policy)"
-	} else if e.file == nil {
-		out["policy_file"] = "(none: built-in safe defaults)"
-	}
-	if e.cfg.HTTPAddr != "" {
-		maxSessions, perClient, _, _ := e.cfg.HTTPCaps()
-		h := map[string]any{"addr": e.cfg.HTTPAddr, "max_sessions": maxSessions, "sessions_per_client": perClient}
-		if nets, err := e.cfg.TrustedProxyNets(); err == nil && len(nets) > 0 {
-			proxies := make([]string, len(nets))
-			for i, n := range nets {
-				proxies[i] = n.String()
-			}
-			h["trusted_proxies"] = proxies
+	return e.cfg.PolicyFile
+}
+
+// describeHTTP is the report's http section; API keys appear as
+// fingerprints only.
+func (e *Engine) describeHTTP() map[string]any {
+	maxSessions, perClient, _, _ := e.cfg.HTTPCaps()
+	h := map[string]any{"addr": e.cfg.HTTPAddr, "max_sessions": maxSessions, "sessions_per_client": perClient}
+	if nets, err := e.cfg.TrustedProxyNets(); err == nil && len(nets) > 0 {
+		proxies := make([]string, len(nets))
+		for i, n := range nets {
+			proxies[i] = n.String()
 		}
-		if e.cfg.APIKey != "" {
-			h["api_key"] = Fingerprint(e.cfg.APIKey)
-		}
-		if named, err := e.cfg.NamedAPIKeys(); err == nil && len(named) > 0 {
-			keys := map[string]string{}
-			for _, k := range named {
-				keys[k.Name] = Fingerprint(k.Key.Reveal())
-			}
-			h["api_keys"] = keys
-		}
-		out["http"] = h
+		h["trusted_proxies"] = proxies
 	}
-	if e.cfg.MongoDBURI != "" {
-		out["database"] = map[string]any{"uri": config.RedactedURI(e.cfg.MongoDBURI), "name": e.cfg.DatabaseName(), "collection_prefix": e.cfg.CollectionPrefix}
+	if e.cfg.APIKey != "" {
+		h["api_key"] = Fingerprint(e.cfg.APIKey)
 	}
-	if e.cfg.Bridge() {
-		// The master key is never shown, not even as a fingerprint.
-		ps := map[string]any{"url": e.cfg.ServerURL, "application_id": e.cfg.ApplicationID, "master_key_set": e.cfg.MasterKey.IsSet()}
-		if e.cfg.LiveQueryURL != "" {
-			ps["livequery_url"] = e.cfg.LiveQueryURL
+	if named, err := e.cfg.NamedAPIKeys(); err == nil && len(named) > 0 {
+		keys := map[string]string{}
+		for _, k := range named {
+			keys[k.Name] = Fingerprint(k.Key.Reveal())
 		}
-		out["parse_server"] = ps
+		h["api_keys"] = keys
 	}
+	return h
+}
+
+// describeParseServer is the report's parse_server section. The master
+// key is never shown, not even as a fingerprint.
+func (e *Engine) describeParseServer() map[string]any {
+	ps := map[string]any{"url": e.cfg.ServerURL, "application_id": e.cfg.ApplicationID, "master_key_set": e.cfg.MasterKey.IsSet()}
+	if e.cfg.LiveQueryURL != "" {
+		ps["livequery_url"] = e.cfg.LiveQueryURL
+	}
+	return ps
+}
+
+// describeTenant is the report's tenant section: the bound tenant and the
+// classes scoped by it.
+func (e *Engine) describeTenant() map[string]any {
 	tenant := map[string]any{}
 	if e.cfg.TenantID != "" {
 		tenant["id"] = e.cfg.TenantID
@@ -201,19 +250,17 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 				scoped[n] = cp.TenantScope.Field
 			}
 		}
-		if len(e.file.Agent.Tools.Only)+len(e.file.Agent.Tools.Except) > 0 {
-			out["agent_tools"] = e.file.Agent.Tools
-		}
-		if len(e.file.Agent.Classes.Only)+len(e.file.Agent.Classes.Except) > 0 {
-			out["agent_classes"] = e.file.Agent.Classes
-		}
 	}
 	if len(scoped) > 0 {
 		tenant["scoped_classes"] = scoped
 	}
-	if len(tenant) > 0 {
-		out["tenant"] = tenant
-	}
+	return tenant
+}
+
+// describeClasses adds the report's class sections: hidden_classes and,
+// with a schema, visible_classes, filtered_classes and each visible
+// class's policy.
+func (e *Engine) describeClasses(out map[string]any, schema *parsedb.Schema) {
 	hidden := map[string]bool{"_Join:*": true}
 	for c := range e.hidden {
 		hidden[c] = true
@@ -225,7 +272,7 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 	}
 	if schema == nil {
 		out["hidden_classes"] = sortedSet(hidden)
-		return out
+		return
 	}
 	var visible, filtered []string
 	classes := map[string]any{}
@@ -239,42 +286,7 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 			continue
 		}
 		visible = append(visible, n)
-		cls := schema.Class(n)
-		c := map[string]any{}
-		if cp := e.Class(n); cp != nil {
-			if cp.Description != "" {
-				c["description"] = cp.Description
-			}
-			if len(cp.AgentFields) > 0 {
-				c["agent_fields"] = cp.AgentFields
-			}
-			if len(cp.JoinFields) > 0 {
-				c["join_fields"] = cp.JoinFields
-			}
-			if len(cp.LargeFields) > 0 {
-				c["large_fields"] = cp.LargeFields
-			}
-			if cp.AllowCollscan {
-				c["allow_collscan"] = true
-			}
-			if cp.Search != nil {
-				c["search"] = cp.Search
-			}
-		}
-		var filters []map[string]any
-		for _, p := range e.scopeParts(cls, true) {
-			filters = append(filters, map[string]any{"source": p.Source, "where": p.Where})
-		}
-		if len(filters) > 0 {
-			c["filters"] = filters
-		}
-		if !e.MasterPosture() {
-			c["clp"] = e.CLPSummary(cls)
-			if pf := e.ProtectedFields(cls); len(pf) > 0 {
-				c["protected_fields"] = sortedSet(pf)
-			}
-		}
-		if len(c) > 0 {
+		if c := e.describeClass(n, schema.Class(n)); len(c) > 0 {
 			classes[n] = c
 		}
 	}
@@ -284,7 +296,46 @@ func (e *Engine) Describe(schema *parsedb.Schema) map[string]any {
 		out["filtered_classes"] = filtered
 	}
 	out["classes"] = classes
-	return out
+}
+
+// describeClass is one visible class's entry: its policy-file settings,
+// the filters scoping it, its CLP and protected fields.
+func (e *Engine) describeClass(n string, cls *parsedb.Class) map[string]any {
+	c := map[string]any{}
+	if cp := e.Class(n); cp != nil {
+		if cp.Description != "" {
+			c["description"] = cp.Description
+		}
+		if len(cp.AgentFields) > 0 {
+			c["agent_fields"] = cp.AgentFields
+		}
+		if len(cp.JoinFields) > 0 {
+			c["join_fields"] = cp.JoinFields
+		}
+		if len(cp.LargeFields) > 0 {
+			c["large_fields"] = cp.LargeFields
+		}
+		if cp.AllowCollscan {
+			c["allow_collscan"] = true
+		}
+		if cp.Search != nil {
+			c["search"] = cp.Search
+		}
+	}
+	var filters []map[string]any
+	for _, p := range e.scopeParts(cls, true) {
+		filters = append(filters, map[string]any{"source": p.Source, "where": p.Where})
+	}
+	if len(filters) > 0 {
+		c["filters"] = filters
+	}
+	if !e.MasterPosture() {
+		c["clp"] = e.CLPSummary(cls)
+		if pf := e.ProtectedFields(cls); len(pf) > 0 {
+			c["protected_fields"] = sortedSet(pf)
+		}
+	}
+	return c
 }
 
 func sortedSet(m map[string]bool) []string {
