@@ -585,201 +585,298 @@ func isCodecISO(s string) bool {
 	return true
 }
 
-// ops translates a field's operator object.
+// ops translates a field's operator object, one operator at a time in
+// key order (fieldOperators).
 func (t *whereTranslator) ops(key, storage string, f *Field, m map[string]any, root bool) ([]bson.E, error) {
-	fb := &filterBuilder{} // operators on storage
-	var extra []bson.E     // clauses under other keys
-	addExtra := func(k string, v any) { extra = append(extra, bson.E{Key: k, Value: v}) }
-	addOp := func(op string, v any) {
-		if _, dup := fb.index(op); dup {
-			// Two operators that translate to the same Mongo operator
-			// ($within + $geoWithin, $in + $inQuery, …) both apply.
-			addExtra(storage, bson.D{{Key: op, Value: v}})
-			return
-		}
-		fb.d = append(fb.d, bson.E{Key: op, Value: v})
-	}
-
+	c := &opClause{t: t, key: key, storage: storage, f: f, m: m, root: root}
 	for _, op := range whereSortedKeys(m) {
-		v := m[op]
-		switch op {
-		case "$eq", "$ne", "$lt", "$lte", "$gt", "$gte":
-			if _, isArr := whereArray(v); isArr && op != "$eq" && op != "$ne" {
-				return nil, invalidQuery("%s: %s needs a single value, got an array", key, op)
-			}
-			if str, d, ok := untypedDate(f, v); ok {
-				switch op {
-				case "$eq":
-					addOp("$in", bson.A{str, d})
-				case "$ne":
-					addOp("$nin", bson.A{str, d})
-				default:
-					addOp(op, d)
-				}
-				continue
-			}
-			val, err := eqValue(key, f, v)
-			if err != nil {
-				return nil, err
-			}
-			if err := rangeOperand(key, op, val); err != nil {
-				return nil, err
-			}
-			addOp(op, val)
-		case "$in", "$nin", "$all":
-			arr, ok := whereArray(v)
-			if !ok {
-				return nil, invalidQuery("%s: %s needs an array, got %s", key, op, whereDescribe(v))
-			}
-			out := make(bson.A, 0, len(arr))
-			for _, el := range arr {
-				if str, d, ok := untypedDate(f, el); ok && op != "$all" {
-					out = append(out, str, d)
-					continue
-				}
-				val, err := eqValue(key, f, el)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, val)
-			}
-			addOp(op, out)
-		case "$containedBy":
-			if f != nil && f.Type != TypeArray {
-				return nil, invalidQuery("%s: $containedBy needs an Array field, %s is a %s", key, key, f.Type)
-			}
-			arr, ok := whereArray(v)
-			if !ok {
-				return nil, invalidQuery("%s: $containedBy needs an array, got %s", key, whereDescribe(v))
-			}
-			out := make(bson.A, 0, len(arr))
-			for _, el := range arr {
-				val, err := literalValue(key, el)
-				if err != nil {
-					return nil, err
-				}
-				out = append(out, val)
-			}
-			addExtra("$nor", bson.A{bson.D{{Key: storage, Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "$nin", Value: out}}}}}}})
-		case "$exists":
-			b, ok := v.(bool)
-			if !ok {
-				return nil, invalidQuery("%s: $exists needs true or false, got %s", key, whereDescribe(v))
-			}
-			addOp(op, b)
-		case "$regex":
-			pat, opts, err := regexOperands(key, v, m["$options"])
-			if err != nil {
-				return nil, err
-			}
-			addOp("$regex", pat)
-			if opts != "" {
-				addOp("$options", opts)
-			}
-		case "$options":
-			if _, ok := m["$regex"]; !ok {
-				return nil, invalidQuery("%s: $options is only allowed together with $regex", key)
-			}
-		case "$text":
-			e, err := t.textClause(key, v, root)
-			if err != nil {
-				return nil, err
-			}
-			addExtra(e.Key, e.Value)
-		case "$nearSphere":
-			if err := geoFieldCheck(key, f, op, TypeGeoPoint); err != nil {
-				return nil, err
-			}
-			if !root {
-				return nil, invalidQuery("%s: $nearSphere cannot be used inside $or or $nor", key)
-			}
-			t.near++
-			if t.near > 1 {
-				return nil, invalidQuery("only one $nearSphere is allowed per query")
-			}
-			pt, err := geoPoint(key, op, v)
-			if err != nil {
-				return nil, err
-			}
-			addOp("$nearSphere", pt)
-			dist, ok, err := maxDistance(key, m)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				addOp("$maxDistance", dist)
-			}
-		case "$maxDistance", "$maxDistanceInRadians", "$maxDistanceInMiles", "$maxDistanceInKilometers":
-			if _, ok := m["$nearSphere"]; !ok {
-				return nil, invalidQuery("%s: %s is only allowed together with $nearSphere", key, op)
-			}
-		case "$within":
-			if err := geoFieldCheck(key, f, op, TypeGeoPoint); err != nil {
-				return nil, err
-			}
-			w, ok := whereMap(v)
-			if !ok || len(w) != 1 || w["$box"] == nil {
-				return nil, invalidQuery("%s: $within needs {\"$box\":[southwestGeoPoint, northeastGeoPoint]}", key)
-			}
-			box, err := geoBox(key, w["$box"])
-			if err != nil {
-				return nil, err
-			}
-			addOp("$geoWithin", bson.D{{Key: "$box", Value: box}})
-		case "$geoWithin":
-			if err := geoFieldCheck(key, f, op, TypeGeoPoint); err != nil {
-				return nil, err
-			}
-			d, err := geoWithin(key, v)
-			if err != nil {
-				return nil, err
-			}
-			addOp("$geoWithin", d)
-		case "$geoIntersects":
-			if err := geoFieldCheck(key, f, op, TypePolygon); err != nil {
-				return nil, err
-			}
-			w, ok := whereMap(v)
-			if !ok || len(w) != 1 || w["$point"] == nil {
-				return nil, invalidQuery("%s: $geoIntersects needs {\"$point\":{\"__type\":\"GeoPoint\",\"latitude\":…,\"longitude\":…}}", key)
-			}
-			pt, err := geoPoint(key, "$geoIntersects.$point", w["$point"])
-			if err != nil {
-				return nil, err
-			}
-			addOp("$geoIntersects", bson.D{{Key: "$geometry", Value: bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: pt}}}})
-		case "$inQuery", "$notInQuery":
-			ids, err := t.inQuery(key, f, op, v)
-			if err != nil {
-				return nil, err
-			}
-			if op == "$inQuery" {
-				addOp("$in", ids)
-			} else {
-				addOp("$nin", ids)
-			}
-		case "$select", "$dontSelect":
-			vals, err := t.selectValues(key, f, op, v)
-			if err != nil {
-				return nil, err
-			}
-			if op == "$select" {
-				addOp("$in", vals)
-			} else {
-				addOp("$nin", vals)
-			}
-		default:
+		translate, ok := fieldOperators[op]
+		if !ok {
 			if isForbiddenWhereOp(op) {
 				return nil, toolerror.Violationf("forbidden operator %s on a where field", op)
 			}
 			return nil, invalidQuery("unknown operator %s on field %s", op, key)
 		}
+		if err := translate(c, op, m[op]); err != nil {
+			return nil, err
+		}
 	}
 	var out []bson.E
-	if len(fb.d) > 0 {
-		out = append(out, bson.E{Key: storage, Value: fb.d})
+	if len(c.fb.d) > 0 {
+		out = append(out, bson.E{Key: storage, Value: c.fb.d})
 	}
-	return append(out, extra...), nil
+	return append(out, c.extra...), nil
+}
+
+// fieldOperators are the operators of a field's operator object, one
+// function each, keyed by the operator's name; any other operator is
+// refused (a forbidden one as a violation).
+var fieldOperators = map[string]func(c *opClause, op string, v any) error{
+	"$eq":                      (*opClause).compare,
+	"$ne":                      (*opClause).compare,
+	"$lt":                      (*opClause).compare,
+	"$lte":                     (*opClause).compare,
+	"$gt":                      (*opClause).compare,
+	"$gte":                     (*opClause).compare,
+	"$in":                      (*opClause).list,
+	"$nin":                     (*opClause).list,
+	"$all":                     (*opClause).list,
+	"$containedBy":             (*opClause).containedBy,
+	"$exists":                  (*opClause).exists,
+	"$regex":                   (*opClause).regex,
+	"$options":                 (*opClause).options,
+	"$text":                    (*opClause).text,
+	"$nearSphere":              (*opClause).nearSphere,
+	"$maxDistance":             (*opClause).maxDistance,
+	"$maxDistanceInRadians":    (*opClause).maxDistance,
+	"$maxDistanceInMiles":      (*opClause).maxDistance,
+	"$maxDistanceInKilometers": (*opClause).maxDistance,
+	"$within":                  (*opClause).within,
+	"$geoWithin":               (*opClause).geoWithin,
+	"$geoIntersects":           (*opClause).geoIntersects,
+	"$inQuery":                 (*opClause).inQuery,
+	"$notInQuery":              (*opClause).inQuery,
+	"$select":                  (*opClause).selectKey,
+	"$dontSelect":              (*opClause).selectKey,
+}
+
+// opClause collects what one field's operator object translates to.
+type opClause struct {
+	t            *whereTranslator
+	key, storage string
+	f            *Field
+	m            map[string]any // the whole operator object: some operators come in pairs
+	root         bool           // not inside $or or $nor
+	fb           filterBuilder  // operators on storage
+	extra        []bson.E       // clauses under other keys
+}
+
+func (c *opClause) addExtra(k string, v any) { c.extra = append(c.extra, bson.E{Key: k, Value: v}) }
+
+func (c *opClause) addOp(op string, v any) {
+	if _, dup := c.fb.index(op); dup {
+		// Two operators that translate to the same Mongo operator
+		// ($within + $geoWithin, $in + $inQuery, …) both apply.
+		c.addExtra(c.storage, bson.D{{Key: op, Value: v}})
+		return
+	}
+	c.fb.d = append(c.fb.d, bson.E{Key: op, Value: v})
+}
+
+// compare: $eq, $ne, $lt, $lte, $gt, $gte.
+func (c *opClause) compare(op string, v any) error {
+	if _, isArr := whereArray(v); isArr && op != "$eq" && op != "$ne" {
+		return invalidQuery("%s: %s needs a single value, got an array", c.key, op)
+	}
+	if str, d, ok := untypedDate(c.f, v); ok {
+		switch op {
+		case "$eq":
+			c.addOp("$in", bson.A{str, d})
+		case "$ne":
+			c.addOp("$nin", bson.A{str, d})
+		default:
+			c.addOp(op, d)
+		}
+		return nil
+	}
+	val, err := eqValue(c.key, c.f, v)
+	if err != nil {
+		return err
+	}
+	if err := rangeOperand(c.key, op, val); err != nil {
+		return err
+	}
+	c.addOp(op, val)
+	return nil
+}
+
+// list: $in, $nin, $all.
+func (c *opClause) list(op string, v any) error {
+	arr, ok := whereArray(v)
+	if !ok {
+		return invalidQuery("%s: %s needs an array, got %s", c.key, op, whereDescribe(v))
+	}
+	out := make(bson.A, 0, len(arr))
+	for _, el := range arr {
+		if str, d, ok := untypedDate(c.f, el); ok && op != "$all" {
+			out = append(out, str, d)
+			continue
+		}
+		val, err := eqValue(c.key, c.f, el)
+		if err != nil {
+			return err
+		}
+		out = append(out, val)
+	}
+	c.addOp(op, out)
+	return nil
+}
+
+func (c *opClause) containedBy(_ string, v any) error {
+	if c.f != nil && c.f.Type != TypeArray {
+		return invalidQuery("%s: $containedBy needs an Array field, %s is a %s", c.key, c.key, c.f.Type)
+	}
+	arr, ok := whereArray(v)
+	if !ok {
+		return invalidQuery("%s: $containedBy needs an array, got %s", c.key, whereDescribe(v))
+	}
+	out := make(bson.A, 0, len(arr))
+	for _, el := range arr {
+		val, err := literalValue(c.key, el)
+		if err != nil {
+			return err
+		}
+		out = append(out, val)
+	}
+	c.addExtra("$nor", bson.A{bson.D{{Key: c.storage, Value: bson.D{{Key: "$elemMatch", Value: bson.D{{Key: "$nin", Value: out}}}}}}})
+	return nil
+}
+
+func (c *opClause) exists(op string, v any) error {
+	b, ok := v.(bool)
+	if !ok {
+		return invalidQuery("%s: $exists needs true or false, got %s", c.key, whereDescribe(v))
+	}
+	c.addOp(op, b)
+	return nil
+}
+
+// regex: $regex, with its $options.
+func (c *opClause) regex(_ string, v any) error {
+	pat, opts, err := regexOperands(c.key, v, c.m["$options"])
+	if err != nil {
+		return err
+	}
+	c.addOp("$regex", pat)
+	if opts != "" {
+		c.addOp("$options", opts)
+	}
+	return nil
+}
+
+// options: $options, translated with its $regex.
+func (c *opClause) options(string, any) error {
+	if _, ok := c.m["$regex"]; !ok {
+		return invalidQuery("%s: $options is only allowed together with $regex", c.key)
+	}
+	return nil
+}
+
+func (c *opClause) text(_ string, v any) error {
+	e, err := c.t.textClause(c.key, v, c.root)
+	if err != nil {
+		return err
+	}
+	c.addExtra(e.Key, e.Value)
+	return nil
+}
+
+// nearSphere: $nearSphere, with its $maxDistance….
+func (c *opClause) nearSphere(op string, v any) error {
+	if err := geoFieldCheck(c.key, c.f, op, TypeGeoPoint); err != nil {
+		return err
+	}
+	if !c.root {
+		return invalidQuery("%s: $nearSphere cannot be used inside $or or $nor", c.key)
+	}
+	c.t.near++
+	if c.t.near > 1 {
+		return invalidQuery("only one $nearSphere is allowed per query")
+	}
+	pt, err := geoPoint(c.key, op, v)
+	if err != nil {
+		return err
+	}
+	c.addOp("$nearSphere", pt)
+	dist, ok, err := maxDistance(c.key, c.m)
+	if err != nil {
+		return err
+	}
+	if ok {
+		c.addOp("$maxDistance", dist)
+	}
+	return nil
+}
+
+// maxDistance: $maxDistance and its unit forms, translated with their
+// $nearSphere.
+func (c *opClause) maxDistance(op string, _ any) error {
+	if _, ok := c.m["$nearSphere"]; !ok {
+		return invalidQuery("%s: %s is only allowed together with $nearSphere", c.key, op)
+	}
+	return nil
+}
+
+func (c *opClause) within(op string, v any) error {
+	if err := geoFieldCheck(c.key, c.f, op, TypeGeoPoint); err != nil {
+		return err
+	}
+	w, ok := whereMap(v)
+	if !ok || len(w) != 1 || w["$box"] == nil {
+		return invalidQuery("%s: $within needs {\"$box\":[southwestGeoPoint, northeastGeoPoint]}", c.key)
+	}
+	box, err := geoBox(c.key, w["$box"])
+	if err != nil {
+		return err
+	}
+	c.addOp("$geoWithin", bson.D{{Key: "$box", Value: box}})
+	return nil
+}
+
+func (c *opClause) geoWithin(op string, v any) error {
+	if err := geoFieldCheck(c.key, c.f, op, TypeGeoPoint); err != nil {
+		return err
+	}
+	d, err := geoWithin(c.key, v)
+	if err != nil {
+		return err
+	}
+	c.addOp("$geoWithin", d)
+	return nil
+}
+
+func (c *opClause) geoIntersects(op string, v any) error {
+	if err := geoFieldCheck(c.key, c.f, op, TypePolygon); err != nil {
+		return err
+	}
+	w, ok := whereMap(v)
+	if !ok || len(w) != 1 || w["$point"] == nil {
+		return invalidQuery("%s: $geoIntersects needs {\"$point\":{\"__type\":\"GeoPoint\",\"latitude\":…,\"longitude\":…}}", c.key)
+	}
+	pt, err := geoPoint(c.key, "$geoIntersects.$point", w["$point"])
+	if err != nil {
+		return err
+	}
+	c.addOp("$geoIntersects", bson.D{{Key: "$geometry", Value: bson.D{{Key: "type", Value: "Point"}, {Key: "coordinates", Value: pt}}}})
+	return nil
+}
+
+// inQuery: $inQuery and $notInQuery (where_subquery.go).
+func (c *opClause) inQuery(op string, v any) error {
+	ids, err := c.t.inQuery(c.key, c.f, op, v)
+	if err != nil {
+		return err
+	}
+	if op == "$inQuery" {
+		c.addOp("$in", ids)
+	} else {
+		c.addOp("$nin", ids)
+	}
+	return nil
+}
+
+// selectKey: $select and $dontSelect (where_subquery.go).
+func (c *opClause) selectKey(op string, v any) error {
+	vals, err := c.t.selectValues(c.key, c.f, op, v)
+	if err != nil {
+		return err
+	}
+	if op == "$select" {
+		c.addOp("$in", vals)
+	} else {
+		c.addOp("$nin", vals)
+	}
+	return nil
 }
 
 // rangeOperand refuses an ordering operator ($lt, $lte, $gt, $gte) whose
