@@ -29,7 +29,7 @@ func connectBridge(ctx context.Context, cfg *config.Config, log zerolog.Logger, 
 	case "master":
 		pc.Identity = &parseserver.Identity{Master: true}
 	case "session_token":
-		pc.Identity = &parseserver.Identity{SessionToken: parseserver.NewSecret(cfg.SessionToken)}
+		pc.Identity = &parseserver.Identity{SessionToken: config.NewSecret(cfg.SessionToken)}
 	default:
 		// Parse's REST API has no way to act as "this user id" or "this
 		// role" without that user's session: only the master key could,

@@ -14,8 +14,6 @@ import (
 	"time"
 
 	"github.com/kelseyhightower/envconfig"
-
-	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
 
 // Permission tiers, ordered: readonly ⊂ write ⊂ admin.
@@ -41,7 +39,7 @@ type Config struct {
 	APIKey           string `envconfig:"PARSE_MCP_API_KEY"`
 	// APIKeys are named HTTP keys, "name:key,name:key": each name is one
 	// client (README "Behind a load balancer"); see NamedAPIKeys.
-	APIKeys parseserver.Secret `envconfig:"PARSE_MCP_API_KEYS"`
+	APIKeys Secret `envconfig:"PARSE_MCP_API_KEYS"`
 	// TrustedProxies are the reverse proxies / load balancers (CIDRs or
 	// addresses, comma-separated) whose X-Forwarded-For names the client;
 	// see TrustedProxyNets.
@@ -55,9 +53,9 @@ type Config struct {
 	HTTPProcessRateFactor int `envconfig:"PARSE_MCP_HTTP_PROCESS_RATE_FACTOR" default:"4"`
 	// ConfirmSecret signs 2026-07-28 confirmation tokens over HTTP (empty:
 	// a secret stored once in the database, shared by every process).
-	ConfirmSecret parseserver.Secret `envconfig:"PARSE_MCP_CONFIRM_SECRET"`
-	LogLevel      string             `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`
-	LogFile       string             `envconfig:"PARSE_MCP_LOG_FILE"`
+	ConfirmSecret Secret `envconfig:"PARSE_MCP_CONFIRM_SECRET"`
+	LogLevel      string `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`
+	LogFile       string `envconfig:"PARSE_MCP_LOG_FILE"`
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
 	Workers int `envconfig:"PARSE_MCP_WORKERS" default:"16"`
@@ -67,10 +65,10 @@ type Config struct {
 	ProgressInterval time.Duration `envconfig:"PARSE_MCP_PROGRESS_INTERVAL" default:"2s"`
 	// The Parse Server bridge (README "Parse Server bridge"): writes and
 	// Cloud Code functions through the app's own Parse Server.
-	ServerURL     string             `envconfig:"PARSE_MCP_SERVER_URL"`
-	ApplicationID string             `envconfig:"PARSE_MCP_APPLICATION_ID"`
-	MasterKey     parseserver.Secret `envconfig:"PARSE_MCP_MASTER_KEY"`
-	LiveQueryURL  string             `envconfig:"PARSE_MCP_LIVEQUERY_URL"`
+	ServerURL     string `envconfig:"PARSE_MCP_SERVER_URL"`
+	ApplicationID string `envconfig:"PARSE_MCP_APPLICATION_ID"`
+	MasterKey     Secret `envconfig:"PARSE_MCP_MASTER_KEY"`
+	LiveQueryURL  string `envconfig:"PARSE_MCP_LIVEQUERY_URL"`
 	// FilesURL is where the app's files are served (README "Writes"):
 	// write results show a File with url = FilesURL + its encoded name.
 	FilesURL string `envconfig:"PARSE_MCP_FILES_URL"`
@@ -78,10 +76,10 @@ type Config struct {
 	// Embeddings for the search tools (README "Search and retrieval"): an
 	// OpenAI-compatible /v1/embeddings endpoint, or "fixture" (the
 	// deterministic, not semantic, test embedder; the demo's default).
-	EmbeddingsURL        string             `envconfig:"PARSE_MCP_EMBEDDINGS_URL"`
-	EmbeddingsModel      string             `envconfig:"PARSE_MCP_EMBEDDINGS_MODEL"`
-	EmbeddingsAPIKey     parseserver.Secret `envconfig:"PARSE_MCP_EMBEDDINGS_API_KEY"`
-	EmbeddingsDimensions int                `envconfig:"PARSE_MCP_EMBEDDINGS_DIMENSIONS"`
+	EmbeddingsURL        string `envconfig:"PARSE_MCP_EMBEDDINGS_URL"`
+	EmbeddingsModel      string `envconfig:"PARSE_MCP_EMBEDDINGS_MODEL"`
+	EmbeddingsAPIKey     Secret `envconfig:"PARSE_MCP_EMBEDDINGS_API_KEY"`
+	EmbeddingsDimensions int    `envconfig:"PARSE_MCP_EMBEDDINGS_DIMENSIONS"`
 	// EmbeddingsBudget is the most embeddings requests per minute.
 	EmbeddingsBudget int `envconfig:"PARSE_MCP_EMBEDDINGS_BUDGET" default:"60"`
 
@@ -420,7 +418,7 @@ func (c *Config) validateBridge() error {
 		}
 		return nil
 	}
-	if _, err := parseserver.ParseURL(c.ServerURL); err != nil {
+	if _, err := ParseServerURL(c.ServerURL); err != nil {
 		return &Error{"PARSE_MCP_SERVER_URL", err.Error(), "use the REST root including the mount path, e.g. http://127.0.0.1:1337/parse"}
 	}
 	if c.ApplicationID == "" {
@@ -512,7 +510,7 @@ func (c *Config) TrustedProxyNets() ([]netip.Prefix, error) {
 // NamedAPIKey is one entry of PARSE_MCP_API_KEYS.
 type NamedAPIKey struct {
 	Name string
-	Key  parseserver.Secret
+	Key  Secret
 }
 
 // NamedAPIKeys parses PARSE_MCP_API_KEYS: comma-separated name:key pairs,
@@ -540,7 +538,7 @@ func (c *Config) NamedAPIKeys() ([]NamedAPIKey, error) {
 			return nil, &Error{variable, fmt.Sprintf("the key of %q is used twice (or is PARSE_MCP_API_KEY)", name), "give every client its own key"}
 		}
 		names[name], keys[key] = true, true
-		out = append(out, NamedAPIKey{Name: name, Key: parseserver.NewSecret(key)})
+		out = append(out, NamedAPIKey{Name: name, Key: NewSecret(key)})
 	}
 	return out, nil
 }

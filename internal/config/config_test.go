@@ -9,8 +9,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
 
 // bridge is a valid master-posture bridge configuration, then mutate.
@@ -18,7 +16,7 @@ func bridge(mutate func(*Config)) func(*Config) {
 	return func(c *Config) {
 		c.ServerURL = "http://127.0.0.1:1337/parse"
 		c.ApplicationID = "app"
-		c.MasterKey = parseserver.NewSecret("master")
+		c.MasterKey = NewSecret("master")
 		mutate(c)
 	}
 }
@@ -51,8 +49,8 @@ func TestValidate(t *testing.T) {
 		{"http loopback", func(c *Config) { c.HTTPAddr = "127.0.0.1:8080" }, ""},
 		{"http localhost", func(c *Config) { c.HTTPAddr = "localhost:8080" }, ""},
 		{"short key", func(c *Config) { c.APIKey = "short" }, "PARSE_MCP_API_KEY"},
-		{"short confirm secret", func(c *Config) { c.ConfirmSecret = parseserver.NewSecret("0123456789abcdef") }, "PARSE_MCP_CONFIRM_SECRET"},
-		{"confirm secret", func(c *Config) { c.ConfirmSecret = parseserver.NewSecret("0123456789abcdef0123456789abcdef") }, ""},
+		{"short confirm secret", func(c *Config) { c.ConfirmSecret = NewSecret("0123456789abcdef") }, "PARSE_MCP_CONFIRM_SECRET"},
+		{"confirm secret", func(c *Config) { c.ConfirmSecret = NewSecret("0123456789abcdef0123456789abcdef") }, ""},
 		{"trusted proxies", func(c *Config) { c.TrustedProxies = " 10.0.0.0/8, 127.0.0.1 ,fd00::/8," }, ""},
 		{"trusted proxy not an address", func(c *Config) { c.TrustedProxies = "10.0.0.0/8,proxy.internal" }, "PARSE_MCP_TRUSTED_PROXIES"},
 		{"trusted proxies trust everyone", func(c *Config) { c.TrustedProxies = "0.0.0.0/0" }, "PARSE_MCP_TRUSTED_PROXIES"},
@@ -60,20 +58,20 @@ func TestValidate(t *testing.T) {
 		{"trusted proxies trust every mapped v4", func(c *Config) { c.TrustedProxies = "::ffff:0.0.0.0/96" }, "PARSE_MCP_TRUSTED_PROXIES"},
 		{"named keys", func(c *Config) {
 			c.HTTPAddr = "0.0.0.0:8080"
-			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef, ci-bot.2:fedcba9876543210")
+			c.APIKeys = NewSecret("alice:0123456789abcdef, ci-bot.2:fedcba9876543210")
 		}, ""},
-		{"named key without name", func(c *Config) { c.APIKeys = parseserver.NewSecret("0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
-		{"named key bad name", func(c *Config) { c.APIKeys = parseserver.NewSecret("a b:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
-		{"named key short", func(c *Config) { c.APIKeys = parseserver.NewSecret("alice:short") }, "PARSE_MCP_API_KEYS"},
+		{"named key without name", func(c *Config) { c.APIKeys = NewSecret("0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"named key bad name", func(c *Config) { c.APIKeys = NewSecret("a b:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"named key short", func(c *Config) { c.APIKeys = NewSecret("alice:short") }, "PARSE_MCP_API_KEYS"},
 		{"named key twice", func(c *Config) {
-			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef,alice:fedcba9876543210")
+			c.APIKeys = NewSecret("alice:0123456789abcdef,alice:fedcba9876543210")
 		}, "PARSE_MCP_API_KEYS"},
 		{"one key for two names", func(c *Config) {
-			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef,bob:0123456789abcdef")
+			c.APIKeys = NewSecret("alice:0123456789abcdef,bob:0123456789abcdef")
 		}, "PARSE_MCP_API_KEYS"},
 		{"named key equals the shared key", func(c *Config) {
 			c.APIKey = "0123456789abcdef"
-			c.APIKeys = parseserver.NewSecret("alice:0123456789abcdef")
+			c.APIKeys = NewSecret("alice:0123456789abcdef")
 		}, "PARSE_MCP_API_KEYS"},
 		{"session caps", func(c *Config) { c.HTTPMaxSessions = 1000; c.HTTPSessionsPerClient = 4 }, ""},
 		{"no sessions", func(c *Config) { c.HTTPMaxSessions = -1 }, "PARSE_MCP_HTTP_MAX_SESSIONS"},
@@ -82,17 +80,17 @@ func TestValidate(t *testing.T) {
 		{"rate factors", func(c *Config) { c.HTTPClientRateFactor = 3; c.HTTPProcessRateFactor = 10 }, ""},
 		{"process rate below two", func(c *Config) { c.HTTPProcessRateFactor = 1 }, "PARSE_MCP_HTTP_PROCESS_RATE_FACTOR"},
 		{"bridge master", bridge(func(c *Config) {}), ""},
-		{"bridge session", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{}; c.SessionToken = "r:abc" }), ""},
-		{"bridge acl user, no key", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{}; c.ACLUser = "abc" }), ""},
+		{"bridge session", bridge(func(c *Config) { c.MasterKey = Secret{}; c.SessionToken = "r:abc" }), ""},
+		{"bridge acl user, no key", bridge(func(c *Config) { c.MasterKey = Secret{}; c.ACLUser = "abc" }), ""},
 		{"bridge with livequery", bridge(func(c *Config) { c.LiveQueryURL = "ws://127.0.0.1:1337/" }), ""},
 		{"bridge bad url", bridge(func(c *Config) { c.ServerURL = "127.0.0.1:1337/parse" }), "PARSE_MCP_SERVER_URL"},
 		{"bridge url with credentials", bridge(func(c *Config) { c.ServerURL = "http://u:p@h/parse" }), "PARSE_MCP_SERVER_URL"},
 		{"bridge no app id", bridge(func(c *Config) { c.ApplicationID = "" }), "PARSE_MCP_APPLICATION_ID"},
-		{"bridge master posture without key", bridge(func(c *Config) { c.MasterKey = parseserver.Secret{} }), "PARSE_MCP_MASTER_KEY"},
+		{"bridge master posture without key", bridge(func(c *Config) { c.MasterKey = Secret{} }), "PARSE_MCP_MASTER_KEY"},
 		{"bridge key with session", bridge(func(c *Config) { c.SessionToken = "r:abc" }), "PARSE_MCP_MASTER_KEY"},
 		{"bridge bad livequery", bridge(func(c *Config) { c.LiveQueryURL = "http://h/" }), "PARSE_MCP_LIVEQUERY_URL"},
 		{"app id without server", func(c *Config) { c.ApplicationID = "app" }, "PARSE_MCP_APPLICATION_ID"},
-		{"master key without server", func(c *Config) { c.MasterKey = parseserver.NewSecret("k") }, "PARSE_MCP_MASTER_KEY"},
+		{"master key without server", func(c *Config) { c.MasterKey = NewSecret("k") }, "PARSE_MCP_MASTER_KEY"},
 		{"livequery without server", func(c *Config) { c.LiveQueryURL = "ws://h/" }, "PARSE_MCP_LIVEQUERY_URL"},
 		{"files url", func(c *Config) { c.FilesURL = "https://cdn.example/files/app/" }, ""},
 		{"files url not http", func(c *Config) { c.FilesURL = "ftp://cdn.example/" }, "PARSE_MCP_FILES_URL"},
@@ -333,6 +331,19 @@ func TestFileURLBase(t *testing.T) {
 	} {
 		if got := tc.c.FileURLBase(); got != tc.want {
 			t.Errorf("%+v: %q, want %q", tc.c, got, tc.want)
+		}
+	}
+}
+
+func TestParseServerURL(t *testing.T) {
+	for raw, ok := range map[string]bool{
+		"http://127.0.0.1:1337/parse": true, "https://api.example.com/parse/": true,
+		"ftp://x/parse": false, "127.0.0.1:1337": false, "http:///parse": false,
+		"http://u:p@host/parse": false, "http://host/parse?x=1": false,
+	} {
+		_, err := ParseServerURL(raw)
+		if (err == nil) != ok {
+			t.Errorf("ParseServerURL(%q) error %v, want ok=%v", raw, err, ok)
 		}
 	}
 }

@@ -18,52 +18,27 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"strings"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // MaxResponseBytes bounds a REST response body read into memory.
 const MaxResponseBytes = 16 << 20
 
-// Masked replaces secrets in previews.
-const Masked = "********"
-
-// Secret is a credential that prints as Masked in every format (%v, %s, %#v,
-// JSON), so that it cannot leak through a log line or an error message.
-type Secret struct{ v string }
-
-// NewSecret wraps s.
-func NewSecret(s string) Secret { return Secret{s} }
-
-// Reveal returns the secret itself, only to put it in a request header.
-func (s Secret) Reveal() string { return s.v }
-
-// IsSet reports whether the secret is non-empty.
-func (s Secret) IsSet() bool { return s.v != "" }
-
-func (s Secret) String() string   { return Masked }
-func (s Secret) GoString() string { return Masked }
-
-// Decode lets envconfig read a Secret from the environment.
-func (s *Secret) Decode(v string) error { s.v = v; return nil }
-
-// MarshalJSON masks the secret.
-func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(Masked) }
-
 // Identity is who a request is sent as: the master key (master posture) or a
 // user's session token (Parse then enforces that user's ACL and CLP).
 type Identity struct {
 	Master       bool
-	SessionToken Secret
+	SessionToken config.Secret
 }
 
 // Config is the bridge configuration.
 type Config struct {
 	URL           string // REST root, e.g. http://127.0.0.1:1337/parse
 	ApplicationID string
-	MasterKey     Secret
+	MasterKey     config.Secret
 	// Timeout bounds one request; 0 means 60 s.
 	Timeout time.Duration
 	// Identity is who the server's tool calls act as. Nil means the
@@ -77,7 +52,7 @@ type Config struct {
 type Client struct {
 	base       *url.URL
 	appID      string
-	master     Secret
+	master     config.Secret
 	http       *http.Client
 	identity   *Identity
 	noIdentity string
@@ -106,7 +81,7 @@ func (c *Client) Posture() string {
 
 // New validates the configuration and returns a client.
 func New(cfg Config) (*Client, error) {
-	u, err := ParseURL(cfg.URL)
+	u, err := config.ParseServerURL(cfg.URL)
 	if err != nil {
 		return nil, err
 	}
@@ -132,25 +107,6 @@ func New(cfg Config) (*Client, error) {
 	}, nil
 }
 
-// ParseURL checks a Parse Server URL: http or https, a host, no user info,
-// query or fragment.
-func ParseURL(raw string) (*url.URL, error) {
-	u, err := url.Parse(strings.TrimRight(raw, "/"))
-	if err != nil {
-		return nil, fmt.Errorf("%q is not a URL", raw)
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q must start with http:// or https://", raw)
-	}
-	if u.Host == "" {
-		return nil, fmt.Errorf("%q has no host", raw)
-	}
-	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%q must not carry user info, a query or a fragment", raw)
-	}
-	return u, nil
-}
-
 // URL is the configured REST root.
 func (c *Client) URL() string { return c.base.String() }
 
@@ -173,9 +129,9 @@ func (c *Client) Preview(r Request, id Identity) map[string]any {
 		"Content-Type":           "application/json",
 	}
 	if id.Master {
-		headers["X-Parse-Master-Key"] = Masked
+		headers["X-Parse-Master-Key"] = config.Masked
 	} else if id.SessionToken.IsSet() {
-		headers["X-Parse-Session-Token"] = Masked
+		headers["X-Parse-Session-Token"] = config.Masked
 	}
 	out := map[string]any{"method": r.Method, "url": c.base.String() + r.Path, "headers": headers}
 	if r.Body != nil {

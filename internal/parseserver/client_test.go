@@ -12,15 +12,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 func TestSecretNeverPrints(t *testing.T) {
-	s := parseserver.NewSecret("super-secret-master-key")
+	s := config.NewSecret("super-secret-master-key")
 	cfg := parseserver.Config{URL: "http://x/parse", ApplicationID: "app", MasterKey: s}
-	id := parseserver.Identity{SessionToken: parseserver.NewSecret("r:token-value")}
+	id := parseserver.Identity{SessionToken: config.NewSecret("r:token-value")}
 	b, _ := json.Marshal(map[string]any{"cfg": cfg, "id": id})
 	for _, out := range []string{fmt.Sprint(s), fmt.Sprintf("%v %+v %#v %s", cfg, cfg, cfg, s), string(b), fmt.Sprintf("%+v", id)} {
 		if strings.Contains(out, "super-secret") || strings.Contains(out, "token-value") {
@@ -47,7 +48,7 @@ func TestNoRedirectCarriesTheKey(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+r.URL.Path, http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	c, err := parseserver.New(parseserver.Config{URL: redirector.URL + "/parse", ApplicationID: "app", MasterKey: parseserver.NewSecret("k3y")})
+	c, err := parseserver.New(parseserver.Config{URL: redirector.URL + "/parse", ApplicationID: "app", MasterKey: config.NewSecret("k3y")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,25 +64,12 @@ func TestNoRedirectCarriesTheKey(t *testing.T) {
 	}
 }
 
-func TestParseURL(t *testing.T) {
-	for raw, ok := range map[string]bool{
-		"http://127.0.0.1:1337/parse": true, "https://api.example.com/parse/": true,
-		"ftp://x/parse": false, "127.0.0.1:1337": false, "http:///parse": false,
-		"http://u:p@host/parse": false, "http://host/parse?x=1": false,
-	} {
-		_, err := parseserver.ParseURL(raw)
-		if (err == nil) != ok {
-			t.Errorf("ParseURL(%q) error %v, want ok=%v", raw, err, ok)
-		}
-	}
-}
-
 func TestPreviewMasksSecrets(t *testing.T) {
-	c, _ := parseserver.New(parseserver.Config{URL: "http://127.0.0.1:1/parse", ApplicationID: "app", MasterKey: parseserver.NewSecret("k3y-value")})
-	for _, id := range []parseserver.Identity{{Master: true}, {SessionToken: parseserver.NewSecret("r:tok-value")}} {
+	c, _ := parseserver.New(parseserver.Config{URL: "http://127.0.0.1:1/parse", ApplicationID: "app", MasterKey: config.NewSecret("k3y-value")})
+	for _, id := range []parseserver.Identity{{Master: true}, {SessionToken: config.NewSecret("r:tok-value")}} {
 		p := c.Preview(parseserver.UpdateObject("Note", "abc", map[string]any{"n": map[string]any{"__op": "Increment", "amount": 1}}), id)
 		b, _ := json.Marshal(p)
-		if strings.Contains(string(b), "k3y-value") || strings.Contains(string(b), "tok-value") || !strings.Contains(string(b), parseserver.Masked) {
+		if strings.Contains(string(b), "k3y-value") || strings.Contains(string(b), "tok-value") || !strings.Contains(string(b), config.Masked) {
 			t.Errorf("preview %s", b)
 		}
 		if p["url"] != "http://127.0.0.1:1/parse/classes/Note/abc" || p["method"] != "PUT" {
@@ -95,7 +83,7 @@ func TestCheck(t *testing.T) {
 	_, token := ps.SignUp(t, "alice", "pw")
 	ctx := context.Background()
 	check := func(url, app, key string, id parseserver.Identity) error {
-		c, err := parseserver.New(parseserver.Config{URL: url, ApplicationID: app, MasterKey: parseserver.NewSecret(key), Timeout: 30 * time.Second})
+		c, err := parseserver.New(parseserver.Config{URL: url, ApplicationID: app, MasterKey: config.NewSecret(key), Timeout: 30 * time.Second})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,7 +93,7 @@ func TestCheck(t *testing.T) {
 	if err := check(ps.URL, ps.AppID, ps.MasterKey, master); err != nil {
 		t.Errorf("good master config: %v", err)
 	}
-	if err := check(ps.URL, ps.AppID, "", parseserver.Identity{SessionToken: parseserver.NewSecret(token)}); err != nil {
+	if err := check(ps.URL, ps.AppID, "", parseserver.Identity{SessionToken: config.NewSecret(token)}); err != nil {
 		t.Errorf("good session config: %v", err)
 	}
 	cases := []struct {
@@ -116,7 +104,7 @@ func TestCheck(t *testing.T) {
 	}{
 		{"wrong app id", ps.URL, "nope", ps.MasterKey, master, "PARSE_MCP_APPLICATION_ID", true},
 		{"wrong master key", ps.URL, ps.AppID, "wrong-key", master, "PARSE_MCP_MASTER_KEY", true},
-		{"bad session", ps.URL, ps.AppID, "", parseserver.Identity{SessionToken: parseserver.NewSecret("r:bogus")}, "PARSE_MCP_SESSION_TOKEN", true},
+		{"bad session", ps.URL, ps.AppID, "", parseserver.Identity{SessionToken: config.NewSecret("r:bogus")}, "PARSE_MCP_SESSION_TOKEN", true},
 		{"wrong mount path", strings.TrimSuffix(ps.URL, "/parse") + "/api", ps.AppID, ps.MasterKey, master, "PARSE_MCP_SERVER_URL", true},
 		{"unreachable", "http://127.0.0.1:1/parse", ps.AppID, ps.MasterKey, master, "PARSE_MCP_SERVER_URL", false},
 	}
@@ -137,7 +125,7 @@ func TestCheck(t *testing.T) {
 // the real Parse Server, with triggers, validation, ACL and error mapping.
 func TestWritesThroughParse(t *testing.T) {
 	ps := parsetest.Start(t, parsetest.Options{MongoURI: parsetest.MongoURI(t)})
-	c, err := parseserver.New(parseserver.Config{URL: ps.URL, ApplicationID: ps.AppID, MasterKey: parseserver.NewSecret(ps.MasterKey)})
+	c, err := parseserver.New(parseserver.Config{URL: ps.URL, ApplicationID: ps.AppID, MasterKey: config.NewSecret(ps.MasterKey)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +136,8 @@ func TestWritesThroughParse(t *testing.T) {
 	}
 	aliceID, alice := ps.SignUp(t, "alice", "pw")
 	_, bob := ps.SignUp(t, "bob", "pw")
-	asAlice := parseserver.Identity{SessionToken: parseserver.NewSecret(alice)}
-	asBob := parseserver.Identity{SessionToken: parseserver.NewSecret(bob)}
+	asAlice := parseserver.Identity{SessionToken: config.NewSecret(alice)}
+	asBob := parseserver.Identity{SessionToken: config.NewSecret(bob)}
 
 	out, err := c.Do(ctx, parseserver.CreateObject("Note", map[string]any{"title": " hi ", "ACL": map[string]any{"*": map[string]any{"read": true}, aliceID: map[string]any{"read": true, "write": true}}}), asAlice)
 	if err != nil {

@@ -11,6 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
 // LiveQuery subscribes to Parse LiveQuery (Parse's WebSocket protocol) with
@@ -20,7 +22,7 @@ import (
 type LiveQuery struct {
 	url      string
 	appID    string
-	master   Secret
+	master   config.Secret
 	identity *Identity
 	log      zerolog.Logger
 

@@ -12,6 +12,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
@@ -25,7 +26,7 @@ func TestLiveQueryACL(t *testing.T) {
 	_, bob := ps.SignUp(t, "bob", "pw")
 
 	subscribe := func(id parseserver.Identity) <-chan parseserver.Event {
-		c, err := parseserver.New(parseserver.Config{URL: ps.URL, ApplicationID: ps.AppID, MasterKey: parseserver.NewSecret(ps.MasterKey), Identity: &id})
+		c, err := parseserver.New(parseserver.Config{URL: ps.URL, ApplicationID: ps.AppID, MasterKey: config.NewSecret(ps.MasterKey), Identity: &id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +42,7 @@ func TestLiveQueryACL(t *testing.T) {
 		}
 		return ch
 	}
-	bobEvents := subscribe(parseserver.Identity{SessionToken: parseserver.NewSecret(bob)})
+	bobEvents := subscribe(parseserver.Identity{SessionToken: config.NewSecret(bob)})
 	masterEvents := subscribe(parseserver.Identity{Master: true})
 
 	private := ps.MustDo(t, "POST", "/classes/Note", map[string]any{"title": "alice only", "ACL": map[string]any{aliceID: map[string]any{"read": true, "write": true}}}, parsetest.AsSession(alice))
@@ -114,7 +115,7 @@ func TestLiveQueryReconnects(t *testing.T) {
 	}))
 	defer srv.Close()
 
-	cl, _ := parseserver.New(parseserver.Config{URL: srv.URL + "/parse", ApplicationID: "app", MasterKey: parseserver.NewSecret("k"), Identity: &parseserver.Identity{Master: true}})
+	cl, _ := parseserver.New(parseserver.Config{URL: srv.URL + "/parse", ApplicationID: "app", MasterKey: config.NewSecret("k"), Identity: &parseserver.Identity{Master: true}})
 	lq, err := cl.NewLiveQuery(strings.Replace(srv.URL, "http://", "ws://", 1)+"/", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +160,7 @@ func TestLiveQueryNoRedirect(t *testing.T) {
 		http.Redirect(w, r, elsewhere.URL+"/", http.StatusTemporaryRedirect)
 	}))
 	defer redirector.Close()
-	cl, _ := parseserver.New(parseserver.Config{URL: redirector.URL + "/parse", ApplicationID: "app", MasterKey: parseserver.NewSecret("k"), Identity: &parseserver.Identity{Master: true}})
+	cl, _ := parseserver.New(parseserver.Config{URL: redirector.URL + "/parse", ApplicationID: "app", MasterKey: config.NewSecret("k"), Identity: &parseserver.Identity{Master: true}})
 	lq, err := cl.NewLiveQuery(strings.Replace(redirector.URL, "http://", "ws://", 1)+"/", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

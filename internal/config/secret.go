@@ -1,0 +1,53 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/url"
+	"strings"
+)
+
+// Masked replaces secrets wherever they would be shown (logs, errors,
+// request previews).
+const Masked = "********"
+
+// Secret is a credential that prints as Masked in every format (%v, %s, %#v,
+// JSON), so that it cannot leak through a log line or an error message.
+type Secret struct{ v string }
+
+// NewSecret wraps s.
+func NewSecret(s string) Secret { return Secret{s} }
+
+// Reveal returns the secret itself, only to put it in a request header.
+func (s Secret) Reveal() string { return s.v }
+
+// IsSet reports whether the secret is non-empty.
+func (s Secret) IsSet() bool { return s.v != "" }
+
+func (s Secret) String() string   { return Masked }
+func (s Secret) GoString() string { return Masked }
+
+// Decode lets envconfig read a Secret from the environment.
+func (s *Secret) Decode(v string) error { s.v = v; return nil }
+
+// MarshalJSON masks the secret.
+func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(Masked) }
+
+// ParseServerURL checks a Parse Server URL (PARSE_MCP_SERVER_URL): http or
+// https, a host, no user info, query or fragment.
+func ParseServerURL(raw string) (*url.URL, error) {
+	u, err := url.Parse(strings.TrimRight(raw, "/"))
+	if err != nil {
+		return nil, fmt.Errorf("%q is not a URL", raw)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return nil, fmt.Errorf("%q must start with http:// or https://", raw)
+	}
+	if u.Host == "" {
+		return nil, fmt.Errorf("%q has no host", raw)
+	}
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%q must not carry user info, a query or a fragment", raw)
+	}
+	return u, nil
+}
