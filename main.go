@@ -521,8 +521,7 @@ func uriSyntaxError(err error) (string, bool) {
 	}
 	msg := err.Error()
 	for _, prefix := range []string{"error parsing uri: ", "error validating uri: "} {
-		if i := strings.Index(msg, prefix); i >= 0 {
-			problem := msg[i+len(prefix):]
+		if _, problem, found := strings.Cut(msg, prefix); found {
 			if strings.HasPrefix(problem, "invalid password") {
 				// The driver quotes the bad escape, i.e. part of the password.
 				problem = "invalid password: a % not followed by two hex digits"
