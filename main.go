@@ -427,6 +427,13 @@ func start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		// operator's own policy file replaces it whole.
 		log.Warn().Str("policy_file", cfg.PolicyFile).Msg("--demo with a policy file that does not hide " + demo.ClassVaultSecret + ": the model can read the demo's fake API keys (add `" + demo.ClassVaultSecret + ": {hidden: true}` under classes, as internal/demo/policy.yaml does)")
 	}
+	if schema, err := a.store.Schema.Get(ctx); err == nil {
+		// A hidden class missing from _SCHEMA is either still to be created
+		// or a typo that leaves the real class readable: say which it may be.
+		for _, m := range engine.HiddenClassesNotInSchema(schema) {
+			log.Warn().Str("class", m.Name).Str("visible_similar", m.Visible).Msg("PARSE_MCP_POLICY_FILE: " + m.String() + "; hiding a class before it exists is fine, a misspelt name hides nothing")
+		}
+	}
 	opts, err := protocolSurface(a.deps, file, log)
 	if err != nil {
 		a.Close()

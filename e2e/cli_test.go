@@ -137,3 +137,22 @@ func TestWrongDatabaseNameWarns(t *testing.T) {
 		t.Fatalf("warned on the Parse database itself:\n%s", stderr)
 	}
 }
+
+// TestMisspeltHiddenClassWarns: `VaultScret: {hidden: true}` hides nothing
+// and leaves VaultSecret readable; start-up serves (hiding a class before it
+// exists is allowed) but warns, naming the visible class it may mean, and
+// `audit` lists it.
+func TestMisspeltHiddenClassWarns(t *testing.T) {
+	policy := policyEnv(t, "classes:\n  VaultScret: {hidden: true}\n")
+	_, stderr, code := runCLI(t, []string{policy}, "call", "get_all_schemas", `{}`)
+	if code != 0 || !strings.Contains(stderr, "classes.VaultScret: hidden, but _SCHEMA has no class VaultScret (did you mean VaultSecret? it is not hidden)") {
+		t.Fatalf("exit %d; stderr does not warn about the misspelt hidden class:\n%s", code, stderr)
+	}
+	out, _, code := runCLI(t, []string{policy}, "audit")
+	if code != 0 || !strings.Contains(out, `"hidden_classes_not_in_schema"`) || !strings.Contains(out, "did you mean VaultSecret") {
+		t.Fatalf("audit (exit %d) does not list it:\n%s", code, out)
+	}
+	if _, stderr, _ = runCLI(t, []string{policyEnv(t, "classes:\n  VaultSecret: {hidden: true}\n")}, "call", "get_all_schemas", `{}`); strings.Contains(stderr, "hidden, but _SCHEMA has no class") {
+		t.Fatalf("warned about an existing hidden class:\n%s", stderr)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -110,6 +111,11 @@ func TestSetupIdentityErrors(t *testing.T) {
 	_, err := demoEngine(t, "  _Role: {agent_fields: [name, nmae]}\n", &config.Config{})
 	if err == nil || !strings.Contains(err.Error(), "PARSE_MCP_POLICY_FILE: classes._Role.agent_fields[1]: no field nmae in _Role's _SCHEMA (did you mean name?)") {
 		t.Fatalf("schema problem: %v", err)
+	}
+	// With a file, the file is named as in its syntax errors (LoadFile).
+	_, err = demoEngine(t, "  _Role: {agent_fields: [nmae]}\n", &config.Config{PolicyFile: "/etc/parse-mcp/policy.yaml"})
+	if err == nil || !strings.HasPrefix(err.Error(), "PARSE_MCP_POLICY_FILE /etc/parse-mcp/policy.yaml: classes._Role.agent_fields[0]: no field nmae") {
+		t.Fatalf("schema problem with a file: %v", err)
 	}
 	e, err := demoEngine(t, "", &config.Config{SessionToken: demo.AliceSessionToken})
 	if err != nil || e.Identity().UserID != demo.UserAliceID {
@@ -347,4 +353,31 @@ func testPolicy(t testing.TB, name string) *File {
 		t.Fatalf("%s: %v", name, err)
 	}
 	return f
+}
+
+// TestHiddenClassesNotInSchema: a hidden class _SCHEMA does not have is
+// listed, with the visible class it may be a typo of (the leak: a misspelt
+// hidden entry hides nothing); an existing hidden class is not.
+func TestHiddenClassesNotInSchema(t *testing.T) {
+	f, err := Parse([]byte("classes:\n  VaultScret: {hidden: true}\n  Invoicee: {hidden: except_master}\n  Zzzzzzzzzzzzzzzzzz: {hidden: true}\n  Song: {hidden: true}\n"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := New(&config.Config{Permissions: "readonly"}, f, zerolog.New(io.Discard))
+	schema, err := secDB(t).Schema.Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := e.HiddenClassesNotInSchema(schema)
+	want := []MissingHiddenClass{{Name: "Invoicee", Visible: "Invoice"}, {Name: "VaultScret", Visible: "VaultSecret"}, {Name: "Zzzzzzzzzzzzzzzzzz"}}
+	if !slices.Equal(got, want) {
+		t.Fatalf("HiddenClassesNotInSchema = %+v, want %+v", got, want)
+	}
+	if s := got[1].String(); s != "classes.VaultScret: hidden, but _SCHEMA has no class VaultScret (did you mean VaultSecret? it is not hidden)" {
+		t.Fatalf("String() = %q", s)
+	}
+	audit := e.Audit(context.Background(), schema)
+	if l, _ := audit["hidden_classes_not_in_schema"].([]string); len(l) != 3 || l[1] != got[1].String() {
+		t.Fatalf("audit lists %v", audit["hidden_classes_not_in_schema"])
+	}
 }

@@ -684,8 +684,10 @@ func decodeSettings(v any, s *Settings) error {
 					}
 				}
 				d, perrr := time.ParseDuration(ws)
-				if perrr != nil || d <= 0 || d > 24*time.Hour {
-					return perr(join(p, "window"), "must be a duration between 1ms and 24h like 60s or 5m, got %q", truncateText(ws, 40))
+				// Under a second a window resets faster than a model can
+				// call, so the limit would limit nothing.
+				if perrr != nil || d < time.Second || d > 24*time.Hour {
+					return perr(join(p, "window"), "must be a duration between 1s and 24h like 60s or 5m, got %q", truncateText(ws, 40))
 				}
 				rl.Window = ws
 			}

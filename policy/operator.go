@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -45,7 +47,12 @@ func (e *Engine) Setup(ctx context.Context, store *parsedb.Store, lenient bool) 
 		return &SetupError{Msg: fmt.Sprintf("reading _SCHEMA: %v", err)}
 	}
 	if problems := e.Validate(ctx, schema); len(problems) > 0 && !lenient {
+		// Named like the file's syntax errors (LoadFile): the variable, then
+		// the file it points at, when there is one (--demo's is built in).
 		msg := "PARSE_MCP_POLICY_FILE: " + problems[0].Error()
+		if e.cfg.PolicyFile != "" {
+			msg = "PARSE_MCP_POLICY_FILE " + e.cfg.PolicyFile + ": " + problems[0].Error()
+		}
 		if len(problems) > 1 {
 			msg += fmt.Sprintf(" (and %d more problem(s); `parse-mcp audit` lists them all)", len(problems)-1)
 		}
@@ -470,18 +477,69 @@ func (e *Engine) Audit(ctx context.Context, schema *parsedb.Schema) map[string]a
 			filters[n] = entry
 		}
 	}
+	hiddenMissing := []string{}
+	for _, n := range e.HiddenClassesNotInSchema(schema) {
+		hiddenMissing = append(hiddenMissing, n.String())
+	}
 	out := map[string]any{
-		"classes_without_description": undocumented,
-		"fields_without_description":  fieldsUndocumented,
-		"entries_not_in_schema":       unmatched,
-		"policy_problems":             problems,
-		"canonical_filters":           canonical,
-		"agent_filters":               filters,
-		"ok":                          len(problems) == 0,
-		"writes":                      e.WriteSurface(),
+		"hidden_classes_not_in_schema": hiddenMissing,
+		"classes_without_description":  undocumented,
+		"fields_without_description":   fieldsUndocumented,
+		"entries_not_in_schema":        unmatched,
+		"policy_problems":              problems,
+		"canonical_filters":            canonical,
+		"agent_filters":                filters,
+		"ok":                           len(problems) == 0,
+		"writes":                       e.WriteSurface(),
 	}
 	if len(tenant) > 0 {
 		out["tenant_scoped_classes"] = tenant
+	}
+	return out
+}
+
+// MissingHiddenClass is a class the policy file hides that _SCHEMA does not
+// have: harmless when the class is still to be created, a leak when the
+// name is a typo (`VaultScret: {hidden: true}` hides nothing, and the real
+// VaultSecret stays readable). Start-up warns and `audit` lists them.
+type MissingHiddenClass struct {
+	Name string
+	// Visible is the closest class in _SCHEMA that the policy leaves
+	// visible, when the name is close enough to be its typo, or "".
+	Visible string
+}
+
+func (m MissingHiddenClass) String() string {
+	s := "classes." + m.Name + ": hidden, but _SCHEMA has no class " + m.Name
+	if m.Visible != "" {
+		s += " (did you mean " + m.Visible + "? it is not hidden)"
+	}
+	return s
+}
+
+// HiddenClassesNotInSchema lists, in name order, the classes the policy
+// file hides (hidden: true or except_master) that are not in _SCHEMA.
+func (e *Engine) HiddenClassesNotInSchema(schema *parsedb.Schema) []MissingHiddenClass {
+	if e.file == nil {
+		return nil
+	}
+	var visible []string
+	for _, n := range schema.Names() {
+		if cp := e.file.Classes[n]; !parsedb.IsInternalCollection(n) && (cp == nil || !(cp.IsHidden() || cp.IsHiddenExceptMaster())) {
+			visible = append(visible, n)
+		}
+	}
+	var out []MissingHiddenClass
+	for _, n := range slices.Sorted(maps.Keys(e.file.Classes)) {
+		cp := e.file.Classes[n]
+		if !(cp.IsHidden() || cp.IsHiddenExceptMaster()) || parsedb.IsInternalCollection(n) || schema.Class(n) != nil {
+			continue
+		}
+		m := MissingHiddenClass{Name: n}
+		if s := Suggest(n, visible, 1); len(s) > 0 {
+			m.Visible = s[0]
+		}
+		out = append(out, m)
 	}
 	return out
 }
