@@ -30,7 +30,7 @@ func ActionTools() []*Tool {
 		Description:  "Run an action the operator declared (list_tools shows them with their params)." + noTriggers,
 		InputSchema:  `{"type":"object","properties":{"action":{"type":"string"},"object_id":{"type":"string","description":"for update actions"},"arguments":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["action"]}`,
 		OutputSchema: actionOut,
-		Handler:      callAction,
+		Handler:      HandlerFunc(callAction),
 	}}
 }
 

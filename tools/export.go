@@ -30,7 +30,7 @@ func ExportTools() []*Tool {
 		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"type":"array","items":{"type":"string"},"description":"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"},"format":{"type":"string","enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
 		OutputSchema: exportOut,
 		ReadOnly:     true,
-		Handler:      exportData,
+		Handler:      HandlerFunc(exportData),
 	}}
 }
 

@@ -21,20 +21,6 @@ const (
 	osColumns = `"columns":{"type":"array"},"rows":{"type":"array"}`
 )
 
-// queryClassOut: JSON rows (columns + rows by default, results for shape
-// objects/rest; result_count, has_more) or a text format (format, headers,
-// row_count, output).
-const queryClassOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,` + osNext + `,` + osTrunc + `,` + osText +
-	`,"results":` + osRows + `,` + osColumns + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["rows"]},{"required":["results"]},{"required":["output"]}]}`
-
-const countOut = `{"type":"object","properties":{` + osClass + `,"count":{"type":"integer"},"constraints":{"type":"object"}},"required":["class_name","count"]}`
-
-const getObjectOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"object":{"type":"object"}},"required":["class_name","object"]}`
-
-const getObjectsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
-
-const samplesOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `,` + osColumns + `},"required":["class_name","sample_count"]}`
-
 // exportOut: the text of the rows and, when row_cap cut it, how many rows
 // there were and how to get the rest.
 const exportOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"format":{"type":"string","enum":["csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"},` +
@@ -62,15 +48,7 @@ func groupOut(byDate bool) string {
 		osDryRun + `},"required":["class_name"],` + orDryRun("groups") + `}`
 }
 
-const listToolsOut = `{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"category":{"type":"string"},"description":{"type":"string"}},"required":["name","category"]}},"categories":{"type":"object","additionalProperties":{"type":"string"}},"actions":{"type":"array","items":{"type":"object"}}},"required":["tools"]}`
-
 const aggregateOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"pipeline_stages":{"type":"array","items":{"type":"string"}},"result_count":{"type":"integer"},"results":` + osRows + `,` + osColumns + `,"truncated":{"type":"boolean"},"auto_limited":{"type":"boolean"},"auto_limit":{"type":"integer"},"hint":{"type":"string"},"dry_run":{"type":"boolean"},"parameters":{"type":"object"},"pipeline":{"type":"array"}},"required":["class_name"]}`
-
-const explainOut = `{"type":"object","properties":{` + osClass + `,"constraints":{"type":"object"},"explanation":{"type":"object","properties":{"summary":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"indexed_fields":{"type":"array","items":{"type":"string"}},"plan":{}},"required":["summary"]}},"required":["class_name","explanation"]}`
-
-const allSchemasOut = `{"type":"object","properties":{"total":{"type":"integer"},"note":{"type":"string"},"built_in":{"$ref":"#/$defs/c"},"custom":{"$ref":"#/$defs/c"}},"$defs":{"c":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"desc":{"type":"string"},"fields":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","fields"]}}}}`
-
-const schemaOut = `{"type":"object","properties":{` + osClass + `,"type":{"type":"string"},"description":{"type":"string"},"fields":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"},"description":{"type":"string"},"allowed_values":{},"large_field":{"type":"boolean"},"target_class":{"type":"string"},"query_hint":{"type":"string"},"default":{}},"required":["name","type"]}},"indexes":{},"permissions":{},"canonical_filter":{"type":"object"},"agent_fields":{},"agent_join_fields":{},"relations":{},"search":{"type":"object"}},"required":["class_name","fields"]}`
 
 // osWrite are the members every write result can carry: the dry run with
 // the change it would send, the write path, or a declined confirmation

@@ -26,20 +26,8 @@ type readTarget struct {
 	Filter bson.D
 }
 
-// resolveRead resolves class_name and builds the full filter for a read.
-func resolveRead(ctx context.Context, d *Deps, args Args, applyCanonicalDefault bool) (*readTarget, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
-	applyCanonical, err := args.Bool("apply_canonical_filter", applyCanonicalDefault)
-	if err != nil {
-		return nil, err
-	}
+// resolveRead resolves the class and builds the full filter for a read.
+func resolveRead(ctx context.Context, d *Deps, name string, where map[string]any, applyCanonical bool) (*readTarget, error) {
 	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err
@@ -162,6 +150,21 @@ type planInput struct {
 	compact        bool     // compact values (README "Row shapes")
 	shape          rowShape // the layout asked for
 }
+
+// orderArg is a read's order: "-plays,title" or a list of such entries.
+type orderArg []parsedb.OrderKey
+
+func (o *orderArg) decodeArg(args Args, name string, _ *argField) error {
+	list, err := args.StringList(name)
+	if err != nil {
+		return err
+	}
+	keys, err := parsedb.ParseOrder(list)
+	*o = keys
+	return err
+}
+
+func (*orderArg) schemaType() string { return "string" }
 
 // readInputArgs reads keys, include and shape (and where/order when full);
 // single is get_object's shape argument (objects or rest).

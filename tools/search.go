@@ -69,7 +69,7 @@ func SearchTools() []*Tool {
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
-			Handler:      atlasTextSearch,
+			Handler:      HandlerFunc(atlasTextSearch),
 		},
 		{
 			ToolInfo:     ro("atlas_autocomplete", 15*time.Second),
@@ -77,7 +77,7 @@ func SearchTools() []*Tool {
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
 			OutputSchema: autocompleteOut,
 			ReadOnly:     true,
-			Handler:      atlasAutocomplete,
+			Handler:      HandlerFunc(atlasAutocomplete),
 		},
 		{
 			ToolInfo:     ro("atlas_faceted_search", 30*time.Second),
@@ -85,7 +85,7 @@ func SearchTools() []*Tool {
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
 			OutputSchema: facetsOut,
 			ReadOnly:     true,
-			Handler:      atlasFacetedSearch,
+			Handler:      HandlerFunc(atlasFacetedSearch),
 		},
 		{
 			ToolInfo:     ro("find_similar", 30*time.Second),
@@ -93,7 +93,7 @@ func SearchTools() []*Tool {
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
-			Handler:      findSimilar,
+			Handler:      HandlerFunc(findSimilar),
 		},
 		{
 			ToolInfo:     ro("semantic_search", 60*time.Second),
@@ -101,7 +101,7 @@ func SearchTools() []*Tool {
 			InputSchema:  `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
 			OutputSchema: semanticOut,
 			ReadOnly:     true,
-			Handler:      semanticSearch,
+			Handler:      HandlerFunc(semanticSearch),
 		},
 	}
 }

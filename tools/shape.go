@@ -49,6 +49,17 @@ func withProperty(schema, property string) string {
 	return schema[:i] + "," + property + schema[i:]
 }
 
+// decodeArg reads a shape argument: one of the field's enum (the multi-row
+// tools: columns, objects, rest; get_object: objects, rest), its default
+// when absent.
+func (s *rowShape) decodeArg(args Args, name string, f *argField) error {
+	v, err := enumArg(args, name, f.def, f.enum...)
+	*s = shapeOf(v)
+	return err
+}
+
+func (*rowShape) schemaType() string { return "string" }
+
 // shapeArg reads the shape argument of a multi-row tool (default columns).
 func shapeArg(args Args) (rowShape, error) {
 	s, err := enumArg(args, "shape", "columns", "columns", "objects", "rest")

@@ -78,14 +78,14 @@ func WriteTools() []*Tool {
 			Description:  "Create an object. fields: REST values (pointers as ids or Pointer objects, dates ISO or {__type:Date}); new fields are added to the schema." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object","description":"Parse ACL; default public or the class default"},"dry_run":{"type":"boolean"}},"required":["class_name","fields"]}`,
 			OutputSchema: createObjectOut,
-			Handler:      createObject,
+			Handler:      HandlerFunc(createObject),
 		},
 		{
 			ToolInfo:     def("update_object", config.TierWrite, policy.OpUpdate, crud...),
 			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation; \"obj.key\" sets a sub-key." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
 			OutputSchema: updateObjectOut,
-			Handler:      updateObject,
+			Handler:      HandlerFunc(updateObject),
 		},
 		{
 			ToolInfo:     def("delete_object", config.TierAdmin, policy.OpDelete, crud...),
@@ -93,14 +93,14 @@ func WriteTools() []*Tool {
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
 			Destructive:  true,
 			OutputSchema: deleteObjectOut,
-			Handler:      deleteObject,
+			Handler:      HandlerFunc(deleteObject),
 		},
 		{
 			ToolInfo:     createClass,
 			Description:  "Create a class. fields: {name:{type,targetClass?,required?,defaultValue?}}; permissions: CLP.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"permissions":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
 			OutputSchema: createClassOut,
-			Handler:      createClassTool,
+			Handler:      HandlerFunc(createClassTool),
 		},
 		{
 			ToolInfo:     def("delete_class", config.TierAdmin, policy.OpNone, schemaGates...),
@@ -108,7 +108,7 @@ func WriteTools() []*Tool {
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
 			Destructive:  true,
 			OutputSchema: deleteClassOut,
-			Handler:      deleteClassTool,
+			Handler:      HandlerFunc(deleteClassTool),
 		},
 	}
 }
