@@ -150,7 +150,7 @@ func isTierRefusal(d *Deps, a *policy.ActionSpec) bool {
 // declaration promises that the function then changes nothing and reports
 // what it would do. A function declared confirm: true, or every function
 // under confirm_writes: always, asks the person first.
-func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, arguments map[string]any, dryRun bool) (any, error) {
+func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, arguments map[string]any, dryRun bool) (Dynamic, error) {
 	if d.CloudFunctions == nil {
 		return nil, toolerror.New(toolerror.InvalidArgument, "action %s runs the Cloud Code function %s, which needs the Parse Server bridge (PARSE_MCP_SERVER_URL); it is not configured", a.Name, a.CloudFunction)
 	}

@@ -51,7 +51,7 @@ type typedHandler[In, Out any] struct {
 
 func (t *typedHandler[In, Out]) Call(ctx context.Context, d *Deps, args Args) (any, error) {
 	var in In
-	if err := decodeArgs(args, t.fields, reflect.ValueOf(&in).Elem()); err != nil {
+	if err := decodeArgs(ctx, args, t.fields, reflect.ValueOf(&in).Elem()); err != nil {
 		return nil, err
 	}
 	out, err := t.h(ctx, d, in)
@@ -73,17 +73,21 @@ func (t *typedHandler[In, Out]) Contract() (in, out reflect.Type) {
 // results of every mode against it.
 type Rows = json.RawMessage
 
-// Dynamic is the Out of a tool whose result is a map built from what it
-// finds (a write's change, an action's Cloud function result): its output
-// schema is checked against the results in e2e/schema_test.go.
-type Dynamic = map[string]any
+// Dynamic is the Out of a tool whose result's members depend on its mode: a
+// dry run answers the pipeline or the change instead of the result (the
+// aggregate family, the writes), a declined confirmation written:false, an
+// action the result of the Cloud function it ran. Its output schema lists
+// every mode's members; e2e/schema_test.go validates real results of each
+// mode against it.
+type Dynamic = any
 
 // argDecoder is an In field type that reads its own argument (a shape, an
-// order list, ids): it returns the same model-fixable errors as the Args
+// order list, ids, a pipeline — ctx carries the call's raw arguments, see
+// OrderedArgument): it returns the same model-fixable errors as the Args
 // getters. schemaType is the JSON Schema type the input schema states for
 // it.
 type argDecoder interface {
-	decodeArg(a Args, name string, f *argField) error
+	decodeArg(ctx context.Context, a Args, name string, f *argField) error
 	schemaType() string
 }
 
@@ -252,7 +256,7 @@ func (f *argField) parseTag(tag string) error {
 
 // decodeArgs fills the fields of in (a struct value) from args, in field
 // order: the first bad argument in that order is the one reported.
-func decodeArgs(args Args, fields []argField, in reflect.Value) error {
+func decodeArgs(ctx context.Context, args Args, fields []argField, in reflect.Value) error {
 	for i := range fields {
 		f := &fields[i]
 		v := in.Field(f.index)
@@ -260,7 +264,7 @@ func decodeArgs(args Args, fields []argField, in reflect.Value) error {
 		case kindArgs:
 			v.Set(reflect.ValueOf(args))
 		case kindDecoder:
-			if err := v.Addr().Interface().(argDecoder).decodeArg(args, f.name, f); err != nil {
+			if err := v.Addr().Interface().(argDecoder).decodeArg(ctx, args, f.name, f); err != nil {
 				return err
 			}
 		case kindString:
@@ -330,7 +334,12 @@ func (f *argField) decodeString(args Args) (string, error) {
 	case f.objectID:
 		return args.ObjectID(f.name)
 	case f.enum != nil:
-		return enumArg(args, f.name, f.def, f.enum...)
+		s, err := enumArg(args, f.name, f.def, f.enum...)
+		if err == nil && s == "" && f.required {
+			last := len(f.enum) - 1
+			return "", invalid("%s is required: %s or %s", f.name, strings.Join(f.enum[:last], ", "), f.enum[last])
+		}
+		return s, err
 	}
 	s, err := args.String(f.name, f.required)
 	if err == nil && s == "" && f.hasDef {
@@ -342,14 +351,26 @@ func (f *argField) decodeString(args Args) (string, error) {
 // argLimits are the named limits an arg tag may use (max=MaxQueryLimit), so
 // that a limit has one definition, which the README cites.
 var argLimits = map[string]int{
-	"MaxQueryLimit":      MaxQueryLimit,
-	"DefaultQueryLimit":  DefaultQueryLimit,
-	"MaxSkip":            MaxSkip,
-	"MaxKeys":            MaxKeys,
-	"MaxIncludes":        MaxIncludes,
-	"MaxGetObjects":      MaxGetObjects,
-	"DefaultSampleLimit": DefaultSampleLimit,
-	"MaxSampleLimit":     MaxSampleLimit,
+	"MaxQueryLimit":        MaxQueryLimit,
+	"DefaultQueryLimit":    DefaultQueryLimit,
+	"MaxSkip":              MaxSkip,
+	"MaxKeys":              MaxKeys,
+	"MaxIncludes":          MaxIncludes,
+	"MaxGetObjects":        MaxGetObjects,
+	"DefaultSampleLimit":   DefaultSampleLimit,
+	"MaxSampleLimit":       MaxSampleLimit,
+	"DefaultRowCap":        DefaultRowCap,
+	"MaxRowCap":            MaxRowCap,
+	"DefaultGroupLimit":    DefaultGroupLimit,
+	"MaxGroupLimit":        MaxGroupLimit,
+	"DefaultDistinctLimit": DefaultDistinctLimit,
+	"MaxDistinctLimit":     MaxDistinctLimit,
+}
+
+// decodeInto decodes args into in as Typed does, for Go callers that hold
+// Args (GroupInGo).
+func decodeInto[In any](ctx context.Context, args Args, in *In) error {
+	return decodeArgs(ctx, args, mustArgFields(reflect.TypeFor[In]()), reflect.ValueOf(in).Elem())
 }
 
 func argLimit(s string) (int, error) {

@@ -98,7 +98,7 @@ func getObject(ctx context.Context, d *Deps, args getObjectIn) (Rows, error) {
 // the field's max.
 type objectIDs []string
 
-func (ids *objectIDs) decodeArg(args Args, name string, f *argField) error {
+func (ids *objectIDs) decodeArg(_ context.Context, args Args, name string, f *argField) error {
 	v, ok := args[name]
 	if !ok || v == nil {
 		return invalid("%s is required (an array of objectIds)", name)

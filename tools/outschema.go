@@ -21,11 +21,6 @@ const (
 	osColumns = `"columns":{"type":"array"},"rows":{"type":"array"}`
 )
 
-// exportOut: the text of the rows and, when row_cap cut it, how many rows
-// there were and how to get the rest.
-const exportOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"format":{"type":"string","enum":["csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"},` +
-	`"truncated":{"type":"boolean"},"available_rows":{"type":"integer"},"row_cap":{"type":"integer"},"hint":{"type":"string"}},"required":["format","output"]}`
-
 // osDryRun are the members of a dry_run:true answer (distinct, group_by,
 // group_by_date): the exact pipeline that would run instead of the result;
 // orDryRun requires either the result member or the pipeline.
@@ -34,21 +29,6 @@ const osDryRun = `,"dry_run":{"type":"boolean"},"parameters":{"type":"object"},"
 func orDryRun(result string) string {
 	return `"anyOf":[{"required":["` + result + `"]},{"required":["pipeline"]}]`
 }
-
-var distinctOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"count":{"type":"integer"},"limit":{"type":"integer"},"values":{"type":"array"}` + osDryRun + `},"required":["class_name"],` + orDryRun("values") + `}`
-
-// groupOut: group_by, and group_by_date with its interval and timezone.
-func groupOut(byDate bool) string {
-	date := ""
-	if byDate {
-		date = `"interval":{"type":"string"},"timezone":{"type":"string"},`
-	}
-	return `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"operation":{"type":"string"},"value_field":{"type":"string"},` + date +
-		`"pointer_class":{"type":"string"},"limit":{"type":"integer"},"truncated":{"type":"boolean"},"group_count":{"type":"integer"},"groups":{"type":"array","items":{"type":"object","properties":{"key":{},"value":{"type":["number","null"]}},"required":["key"]}}` +
-		osDryRun + `},"required":["class_name"],` + orDryRun("groups") + `}`
-}
-
-const aggregateOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"pipeline_stages":{"type":"array","items":{"type":"string"}},"result_count":{"type":"integer"},"results":` + osRows + `,` + osColumns + `,"truncated":{"type":"boolean"},"auto_limited":{"type":"boolean"},"auto_limit":{"type":"integer"},"hint":{"type":"string"},"dry_run":{"type":"boolean"},"parameters":{"type":"object"},"pipeline":{"type":"array"}},"required":["class_name"]}`
 
 // osWrite are the members every write result can carry: the dry run with
 // the change it would send, the write path, or a declined confirmation

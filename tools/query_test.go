@@ -301,7 +301,7 @@ func idsArg(args Args) ([]string, error) {
 	fields := mustArgFields(reflect.TypeFor[getObjectsIn]())
 	for _, f := range fields {
 		if f.name == "ids" {
-			err := (&in.IDs).decodeArg(args, "ids", &f)
+			err := (&in.IDs).decodeArg(context.Background(), args, "ids", &f)
 			return in.IDs, err
 		}
 	}

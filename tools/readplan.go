@@ -154,7 +154,7 @@ type planInput struct {
 // orderArg is a read's order: "-plays,title" or a list of such entries.
 type orderArg []parsedb.OrderKey
 
-func (o *orderArg) decodeArg(args Args, name string, _ *argField) error {
+func (o *orderArg) decodeArg(_ context.Context, args Args, name string, _ *argField) error {
 	list, err := args.StringList(name)
 	if err != nil {
 		return err
@@ -165,42 +165,6 @@ func (o *orderArg) decodeArg(args Args, name string, _ *argField) error {
 }
 
 func (*orderArg) schemaType() string { return "string" }
-
-// readInputArgs reads keys, include and shape (and where/order when full);
-// single is get_object's shape argument (objects or rest).
-func readInputArgs(args Args, full, single bool) (planInput, error) {
-	var in planInput
-	var err error
-	if in.keys, err = args.FieldList("keys", MaxKeys); err != nil {
-		return in, err
-	}
-	if in.include, err = args.FieldList("include", MaxIncludes); err != nil {
-		return in, err
-	}
-	if single {
-		in.shape, err = objectShapeArg(args)
-	} else {
-		in.shape, err = shapeArg(args)
-	}
-	if err != nil {
-		return in, err
-	}
-	in.compact = in.shape.compact()
-	if !full {
-		return in, nil
-	}
-	if in.where, err = args.Object("where"); err != nil {
-		return in, err
-	}
-	order, err := args.StringList("order")
-	if err != nil {
-		return in, err
-	}
-	if in.order, err = parsedb.ParseOrder(order); err != nil {
-		return in, err
-	}
-	return in, nil
-}
 
 // readPlan is a policy-checked read of one class: filter, projection,
 // sort, includes and the encoders that turn stored rows into REST JSON.

@@ -332,7 +332,7 @@ func deleteClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
 
 // runWrite plans the write, then returns the dry run, asks for
 // confirmation, or applies it; every outcome is noted for the audit event.
-func (d *Deps) runWrite(ctx context.Context, c *writeCall) (any, error) {
+func (d *Deps) runWrite(ctx context.Context, c *writeCall) (Dynamic, error) {
 	backend := d.writes()
 	audit := policy.WriteAudit{Class: c.req.ClassName, ObjectID: c.req.ObjectID, Fields: writeFieldNames(c.req), DryRun: c.dryRun,
 		Action: c.action, Backend: backend.Kind()}
@@ -390,7 +390,7 @@ func writeFieldNames(req *parsedb.WriteRequest) []string {
 // caller with the write's own facts only (objectId/createdAt, updatedAt,
 // {}). For a dry run the exact change that would be sent is added; it
 // holds only values the caller gave and the write checkpoint passed.
-func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, dryRun bool) (any, error) {
+func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, dryRun bool) (Dynamic, error) {
 	o := newJSONObject()
 	if dryRun {
 		o.val("dry_run", true)
