@@ -95,8 +95,9 @@ type argDecoder interface {
 // constraints of its arg tag, comma-separated:
 //
 //	required     string: present and non-empty; other kinds: present
-//	class        a Parse class name (Args.ClassName; the field is class_name)
-//	objectid     an objectId (Args.ObjectID)
+//	class        a Parse class name (Args.ClassName; the field is class_name),
+//	             required unless optional follows
+//	objectid     an objectId (Args.ObjectID); without required, absent is ""
 //	fields       a []string of field paths (Args.FieldList, with max)
 //	enum=a|b     one of the values, matched case-insensitively (enumArg)
 //	default=v    the value when the argument is absent
@@ -137,7 +138,6 @@ const (
 	kindAny
 	kindArgs
 	kindDecoder
-	kindIntPtr
 )
 
 var (
@@ -146,7 +146,6 @@ var (
 	stringsType = reflect.TypeFor[[]string]()
 	anyType     = reflect.TypeFor[any]()
 	decoderType = reflect.TypeFor[argDecoder]()
-	intPtrType  = reflect.TypeFor[*int]()
 )
 
 func mustArgFields(t reflect.Type) []argField {
@@ -183,8 +182,6 @@ func argFields(t reflect.Type) ([]argField, error) {
 			f.kind = kindStrings
 		case sf.Type == anyType:
 			f.kind = kindAny
-		case sf.Type == intPtrType:
-			f.kind = kindIntPtr
 		case sf.Type.Kind() == reflect.String:
 			f.kind = kindString
 		case sf.Type.Kind() == reflect.Int:
@@ -214,8 +211,10 @@ func (f *argField) parseTag(tag string) error {
 			f.required = true
 		case "class":
 			f.class, f.required = true, true
+		case "optional":
+			f.required = false
 		case "objectid":
-			f.objectID, f.required = true, true
+			f.objectID = true
 		case "fields":
 			f.fields = true
 		case "unlisted":
@@ -280,15 +279,6 @@ func decodeArgs(ctx context.Context, args Args, fields []argField, in reflect.Va
 				return err
 			}
 			v.SetInt(int64(n))
-		case kindIntPtr:
-			if args[f.name] == nil {
-				continue
-			}
-			n, err := args.Int(f.name, 0, f.min, f.max)
-			if err != nil {
-				return err
-			}
-			v.Set(reflect.ValueOf(&n))
 		case kindBool:
 			b, err := args.Bool(f.name, f.def == "true")
 			if err != nil {
@@ -329,8 +319,12 @@ func decodeArgs(ctx context.Context, args Args, fields []argField, in reflect.Va
 
 func (f *argField) decodeString(args Args) (string, error) {
 	switch {
+	case f.class && !f.required && args[f.name] == nil:
+		return "", nil
 	case f.class:
 		return args.ClassName()
+	case f.objectID && !f.required && args[f.name] == nil:
+		return "", nil
 	case f.objectID:
 		return args.ObjectID(f.name)
 	case f.enum != nil:

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // TestToolContracts checks every tool's hand-written schemas against its
@@ -23,7 +25,7 @@ func TestToolContracts(t *testing.T) {
 	for _, tool := range Catalog() {
 		in, out := tool.Handler.Contract()
 		if in == argsType {
-			t.Logf("%s reads its Args itself: no contract to check yet", tool.Name)
+			t.Errorf("%s reads its Args itself (HandlerFunc): give it an In struct and Typed", tool.Name)
 			continue
 		}
 		var schema map[string]any
@@ -40,6 +42,13 @@ func TestToolContracts(t *testing.T) {
 		if err := json.Unmarshal([]byte(tool.OutputSchema), &outSchema); err != nil {
 			t.Fatalf("%s: output schema: %v", tool.Name, err)
 		}
+		// The policy envelope, not the handler, adds the untrusted-data
+		// note to the results of tools marked untrusted.
+		props, _ := outSchema["properties"].(map[string]any)
+		if _, noted := props["_note"]; noted != policy.MarksUntrusted(tool.ToolInfo) {
+			t.Errorf("%s output: the schema lists _note: %v, the envelope adds it: %v", tool.Name, noted, policy.MarksUntrusted(tool.ToolInfo))
+		}
+		delete(props, "_note")
 		for _, problem := range outputMismatches(out, outSchema, "") {
 			t.Errorf("%s output: %s", tool.Name, problem)
 		}
@@ -184,7 +193,7 @@ func (f *argField) schemaMismatches(goType reflect.Type, p map[string]any) []str
 	switch f.kind {
 	case kindString:
 		want = "string"
-	case kindInt, kindIntPtr:
+	case kindInt:
 		want = "integer"
 	case kindBool:
 		want = "boolean"

@@ -53,7 +53,7 @@ func (p *readPlan) collectRows(ctx context.Context, tool string, spec parsedb.Fi
 
 type getObjectIn struct {
 	ClassName string   `json:"class_name" arg:"class"`
-	ObjectID  string   `json:"object_id" arg:"objectid"`
+	ObjectID  string   `json:"object_id" arg:"objectid,required"`
 	Keys      []string `json:"keys" arg:"fields,max=MaxKeys"`
 	Include   []string `json:"include" arg:"fields,max=MaxIncludes"`
 	Shape     rowShape `json:"shape" arg:"enum=objects|rest,default=objects"`

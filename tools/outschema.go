@@ -1,7 +1,8 @@
 package tools
 
-// Output schemas (JSON Schema of structuredContent) of the tools. They
-// describe every member a result can carry — rows, pagination, next_call,
+// The members the tools' output schemas (JSON Schema of structuredContent)
+// share; each tool's own output schema is defined next to its handler, in
+// its family file. They describe every member a result can carry — rows, pagination, next_call,
 // truncation, the text formats, the untrusted-data note the policy adds — so
 // that a strict client can trust them; e2e/schema_test.go validates real
 // results of every mode and format against them. They are terse on purpose:
@@ -50,20 +51,3 @@ const (
 func writeOut(members string) string {
 	return `{"type":"object","properties":{` + osWrite + members + `},"required":["class_name"]}`
 }
-
-// The write tools' result schemas: object writes show the stored object as
-// this session may see it (a delete's dry run the object it would delete),
-// create_class the fields it adds.
-var (
-	createObjectOut = writeOut(osObjectID + `,"created":{"type":"boolean"}` + osObject + osSchemaReload)
-	updateObjectOut = writeOut(osObjectID + `,"updated":{"type":"boolean"}` + osObject + osSchemaReload)
-	deleteObjectOut = writeOut(osObjectID + `,"deleted":{"type":"boolean"},"deleted_object":{"type":"object"}`)
-	createClassOut  = writeOut(`,"created":{"type":"boolean"},"fields":{"type":"array","items":{"type":"string"}}` + osSchemaReload)
-	deleteClassOut  = writeOut(`,"deleted":{"type":"boolean"}` + osSchemaReload)
-)
-
-// actionOut: a class action answers like create_object or update_object; a
-// Cloud Code function action with its result (untrusted data) or run:false
-// when not confirmed.
-const actionOut = `{"type":"object","properties":{` + osWrite + osObjectID + `,"action":{"type":"string"},"created":{"type":"boolean"},"updated":{"type":"boolean"}` + osObject + osSchemaReload +
-	`,"cloud_function":{"type":"string"},"run":{"type":"boolean"},"result":{}},"required":["action"]}`
