@@ -368,3 +368,30 @@ func sorted(s []string) []string {
 	}
 	return s
 }
+
+// TestToolExamples: every tool but the writes has an Example (e2e runs it
+// on the demo app), and it decodes through the tool's In without error.
+func TestToolExamples(t *testing.T) {
+	for _, tool := range Catalog() {
+		if tool.Example == "" {
+			if tool.Category != policy.CategoryMutation {
+				t.Errorf("%s has no Example", tool.Name)
+			}
+			continue
+		}
+		var args Args
+		if err := json.Unmarshal([]byte(strings.ReplaceAll(tool.Example, "$objectId", "abc123")), &args); err != nil {
+			t.Errorf("%s: Example is not a JSON object: %v", tool.Name, err)
+			continue
+		}
+		in, _ := tool.Handler.Contract()
+		fields, err := argFields(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := withRawArguments(context.Background(), json.RawMessage(tool.Example))
+		if err := decodeArgs(ctx, args, fields, reflect.New(in).Elem()); err != nil {
+			t.Errorf("%s: Example %s: %v", tool.Name, tool.Example, err)
+		}
+	}
+}

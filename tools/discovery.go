@@ -15,6 +15,7 @@ func DiscoveryTools() []*Tool {
 	return []*Tool{{
 		ToolInfo:     policy.ToolInfo{Name: "list_tools", Category: policy.CategoryDiscovery, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 5 * time.Second},
 		Description:  "List the tools this session may call, by category.",
+		Example:      `{"category":"query"}`,
 		InputSchema:  `{"type":"object","properties":{"category":{"type":"string"}}}`,
 		ReadOnly:     true,
 		OutputSchema: listToolsOutSchema,

@@ -27,6 +27,7 @@ func ExportTools() []*Tool {
 	return []*Tool{{
 		ToolInfo:     policy.ToolInfo{Name: "export_data", Category: policy.CategoryExport, Tier: config.TierReadonly, Timeout: 60 * time.Second, Operation: policy.OpFind, UntrustedOutput: true},
 		Description:  "Export a class's objects (query mode) or pipeline results as CSV, a markdown table or a fixed-width table.",
+		Example:      `{"class_name":"Song","limit":3}`,
 		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"type":"array","items":{"type":"string"},"description":"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"},"format":{"type":"string","enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
 		OutputSchema: exportOutSchema,
 		ReadOnly:     true,

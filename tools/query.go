@@ -50,6 +50,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("count_objects", policy.OpCount, false, 20*time.Second),
 			Description:  "Count objects of a class matching a Parse where constraint.",
+			Example:      `{"class_name":"Song","where":{"plays":{"$gt":1000}}}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object","description":"Parse REST query constraints, e.g. {\"plays\":{\"$gt\":100}}"},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`,
 			ReadOnly:     true,
 			OutputSchema: countOutSchema,
@@ -58,6 +59,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
 			Description:  "Find objects: Parse where, keys, include, order, paging. Rows (also get_objects, get_sample_objects, aggregate): columns + a value array per row (null = missing); pointers as ids (pointer_classes), dates ISO (date_fields), files by name, GeoPoints [lat,lng]; where accepts them. shape objects|rest: objects|REST.",
+			Example:      `{"class_name":"Song","limit":3}`,
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"type":"string","enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`),
 			OutputSchema: queryClassOutSchema,
 			ReadOnly:     true,
@@ -66,6 +68,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("get_object", policy.OpGet, true, 10*time.Second),
 			Description:  "Fetch one object by objectId.",
+			Example:      `{"class_name":"Song","object_id":"$objectId","include":["artist"]}`,
 			InputSchema:  withObjectShape(`{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`),
 			OutputSchema: getObjectOutSchema,
 			ReadOnly:     true,
@@ -74,6 +77,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("get_objects", policy.OpGet, true, 20*time.Second),
 			Description:  "Fetch up to 50 objects by objectId.",
+			Example:      `{"class_name":"Song","ids":["$objectId","missingId"]}`,
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"ids":{"type":"array","items":{"type":"string"},"maxItems":50},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","ids"]}`),
 			OutputSchema: getObjectsOutSchema,
 			ReadOnly:     true,
@@ -82,6 +86,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("get_sample_objects", policy.OpFind, true, 15*time.Second),
 			Description:  "The most recently created objects of a class, to see what its data looks like.",
+			Example:      `{"class_name":"Song","limit":3}`,
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"limit":{"type":"integer","default":5,"maximum":20}},"required":["class_name"]}`),
 			OutputSchema: samplesOutSchema,
 			ReadOnly:     true,
@@ -90,6 +95,7 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("explain_query", policy.OpFind, false, 30*time.Second),
 			Description:  "Explain how a where on a class is filtered and which indexes can serve it.",
+			Example:      `{"class_name":"Song","where":{"genre":"rock"}}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: explainOutSchema,
 			ReadOnly:     true,

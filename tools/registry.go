@@ -32,7 +32,13 @@ import (
 // (see ARCHITECTURE.md, "Adding a tool").
 type Tool struct {
 	policy.ToolInfo
-	Description  string
+	Description string
+	// Example is the arguments of a call that succeeds on the demo app
+	// (--demo), "$objectId" standing for an objectId of
+	// its class_name; e2e/schema_test.go runs every tool's example and
+	// validates the result against OutputSchema. Empty for the writes and
+	// call_action, whose calls need their own fixtures (TestWriteToolSchemas).
+	Example      string
 	InputSchema  string // JSON Schema of the arguments
 	OutputSchema string // JSON Schema of structuredContent, if declared
 	// Annotations (MCP tool hints, see annotations): no tool reaches

@@ -66,6 +66,7 @@ func SearchTools() []*Tool {
 		{
 			ToolInfo:     ro("atlas_text_search", 30*time.Second),
 			Description:  "Full-text search of a searchable class (get_schema: search). Rows as query_class, best first, with scores; engine names what answered.",
+			Example:      `{"class_name":"Song","query":"harbor"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
@@ -74,6 +75,7 @@ func SearchTools() []*Tool {
 		{
 			ToolInfo:     ro("atlas_autocomplete", 15*time.Second),
 			Description:  "Values of an autocomplete field starting with prefix (literal, case-insensitive), with objectIds.",
+			Example:      `{"class_name":"Song","field":"title","prefix":"mid"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
 			OutputSchema: autocompleteOutSchema,
 			ReadOnly:     true,
@@ -82,6 +84,7 @@ func SearchTools() []*Tool {
 		{
 			ToolInfo:     ro("atlas_faceted_search", 30*time.Second),
 			Description:  "Bucket counts of facet fields, optionally for a text query. Number/date facets need ascending boundaries.",
+			Example:      `{"class_name":"Song","query":"harbor","facets":[{"field":"genre"}]}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
 			OutputSchema: facetsOutSchema,
 			ReadOnly:     true,
@@ -90,6 +93,7 @@ func SearchTools() []*Tool {
 		{
 			ToolInfo:     ro("find_similar", 30*time.Second),
 			Description:  "Nearest rows by vector cosine to an object (itself excluded) or to a vector.",
+			Example:      `{"class_name":"Song","object_id":"$objectId"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
@@ -98,6 +102,7 @@ func SearchTools() []*Tool {
 		{
 			ToolInfo:     ro("semantic_search", 60*time.Second),
 			Description:  "Best text chunks for a question across searchable classes (or class_name), within token_budget.",
+			Example:      `{"query":"harbor","k":2}`,
 			InputSchema:  `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
 			OutputSchema: semanticOutSchema,
 			ReadOnly:     true,
