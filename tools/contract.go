@@ -159,7 +159,7 @@ func mustArgFields(t reflect.Type) []argField {
 // argFields reads the decoding plan of an In struct.
 func argFields(t reflect.Type) ([]argField, error) {
 	if t.Kind() != reflect.Struct {
-		return nil, fmt.Errorf("In must be a struct")
+		return nil, fmt.Errorf("%s is not a struct: a contract's In is one", t)
 	}
 	var out []argField
 	for i := range t.NumField() {

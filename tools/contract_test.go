@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"sort"
@@ -282,17 +283,14 @@ type outMember struct {
 // outMembers are the JSON members of a struct, embedded structs flattened.
 func outMembers(t reflect.Type) map[string]outMember {
 	m := map[string]outMember{}
-	for i := range t.NumField() {
-		sf := t.Field(i)
+	for sf := range t.Fields() {
 		tag := sf.Tag.Get("json")
 		name, opts, _ := strings.Cut(tag, ",")
 		if name == "-" || !sf.IsExported() {
 			continue
 		}
 		if sf.Anonymous && name == "" && sf.Type.Kind() == reflect.Struct {
-			for k, v := range outMembers(sf.Type) {
-				m[k] = v
-			}
+			maps.Copy(m, outMembers(sf.Type))
 			continue
 		}
 		if name == "" {

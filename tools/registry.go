@@ -151,7 +151,9 @@ func annotations(readOnly, destructive bool) mcp.ToolAnnotation {
 }
 
 // Handle adapts the tool to mcp-go: it applies the per-tool timeout, runs the
-// handler and turns its outcome into the result envelope.
+// handler (which decodes and validates the arguments into its In first, see
+// Typed) and turns its outcome into the result envelope. The policy
+// middleware wraps what Handle returns, so its checks and audit come first.
 func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, _ := req.Params.Arguments.(map[string]any)
