@@ -196,7 +196,7 @@ func TestGroupFallbackEqualsPipeline(t *testing.T) {
 		if byDate {
 			name = "group_by_date"
 		}
-		pipe, err := handler(name)(context.Background(), d, args)
+		pipe, err := handler(name).Call(context.Background(), d, args)
 		if err != nil {
 			t.Fatalf("%v: pipeline: %v", args, err)
 		}

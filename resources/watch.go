@@ -51,7 +51,7 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (map[string]strin
 		t := server.FindTool(p.d, k.Tool)
 		args := tools.Args{"class_name": class}
 		maps.Copy(args, k.Args)
-		v, err := t.Handler(ctx, p.d, args)
+		v, err := t.Handler.Call(ctx, p.d, args)
 		if err != nil {
 			return nil, fmt.Errorf("%s %s: %w", k.Tool, class, err)
 		}

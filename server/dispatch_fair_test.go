@@ -26,14 +26,14 @@ func TestFairSharePerClient(t *testing.T) {
 		ToolInfo:    policy.ToolInfo{Name: "slow"},
 		Description: "blocks until released",
 		InputSchema: `{"type":"object","properties":{"who":{"type":"string"}}}`,
-		Handler: func(ctx context.Context, _ *tools.Deps, args tools.Args) (any, error) {
+		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Deps, args tools.Args) (any, error) {
 			entered <- fmt.Sprint(args["who"])
 			select {
 			case <-release:
 			case <-ctx.Done():
 			}
 			return map[string]any{}, nil
-		},
+		}),
 	}
 	s.AddTool(slow.MCPTool(nil), slow.Handle(&tools.Deps{}))
 	d := NewDispatcher(s, workers, zerolog.Nop())

@@ -27,13 +27,13 @@ func confirmServer() *Dispatcher {
 		ToolInfo:    policy.ToolInfo{Name: "confirm_me"},
 		Description: "asks for confirmation",
 		InputSchema: `{"type":"object","properties":{"what":{"type":"string"}}}`,
-		Handler: func(ctx context.Context, _ *tools.Deps, args tools.Args) (any, error) {
+		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Deps, args tools.Args) (any, error) {
 			c, err := tools.Confirm(ctx, fmt.Sprintf("Delete %v?", args["what"]))
 			if err != nil {
 				return nil, err
 			}
 			return map[string]any{"answer": c.String()}, nil
-		},
+		}),
 	}
 	s.AddTool(t.MCPTool(nil), t.Handle(&tools.Deps{}))
 	return NewDispatcher(s, 4, zerolog.Nop())

@@ -29,10 +29,26 @@ func ActionTools() []*Tool {
 			Timeout: 60 * time.Second, UntrustedOutput: true, RunsActions: true},
 		Description:  "Run an action the operator declared (list_tools shows them with their params)." + noTriggers,
 		InputSchema:  `{"type":"object","properties":{"action":{"type":"string"},"object_id":{"type":"string","description":"for update actions"},"arguments":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["action"]}`,
-		OutputSchema: actionOut,
-		Handler:      callAction,
+		OutputSchema: actionOutSchema,
+		Handler:      Typed(callAction),
 	}}
 }
+
+// call_action's arguments. Whether object_id is wanted depends on the
+// action (update actions need it, create actions refuse it): its syntax is
+// checked here, its presence by the handler.
+type callActionIn struct {
+	Action    string         `json:"action" arg:"required"`
+	ObjectID  string         `json:"object_id" arg:"objectid"`
+	Arguments map[string]any `json:"arguments"`
+	DryRun    bool           `json:"dry_run"`
+}
+
+// actionOutSchema: a class action answers like create_object or
+// update_object; a Cloud Code function action with its result (untrusted
+// data) or run:false when not confirmed. The result is Dynamic.
+const actionOutSchema = `{"type":"object","properties":{` + osWrite + osObjectID + `,"action":{"type":"string"},"created":{"type":"boolean"},"updated":{"type":"boolean"}` + osObject + osSchemaReload +
+	`,"cloud_function":{"type":"string"},"run":{"type":"boolean"},"result":{}},"required":["action"]}`
 
 // actionSummary is an action as list_tools shows it.
 type actionSummary struct {
@@ -75,11 +91,8 @@ func actionNames(d *Deps) string {
 	return strings.Join(names, ", ")
 }
 
-func callAction(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.String("action", true)
-	if err != nil {
-		return nil, err
-	}
+func callAction(ctx context.Context, d *Deps, in callActionIn) (Dynamic, error) {
+	name := in.Action
 	a := d.Policy.Action(name)
 	if a == nil || d.Policy.PermitAction(a) != nil && !isTierRefusal(d, a) {
 		return nil, toolerror.New(toolerror.InvalidArgument, "unknown action %q; available: %s", truncate(name, 64), actionNames(d))
@@ -87,16 +100,9 @@ func callAction(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err := d.Policy.PermitAction(a); err != nil {
 		return nil, err
 	}
-	arguments, err := args.Object("arguments")
-	if err != nil {
-		return nil, err
-	}
+	arguments, dryRun := in.Arguments, in.DryRun
 	if arguments == nil {
 		arguments = map[string]any{}
-	}
-	dryRun, err := args.Bool("dry_run", false)
-	if err != nil {
-		return nil, err
 	}
 	if dryRun && !a.SupportsDryRun {
 		return nil, toolerror.New(toolerror.InvalidArgument, "action %s does not support dry_run", a.Name)
@@ -108,14 +114,14 @@ func callAction(ctx context.Context, d *Deps, args Args) (any, error) {
 		return d.callCloudFunction(ctx, a, arguments, dryRun)
 	}
 	op := parsedb.WriteUpdateObject
-	var id string
+	id := in.ObjectID
 	if a.Operation == policy.OpCreate {
 		op = parsedb.WriteCreateObject
-		if _, given := args["object_id"]; given {
+		if id != "" {
 			return nil, invalid("action %s creates an object: it takes no object_id", a.Name)
 		}
-	} else if id, err = args.ObjectID("object_id"); err != nil {
-		return nil, err
+	} else if id == "" {
+		return nil, invalid("object_id is required")
 	}
 	fields := map[string]any{}
 	writable := make([]string, 0, len(a.Keys)+len(a.Fixed))
@@ -150,7 +156,7 @@ func isTierRefusal(d *Deps, a *policy.ActionSpec) bool {
 // declaration promises that the function then changes nothing and reports
 // what it would do. A function declared confirm: true, or every function
 // under confirm_writes: always, asks the person first.
-func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, arguments map[string]any, dryRun bool) (any, error) {
+func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, arguments map[string]any, dryRun bool) (Dynamic, error) {
 	if d.CloudFunctions == nil {
 		return nil, toolerror.New(toolerror.InvalidArgument, "action %s runs the Cloud Code function %s, which needs the Parse Server bridge (PARSE_MCP_SERVER_URL); it is not configured", a.Name, a.CloudFunction)
 	}

@@ -75,37 +75,56 @@ func AggregateTools() []*Tool {
 		{
 			ToolInfo:     ro("aggregate", 60*time.Second),
 			Description:  "Run a MongoDB aggregation pipeline on a class using Parse field names (objectId, createdAt, pointers by name); capped at 200 rows unless it ends with $limit or $count.",
+			Example:      `{"class_name":"Song","pipeline":[{"$group":{"_id":"$genre","n":{"$sum":1}}}]}`,
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean"}},"required":["class_name","pipeline"]}`),
 			ReadOnly:     true,
-			OutputSchema: aggregateOut,
-			Handler:      aggregateTool,
+			OutputSchema: aggregateOutSchema,
+			Handler:      Typed(aggregateTool),
 		},
 		{
 			ToolInfo:     ro("group_by", 45*time.Second),
 			Description:  "Count (or sum/avg/min/max a number field) per value of a field, e.g. songs per genre.",
+			Example:      `{"class_name":"Song","field":"genre","operation":"sum","value_field":"plays"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string","description":"the field summed/averaged (not for count)"},"where":{"type":"object"},"flatten_arrays":{"type":"boolean","description":"count each element of an array field"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"value_desc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
 			ReadOnly:     true,
 			OutputSchema: groupOut(false),
-			Handler:      groupByTool,
+			Handler:      Typed(groupByTool),
 		},
 		{
 			ToolInfo:     ro("group_by_date", 45*time.Second),
 			Description:  "Count (or sum/avg/min/max) objects per interval of a Date field, in a timezone.",
+			Example:      `{"class_name":"Song","field":"createdAt","interval":"month"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string","description":"a Date field, e.g. createdAt"},"interval":{"type":"string","enum":["year","quarter","month","week","day","hour","minute","second"]},"timezone":{"type":"string","description":"IANA name (Europe/Paris) or ±HH:MM; default UTC"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"key_asc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field","interval"]}`,
 			ReadOnly:     true,
 			OutputSchema: groupOut(true),
-			Handler:      groupByDateTool,
+			Handler:      Typed(groupByDateTool),
 		},
 		{
 			ToolInfo:     ro("distinct", 30*time.Second),
 			Description:  "List the distinct values of a field (array fields are flattened).",
+			Example:      `{"class_name":"Song","field":"genre"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["asc","desc","none"],"default":"asc"},"limit":{"type":"integer","default":1000,"minimum":1,"maximum":5000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
 			ReadOnly:     true,
-			OutputSchema: distinctOut,
-			Handler:      distinctTool,
+			OutputSchema: distinctOutSchema,
+			Handler:      Typed(distinctTool),
 		},
 	}
 }
+
+// pipelineArg is a pipeline argument, decoded by PipelineArg (an absent
+// optional one is nil).
+type pipelineArg []any
+
+func (p *pipelineArg) decodeArg(ctx context.Context, args Args, name string, f *argField) error {
+	if !f.required && args[name] == nil {
+		return nil
+	}
+	stages, err := PipelineArg(ctx, args, name)
+	*p = stages
+	return err
+}
+
+func (*pipelineArg) schemaType() string { return "array" }
 
 // PipelineArg returns a pipeline argument with the key order of its objects
 // kept (from the call's raw arguments when available).
@@ -375,7 +394,7 @@ func pipelineJSON(p bson.A) (json.RawMessage, error) {
 // The pipeline is shown without the hidden class names of the policy's
 // not-a-hidden-reference conjuncts (parsedb.WithoutHiddenNames): they would
 // list every hidden class.
-func dryRun(className string, params map[string]any, p bson.A) (any, error) {
+func dryRun(className string, params map[string]any, p bson.A) (Dynamic, error) {
 	pj, err := pipelineJSON(parsedb.WithoutHiddenNames(p).(bson.A))
 	if err != nil {
 		return nil, err
@@ -989,33 +1008,25 @@ func readRows(ctx context.Context, d *Deps, tool string, plan *pipelinePlan, max
 	return rows, nil
 }
 
-func aggregateTool(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	stages, err := PipelineArg(ctx, args, "pipeline")
-	if err != nil {
-		return nil, err
-	}
-	compact, err := args.Bool("compact_pointers", true)
-	if err != nil {
-		return nil, err
-	}
-	shape, err := shapeArg(args)
-	if err != nil {
-		return nil, err
-	}
+// ---- aggregate --------------------------------------------------------------------
+
+type aggregateIn struct {
+	ClassName      string      `json:"class_name" arg:"class"`
+	Pipeline       pipelineArg `json:"pipeline" arg:"required"`
+	CompactPtrs    bool        `json:"compact_pointers" arg:"default=true"`
+	Shape          rowShape    `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+	ApplyCanonical bool        `json:"apply_canonical_filter" arg:"default=true"`
+	DryRun         bool        `json:"dry_run"`
+}
+
+// aggregateOutSchema: the rows, or with dry_run the pipeline that would
+// run; the result is Dynamic.
+const aggregateOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"pipeline_stages":{"type":"array","items":{"type":"string"}},"result_count":{"type":"integer"},"results":` + osRows + `,` + osColumns + `,"truncated":{"type":"boolean"},"auto_limited":{"type":"boolean"},"auto_limit":{"type":"integer"},"hint":{"type":"string"},"dry_run":{"type":"boolean"},"parameters":{"type":"object"},"pipeline":{"type":"array"}},"required":["class_name"]}`
+
+func aggregateTool(ctx context.Context, d *Deps, in aggregateIn) (Dynamic, error) {
+	name, stages, shape, applyCanonical, dry := in.ClassName, []any(in.Pipeline), in.Shape, in.ApplyCanonical, in.DryRun
 	compactShape := shape.compact()
-	compact = compact && compactShape
-	applyCanonical, err := args.Bool("apply_canonical_filter", true)
-	if err != nil {
-		return nil, err
-	}
-	dry, err := args.Bool("dry_run", false)
-	if err != nil {
-		return nil, err
-	}
+	compact := in.CompactPtrs && compactShape
 	plan, err := planPipeline(ctx, d, name, stages, applyCanonical, AggregateAutoLimit)
 	if err != nil {
 		return nil, err

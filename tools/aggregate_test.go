@@ -74,7 +74,7 @@ func aggCall(t testing.TB, d *Deps, h Handler, argsJSON string) (map[string]any,
 		t.Fatalf("bad args %s: %v", argsJSON, err)
 	}
 	ctx := withRawArguments(context.Background(), json.RawMessage(argsJSON))
-	out, err := h(ctx, d, Args(args))
+	out, err := h.Call(ctx, d, Args(args))
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func TestAggregatePipelineGolden(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := `{"class_name":"` + c.class + `","dry_run":true,` + c.args[1:]
-			if got := dryPipeline(t, d, aggregateTool, args); got != c.want {
+			if got := dryPipeline(t, d, handlerOf("aggregate"), args); got != c.want {
 				t.Fatalf("\n got %s\nwant %s", got, c.want)
 			}
 		})
@@ -154,19 +154,19 @@ func TestAggregatePipelineGolden(t *testing.T) {
 func TestAggregateScopedIdentityAndTenant(t *testing.T) {
 	d := aggDeps(t, func(c *config.Config) { c.ACLRole = "Moderator"; c.TenantID = "org_north" })
 	d.Policy.SetIdentity(&parsedb.Identity{Kind: parsedb.IdentityRole, Roles: []string{"Moderator"}})
-	got := dryPipeline(t, d, aggregateTool, `{"class_name":"Scoped","dry_run":true,"pipeline":[{"$group":{"_id":null,"total":{"$sum":"$amount"}}}]}`)
+	got := dryPipeline(t, d, handlerOf("aggregate"), `{"class_name":"Scoped","dry_run":true,"pipeline":[{"$group":{"_id":null,"total":{"$sum":"$amount"}}}]}`)
 	want := `[{"$match":{"orgId":"org_north"}},{"$match":{"_rperm":{"$in":[null,"*","role:Moderator"]}}},{"$match":{"$and":[{"amount":{"$not":"<hidden classes>"}}]}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"amount":1,"name":1,"orgId":1}},{"$group":{"_id":null,"total":{"$sum":"$amount"}}},{"$limit":200}]`
 	if got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
 	}
 	// The joined class carries the identity's ACL too (tenant: joins from an
 	// unscoped class into an unscoped class are allowed).
-	got = dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":[{"$lookup":{"from":"Artist","pipeline":[{"$match":{"name":"x"}}],"as":"a"}}]}`)
+	got = dryPipeline(t, d, handlerOf("aggregate"), `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":[{"$lookup":{"from":"Artist","pipeline":[{"$match":{"name":"x"}}],"as":"a"}}]}`)
 	if !strings.Contains(got, `"pipeline":[{"$match":{"$and":[{"_rperm":{"$in":[null,"*","role:Moderator"]}},{"name":{"$not":"<hidden classes>"}}]}},{"$project":{"_id":1,"_created_at":1,"_updated_at":1,"name":1}},{"$match":{"name":"x"}}]`) {
 		t.Fatalf("join not scoped: %s", got)
 	}
 	// Joins touching the tenant-scoped class are refused.
-	_, err := aggCall(t, d, aggregateTool, `{"class_name":"Scoped","pipeline":[{"$lookup":{"from":"Artist","pipeline":[],"as":"a"}}]}`)
+	_, err := aggCall(t, d, handlerOf("aggregate"), `{"class_name":"Scoped","pipeline":[{"$lookup":{"from":"Artist","pipeline":[],"as":"a"}}]}`)
 	if parsetest.Outcome(err) != "access_denied:tenant_join_denied" {
 		t.Fatalf("tenant join: %v", err)
 	}
@@ -205,7 +205,7 @@ func TestAggregateGates(t *testing.T) {
 		{`{"class_name":"Song","pipeline":[{"$sort":{"a":1,"a":-1}}]}`, "invalid_argument"},
 	}
 	for _, c := range cases {
-		_, err := aggCall(t, d, aggregateTool, c.args)
+		_, err := aggCall(t, d, handlerOf("aggregate"), c.args)
 		if got := parsetest.Outcome(err); got != c.want {
 			t.Errorf("%s: got %s (%v), want %s", c.args, got, err, c.want)
 		}
@@ -361,7 +361,7 @@ func TestAggregateJoinedPathsGetTheConjunct(t *testing.T) {
 		{`[{"$unionWith":"Song"},{"$project":{"x":{"$toUpper":"$genre"}}}]`, conj("genre"), conj("title")},
 		{`[{"$graphLookup":{"from":"Song","startWith":"$title","connectFromField":"genre","connectToField":"title","as":"g"}}]`, conj("title"), conj("meta")},
 	} {
-		got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":`+c.pipeline+`}`)
+		got := dryPipeline(t, d, handlerOf("aggregate"), `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":`+c.pipeline+`}`)
 		i := strings.Index(got, `"$lookup"`)
 		if j := strings.Index(got, `"$unionWith"`); i < 0 || j >= 0 && j < i {
 			i = j
@@ -386,7 +386,7 @@ func TestAggregateJoinedPathsGetTheConjunct(t *testing.T) {
 func TestAggregateUnwindGetsTheConjunct(t *testing.T) {
 	d := aggDeps(t, nil)
 	for _, unwind := range []string{`"$tags"`, `{"path":"$tags","preserveNullAndEmptyArrays":true}`} {
-		got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":[{"$unwind":`+unwind+`},{"$unwind":"$tags"},{"$group":{"_id":"$tags","n":{"$sum":1}}}]}`)
+		got := dryPipeline(t, d, handlerOf("aggregate"), `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":[{"$unwind":`+unwind+`},{"$unwind":"$tags"},{"$group":{"_id":"$tags","n":{"$sum":1}}}]}`)
 		guard := `{"$match":{"$and":[{"tags":{"$not":"<hidden classes>"}},{"tags.className":{"$nin":"<hidden classes>"}},` + missingRef("tags") + `]}}`
 		for _, u := range []string{`{"$unwind":` + unwind + `},`, `{"$unwind":"$tags"},`} {
 			if !strings.Contains(got, u+guard) {
@@ -413,10 +413,20 @@ func TestAggregateSubPipelineUnwindGetsTheConjunct(t *testing.T) {
 		{"facet in lookup", `[{"$lookup":{"from":"Song","as":"j","pipeline":[{"$facet":{"a":[` + unwinds + `]}}]}}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got := dryPipeline(t, d, aggregateTool, `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":`+tc.pipeline+`}`)
+			got := dryPipeline(t, d, handlerOf("aggregate"), `{"class_name":"Song","dry_run":true,"apply_canonical_filter":false,"pipeline":`+tc.pipeline+`}`)
 			if n := strings.Count(got, `{"$unwind":"$tags"},`+guard); n != 2 {
 				t.Errorf("want the conjunct after both $unwinds, found %d:\n%s", n, got)
 			}
 		})
 	}
+}
+
+// handlerOf is the catalog tool's handler.
+func handlerOf(name string) Handler {
+	for _, t := range Catalog() {
+		if t.Name == name {
+			return t.Handler
+		}
+	}
+	panic("no tool " + name)
 }

@@ -15,12 +15,28 @@ func DiscoveryTools() []*Tool {
 	return []*Tool{{
 		ToolInfo:     policy.ToolInfo{Name: "list_tools", Category: policy.CategoryDiscovery, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 5 * time.Second},
 		Description:  "List the tools this session may call, by category.",
+		Example:      `{"category":"query"}`,
 		InputSchema:  `{"type":"object","properties":{"category":{"type":"string"}}}`,
 		ReadOnly:     true,
-		OutputSchema: listToolsOut,
-		Handler:      listTools,
+		OutputSchema: listToolsOutSchema,
+		Handler:      Typed(listTools),
 	}}
 }
+
+type listToolsIn struct {
+	Category string `json:"category"`
+}
+
+// listToolsOut's members are in the order the result has always had.
+type listToolsOut struct {
+	// Actions are the declared actions call_action may run, when it is
+	// listed.
+	Actions    []actionSummary            `json:"actions,omitempty"`
+	Categories map[policy.Category]string `json:"categories"`
+	Tools      []toolSummary              `json:"tools"`
+}
+
+const listToolsOutSchema = `{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"category":{"type":"string"},"description":{"type":"string"}},"required":["name","category"]}},"categories":{"type":"object","additionalProperties":{"type":"string"}},"actions":{"type":"array","items":{"type":"object"}}},"required":["tools"]}`
 
 type toolSummary struct {
 	Name        string          `json:"name"`
@@ -28,11 +44,8 @@ type toolSummary struct {
 	Description string          `json:"description"`
 }
 
-func listTools(_ context.Context, d *Deps, args Args) (any, error) {
-	category, err := args.String("category", false)
-	if err != nil {
-		return nil, err
-	}
+func listTools(_ context.Context, d *Deps, in listToolsIn) (*listToolsOut, error) {
+	category := in.Category
 	list := []toolSummary{}
 	cats := map[policy.Category]string{}
 	runsActions := false
@@ -48,11 +61,9 @@ func listTools(_ context.Context, d *Deps, args Args) (any, error) {
 		runsActions = runsActions || t.RunsActions
 	}
 	sort.Slice(list, func(i, j int) bool { return list[i].Name < list[j].Name })
-	out := map[string]any{"tools": list, "categories": cats}
+	out := &listToolsOut{Tools: list, Categories: cats}
 	if runsActions {
-		if acts := d.permittedActions(); len(acts) > 0 {
-			out["actions"] = acts
-		}
+		out.Actions = d.permittedActions()
 	}
 	return out, nil
 }

@@ -38,31 +38,21 @@ func distinctPipeline(g *groupField, filter bson.D, sort string, limit int) bson
 	return append(p, bson.D{{Key: "$limit", Value: int32(limit + 1)}})
 }
 
-func distinctTool(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	field, err := args.String("field", true)
-	if err != nil {
-		return nil, err
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
-	sort, err := enumArg(args, "sort", "asc", "asc", "desc", "none")
-	if err != nil {
-		return nil, err
-	}
-	limit, err := args.Int("limit", DefaultDistinctLimit, 1, MaxDistinctLimit)
-	if err != nil {
-		return nil, err
-	}
-	dry, err := args.Bool("dry_run", false)
-	if err != nil {
-		return nil, err
-	}
+type distinctIn struct {
+	ClassName string         `json:"class_name" arg:"class"`
+	Field     string         `json:"field" arg:"required"`
+	Where     map[string]any `json:"where"`
+	Sort      string         `json:"sort" arg:"enum=asc|desc|none,default=asc"`
+	Limit     int            `json:"limit" arg:"default=DefaultDistinctLimit,min=1,max=MaxDistinctLimit"`
+	DryRun    bool           `json:"dry_run"`
+}
+
+// distinctOutSchema: the values, or with dry_run the pipeline that would
+// run; the result is Dynamic.
+var distinctOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"count":{"type":"integer"},"limit":{"type":"integer"},"values":{"type":"array"}` + osDryRun + `},"required":["class_name"],` + orDryRun("values") + `}`
+
+func distinctTool(ctx context.Context, d *Deps, in distinctIn) (Dynamic, error) {
+	name, field, where, sort, limit, dry := in.ClassName, in.Field, in.Where, in.Sort, in.Limit, in.DryRun
 	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err

@@ -11,7 +11,7 @@ func TestDistinctPipelineGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		args := `{"class_name":"Song","dry_run":true,` + c.args[1:]
-		if got := dryPipeline(t, d, distinctTool, args); got != c.want {
+		if got := dryPipeline(t, d, handlerOf("distinct"), args); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.args, got, c.want)
 		}
 	}
@@ -19,7 +19,7 @@ func TestDistinctPipelineGolden(t *testing.T) {
 
 func TestDistinctDryRunParameters(t *testing.T) {
 	d := aggDeps(t, nil)
-	m, err := aggCall(t, d, distinctTool, `{"class_name":"Song","field":"tags","dry_run":true}`)
+	m, err := aggCall(t, d, handlerOf("distinct"), `{"class_name":"Song","field":"tags","dry_run":true}`)
 	if err != nil {
 		t.Fatal(err)
 	}

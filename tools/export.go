@@ -27,47 +27,45 @@ func ExportTools() []*Tool {
 	return []*Tool{{
 		ToolInfo:     policy.ToolInfo{Name: "export_data", Category: policy.CategoryExport, Tier: config.TierReadonly, Timeout: 60 * time.Second, Operation: policy.OpFind, UntrustedOutput: true},
 		Description:  "Export a class's objects (query mode) or pipeline results as CSV, a markdown table or a fixed-width table.",
+		Example:      `{"class_name":"Song","limit":3}`,
 		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"type":"array","items":{"type":"string"},"description":"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"},"format":{"type":"string","enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
-		OutputSchema: exportOut,
+		OutputSchema: exportOutSchema,
 		ReadOnly:     true,
-		Handler:      exportData,
+		Handler:      Typed(exportData),
 	}}
 }
 
-func exportData(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
+// export_data's arguments, in the order they are checked. limit and skip
+// apply to query mode only, and are checked in both modes.
+type exportIn struct {
+	ClassName string   `json:"class_name" arg:"class"`
+	Format    string   `json:"format" arg:"enum=csv|markdown|table,default=csv"`
+	RowCap    int      `json:"row_cap" arg:"default=DefaultRowCap,min=1,max=MaxRowCap"`
+	Keys      []string `json:"keys" arg:"fields,max=MaxKeys"`
+	Include   []string `json:"include" arg:"fields,max=MaxIncludes"`
+	// Shape is checked as the query tools check it, though export_data's
+	// input schema has never listed it (text cells have their own rules).
+	Shape    rowShape       `json:"shape" arg:"enum=columns|objects|rest,default=columns,unlisted"`
+	Where    map[string]any `json:"where"`
+	Order    orderArg       `json:"order"`
+	Columns  columnsArg     `json:"columns"`
+	Pipeline pipelineArg    `json:"pipeline"`
+	Limit    int            `json:"limit" arg:"default=0,min=1,max=MaxRowCap"`
+	Skip     int            `json:"skip" arg:"default=0,min=0,max=MaxSkip"`
+}
+
+// exportOut: the text of the rows and, when row_cap cut it, how many rows
+// there were and how to get the rest.
+const exportOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"format":{"type":"string","enum":["csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"},` +
+	`"truncated":{"type":"boolean"},"available_rows":{"type":"integer"},"row_cap":{"type":"integer"},"hint":{"type":"string"}},"required":["format","output"]}`
+
+func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
+	name, format, rowCap, cols := args.ClassName, args.Format, args.RowCap, []column(args.Columns)
+	if args.Pipeline != nil {
+		return exportPipeline(ctx, d, args.Pipeline, name, format, rowCap, cols)
 	}
-	format, err := enumArg(args, "format", "csv", "csv", "markdown", "table")
-	if err != nil {
-		return nil, err
-	}
-	rowCap, err := args.Int("row_cap", DefaultRowCap, 1, MaxRowCap)
-	if err != nil {
-		return nil, err
-	}
-	in, err := readInputArgs(args, true, false)
-	if err != nil {
-		return nil, err
-	}
-	in.compact = false // text cells have their own rules (format.go)
-	cols, err := columnsArg(ctx, args, in.keys)
-	if err != nil {
-		return nil, err
-	}
-	if v, ok := args["pipeline"]; ok && v != nil {
-		return exportPipeline(ctx, d, args, name, format, rowCap, cols)
-	}
-	limit, err := args.Int("limit", 0, 1, MaxRowCap)
-	if err != nil {
-		return nil, err
-	}
-	skip, err := args.Int("skip", 0, 0, MaxSkip)
-	if err != nil {
-		return nil, err
-	}
-	in.applyCanonical = true
+	limit, skip := args.Limit, args.Skip
+	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, where: args.Where, order: args.Order, applyCanonical: true}
 	if cols != nil {
 		if err := addColumnKeys(ctx, d, name, cols, &in); err != nil {
 			return nil, err
@@ -124,14 +122,29 @@ func exportData(ctx context.Context, d *Deps, args Args) (any, error) {
 	return o.done(), nil
 }
 
-// columnsArg reads export_data's columns. The schema declares one type, a
+// columnsArg is export_data's columns. The schema declares one type, a
 // list of "path" or "path:Header" strings (a field path never holds a colon),
 // because clients that map tool schemas to single-type dialects reject a
 // union. The earlier forms stay accepted for the CLI and older clients: a
 // string "a,b" and an object {path: header}, which keeps the caller's key
 // order when the raw arguments are available; otherwise (a decoded map has
 // no order) it follows the order of keys, then sorts the remaining paths.
-func columnsArg(ctx context.Context, args Args, keys []string) ([]column, error) {
+type columnsArg []column
+
+func (*columnsArg) schemaType() string { return "array" }
+
+func (c *columnsArg) decodeArg(ctx context.Context, args Args, name string, _ *argField) error {
+	// The order of keys places the columns of an unordered object.
+	keys, err := args.FieldList("keys", MaxKeys)
+	if err != nil {
+		return err
+	}
+	cols, err := readColumns(ctx, args, keys)
+	*c = cols
+	return err
+}
+
+func readColumns(ctx context.Context, args Args, keys []string) ([]column, error) {
 	v, ok := args["columns"]
 	if !ok || v == nil {
 		return nil, nil
@@ -253,11 +266,7 @@ func addColumnKeys(ctx context.Context, d *Deps, name string, cols []column, in 
 // exportPipeline is export_data's pipeline mode: the pipeline runs through
 // every gate of the aggregate tool (RunPipelineRows), the canonical filter
 // included; its rows become the table.
-func exportPipeline(ctx context.Context, d *Deps, args Args, name, format string, rowCap int, cols []column) (any, error) {
-	pipeline, err := PipelineArg(ctx, args, "pipeline")
-	if err != nil {
-		return nil, err
-	}
+func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format string, rowCap int, cols []column) (Rows, error) {
 	rows, err := RunPipelineRows(ctx, d, name, pipeline, true)
 	if err != nil {
 		return nil, err

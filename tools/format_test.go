@@ -149,13 +149,13 @@ func TestFitText(t *testing.T) {
 }
 
 func TestColumnsArg(t *testing.T) {
-	cols, err := columnsArg(context.Background(), Args{"columns": "title, artist.name,plays"}, nil)
+	cols, err := readColumns(context.Background(), Args{"columns": "title, artist.name,plays"}, nil)
 	if err != nil || len(cols) != 3 || cols[1] != (column{"artist.name", "artist.name"}) {
 		t.Fatalf("string form: %v %v", cols, err)
 	}
 	var obj map[string]any
 	_ = json.Unmarshal([]byte(`{"plays":"Plays","title":"Title","artist.name":"Artist","genre":"Genre"}`), &obj)
-	cols, err = columnsArg(context.Background(), Args{"columns": obj}, []string{"title", "plays"})
+	cols, err = readColumns(context.Background(), Args{"columns": obj}, []string{"title", "plays"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestColumnsArg(t *testing.T) {
 		t.Errorf("object form order = %v (keys order first, then by path)", got)
 	}
 	for _, bad := range []any{42.0, map[string]any{"title": 1.0}, map[string]any{"title": ""}, "", []any{"$where"}, []any{"a..b"}} {
-		if _, err := columnsArg(context.Background(), Args{"columns": bad}, nil); err == nil {
+		if _, err := readColumns(context.Background(), Args{"columns": bad}, nil); err == nil {
 			t.Errorf("columns %v: want an error", bad)
 		}
 	}
@@ -171,10 +171,10 @@ func TestColumnsArg(t *testing.T) {
 	for i := range many {
 		many[i] = "f" + strings.Repeat("x", i%5) + string(rune('a'+i%26))
 	}
-	if _, err := columnsArg(context.Background(), Args{"columns": many}, nil); err == nil {
+	if _, err := readColumns(context.Background(), Args{"columns": many}, nil); err == nil {
 		t.Error("65 columns: want an error")
 	}
-	if cols, err := columnsArg(context.Background(), Args{}, nil); cols != nil || err != nil {
+	if cols, err := readColumns(context.Background(), Args{}, nil); cols != nil || err != nil {
 		t.Error("absent columns must be nil")
 	}
 }

@@ -130,63 +130,82 @@ type groupRequest struct {
 	timezone string
 }
 
-func parseGroupRequest(ctx context.Context, d *Deps, args Args, byDate bool) (*groupRequest, *readTarget, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, nil, err
-	}
-	r := &groupRequest{className: name}
-	field, err := args.String("field", true)
-	if err != nil {
-		return nil, nil, err
-	}
-	op, err := enumArg(args, "operation", "count", "count", "sum", "avg", "average", "min", "max")
-	if err != nil {
-		return nil, nil, err
-	}
-	if op == "average" {
-		op = "avg"
-	}
-	r.op = op
-	valueField, err := args.String("value_field", false)
-	if err != nil {
-		return nil, nil, err
-	}
-	if r.where, err = args.Object("where"); err != nil {
-		return nil, nil, err
-	}
-	if r.flatten, err = args.Bool("flatten_arrays", false); err != nil {
-		return nil, nil, err
-	}
-	defSort := "value_desc"
-	if byDate {
-		defSort = "key_asc"
-	}
-	if r.sort, err = enumArg(args, "sort", defSort, "value_desc", "value_asc", "key_desc", "key_asc"); err != nil {
-		return nil, nil, err
-	}
-	if r.limit, err = args.Int("limit", DefaultGroupLimit, 1, MaxGroupLimit); err != nil {
-		return nil, nil, err
-	}
-	if r.dryRun, err = args.Bool("dry_run", false); err != nil {
-		return nil, nil, err
-	}
-	if byDate {
-		if r.interval, err = enumArg(args, "interval", "", "year", "quarter", "month", "week", "day", "hour", "minute", "second"); err != nil {
-			return nil, nil, err
-		}
-		if r.interval == "" {
-			return nil, nil, invalid("interval is required: year, quarter, month, week, day, hour, minute or second")
-		}
-		tz, err := args.String("timezone", false)
-		if err != nil {
-			return nil, nil, err
-		}
-		if r.timezone, err = checkTimezone(tz); err != nil {
-			return nil, nil, err
-		}
-	}
+// group_by's arguments, in the order they are checked.
+type groupByIn struct {
+	ClassName  string         `json:"class_name" arg:"class"`
+	Field      string         `json:"field" arg:"required"`
+	Operation  string         `json:"operation" arg:"enum=count|sum|avg|average|min|max,default=count"`
+	ValueField string         `json:"value_field"`
+	Where      map[string]any `json:"where"`
+	Flatten    bool           `json:"flatten_arrays"`
+	Sort       string         `json:"sort" arg:"enum=value_desc|value_asc|key_desc|key_asc,default=value_desc"`
+	Limit      int            `json:"limit" arg:"default=DefaultGroupLimit,min=1,max=MaxGroupLimit"`
+	DryRun     bool           `json:"dry_run"`
+}
 
+// group_by_date's arguments, in the order they are checked.
+type groupByDateIn struct {
+	ClassName  string         `json:"class_name" arg:"class"`
+	Field      string         `json:"field" arg:"required"`
+	Operation  string         `json:"operation" arg:"enum=count|sum|avg|average|min|max,default=count"`
+	ValueField string         `json:"value_field"`
+	Where      map[string]any `json:"where"`
+	// Flatten is accepted as group_by takes it, though group_by_date's
+	// input schema has never listed it.
+	Flatten  bool        `json:"flatten_arrays" arg:"unlisted"`
+	Sort     string      `json:"sort" arg:"enum=value_desc|value_asc|key_desc|key_asc,default=key_asc"`
+	Limit    int         `json:"limit" arg:"default=DefaultGroupLimit,min=1,max=MaxGroupLimit"`
+	DryRun   bool        `json:"dry_run"`
+	Interval string      `json:"interval" arg:"required,enum=year|quarter|month|week|day|hour|minute|second"`
+	Timezone timezoneArg `json:"timezone"`
+}
+
+// timezoneArg is group_by_date's timezone: an IANA name or ±HH:MM, checked
+// by checkTimezone ("" = UTC).
+type timezoneArg string
+
+func (tz *timezoneArg) decodeArg(_ context.Context, args Args, name string, _ *argField) error {
+	s, err := args.String(name, false)
+	if err != nil {
+		return err
+	}
+	s, err = checkTimezone(s)
+	*tz = timezoneArg(s)
+	return err
+}
+
+func (*timezoneArg) schemaType() string { return "string" }
+
+// groupOut is the output schema of group_by, and of group_by_date with its
+// interval and timezone: the groups, or with dry_run the pipeline that
+// would run (the result is Dynamic).
+func groupOut(byDate bool) string {
+	date := ""
+	if byDate {
+		date = `"interval":{"type":"string"},"timezone":{"type":"string"},`
+	}
+	return `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"operation":{"type":"string"},"value_field":{"type":"string"},` + date +
+		`"pointer_class":{"type":"string"},"limit":{"type":"integer"},"truncated":{"type":"boolean"},"group_count":{"type":"integer"},"groups":{"type":"array","items":{"type":"object","properties":{"key":{},"value":{"type":["number","null"]}},"required":["key"]}}` +
+		osDryRun + `},"required":["class_name"],` + orDryRun("groups") + `}`
+}
+
+func (in groupByIn) request() *groupRequest {
+	return &groupRequest{className: in.ClassName, op: in.Operation, where: in.Where, flatten: in.Flatten, sort: in.Sort, limit: in.Limit, dryRun: in.DryRun}
+}
+
+func (in groupByDateIn) request() *groupRequest {
+	return &groupRequest{className: in.ClassName, op: in.Operation, where: in.Where, flatten: in.Flatten, sort: in.Sort, limit: in.Limit, dryRun: in.DryRun,
+		interval: in.Interval, timezone: string(in.Timezone)}
+}
+
+// resolveGroupRequest checks r's fields (field, valueField) against the
+// class and builds the read filter.
+func resolveGroupRequest(ctx context.Context, d *Deps, r *groupRequest, field, valueField string) (*groupRequest, *readTarget, error) {
+	if r.op == "average" {
+		r.op = "avg"
+	}
+	byDate := r.interval != ""
+	name, op := r.className, r.op
 	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, nil, err
@@ -450,7 +469,18 @@ func (c *rowConverter) keyed(doc bson.Raw, withValue bool) (keyed, error) {
 // the capability fallback whatever the database supports, for the test
 // that proves it equal to the pipeline.
 func GroupInGo(ctx context.Context, d *Deps, args Args, byDate bool) (any, error) {
-	return runGroupWith(ctx, d, args, byDate, true)
+	if byDate {
+		var in groupByDateIn
+		if err := decodeInto(ctx, args, &in); err != nil {
+			return nil, err
+		}
+		return runGroupWith(ctx, d, in.request(), in.Field, in.ValueField, true)
+	}
+	var in groupByIn
+	if err := decodeInto(ctx, args, &in); err != nil {
+		return nil, err
+	}
+	return runGroupWith(ctx, d, in.request(), in.Field, in.ValueField, true)
 }
 
 // pointerKeys strips the "Class$" prefix of pointer keys when they all
@@ -485,16 +515,16 @@ func pointerKeys(items []keyed) string {
 	return class
 }
 
-func runGroup(ctx context.Context, d *Deps, args Args, byDate bool) (any, error) {
-	return runGroupWith(ctx, d, args, byDate, false)
-}
-
-func runGroupWith(ctx context.Context, d *Deps, args Args, byDate, inGo bool) (any, error) {
+// runGroupWith runs a group_by (or, with r.interval, group_by_date)
+// request; inGo computes the groups from a find whatever the database
+// supports.
+func runGroupWith(ctx context.Context, d *Deps, req *groupRequest, field, valueField string, inGo bool) (Dynamic, error) {
+	byDate := req.interval != ""
 	tool := "group_by"
 	if byDate {
 		tool = "group_by_date"
 	}
-	r, t, err := parseGroupRequest(ctx, d, args, byDate)
+	r, t, err := resolveGroupRequest(ctx, d, req, field, valueField)
 	if err != nil {
 		return nil, err
 	}
@@ -575,10 +605,10 @@ func runGroupWith(ctx context.Context, d *Deps, args Args, byDate, inGo bool) (a
 	return out, nil
 }
 
-func groupByTool(ctx context.Context, d *Deps, args Args) (any, error) {
-	return runGroup(ctx, d, args, false)
+func groupByTool(ctx context.Context, d *Deps, in groupByIn) (Dynamic, error) {
+	return runGroupWith(ctx, d, in.request(), in.Field, in.ValueField, false)
 }
 
-func groupByDateTool(ctx context.Context, d *Deps, args Args) (any, error) {
-	return runGroup(ctx, d, args, true)
+func groupByDateTool(ctx context.Context, d *Deps, in groupByDateIn) (Dynamic, error) {
+	return runGroupWith(ctx, d, in.request(), in.Field, in.ValueField, false)
 }

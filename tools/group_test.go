@@ -68,7 +68,7 @@ func TestGroupByPipelineGolden(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			args := `{"class_name":"Song","dry_run":true,` + c.args[1:]
-			if got := dryPipeline(t, d, groupByTool, args); got != c.want {
+			if got := dryPipeline(t, d, handlerOf("group_by"), args); got != c.want {
 				t.Fatalf("\n got %s\nwant %s", got, c.want)
 			}
 		})
@@ -103,12 +103,12 @@ func TestGroupByDatePipelineGolden(t *testing.T) {
 	}
 	for _, c := range cases {
 		args := `{"class_name":"Song","field":"releasedAt","dry_run":true,` + c.args[1:]
-		if got := dryPipeline(t, d, groupByDateTool, args); got != c.want {
+		if got := dryPipeline(t, d, handlerOf("group_by_date"), args); got != c.want {
 			t.Errorf("%s\n got %s\nwant %s", c.args, got, c.want)
 		}
 	}
 	// createdAt is the storage column _created_at; sum works as in group_by.
-	got := dryPipeline(t, d, groupByDateTool, `{"class_name":"Song","field":"createdAt","interval":"year","operation":"sum","value_field":"plays","dry_run":true}`)
+	got := dryPipeline(t, d, handlerOf("group_by_date"), `{"class_name":"Song","field":"createdAt","interval":"year","operation":"sum","value_field":"plays","dry_run":true}`)
 	want := `[` + matchAnd(archivedFilter, notHiddenRef("_created_at", "plays")) + `,{"$group":{"_id":{"$dateToString":{"format":"%Y","date":"$_created_at"}},"value":{"$sum":"$plays"}}},{"$sort":{"_id":1}},{"$limit":201}]`
 	if got != want {
 		t.Fatalf("\n got %s\nwant %s", got, want)
@@ -117,7 +117,7 @@ func TestGroupByDatePipelineGolden(t *testing.T) {
 
 func TestGroupDryRunEnvelope(t *testing.T) {
 	d := aggDeps(t, nil)
-	m, err := aggCall(t, d, groupByTool, `{"class_name":"Song","field":"genre","dry_run":true}`)
+	m, err := aggCall(t, d, handlerOf("group_by"), `{"class_name":"Song","field":"genre","dry_run":true}`)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,38 +134,38 @@ func TestGroupGates(t *testing.T) {
 		args, want string
 	}{
 		// Security gates run before a dry run answers.
-		{groupByTool, `{"class_name":"_User","field":"_hashed_password","dry_run":true}`, "violation"},
-		{groupByTool, `{"class_name":"_User","field":"authData.github","dry_run":true}`, "violation"},
-		{groupByTool, `{"class_name":"Song","field":"genre","operation":"sum","value_field":"_rperm","dry_run":true}`, "violation"},
-		{distinctTool, `{"class_name":"_User","field":"sessionToken","dry_run":true}`, "violation"},
-		{groupByTool, `{"class_name":"Song","field":"_p_artist","dry_run":true}`, "access_denied:storage_form_field_ref"},
-		{groupByTool, `{"class_name":"Patient","field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
-		{distinctTool, `{"class_name":"Patient","field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
-		{groupByTool, `{"class_name":"Patient","field":"name","operation":"sum","value_field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
-		{groupByTool, `{"class_name":"VaultSecret","field":"apiKey","dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Patient","field":"name","where":{"ssn":"1"},"dry_run":true}`, "access_denied:field_not_allowed"},
+		{handlerOf("group_by"), `{"class_name":"_User","field":"_hashed_password","dry_run":true}`, "violation"},
+		{handlerOf("group_by"), `{"class_name":"_User","field":"authData.github","dry_run":true}`, "violation"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"genre","operation":"sum","value_field":"_rperm","dry_run":true}`, "violation"},
+		{handlerOf("distinct"), `{"class_name":"_User","field":"sessionToken","dry_run":true}`, "violation"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"_p_artist","dry_run":true}`, "access_denied:storage_form_field_ref"},
+		{handlerOf("group_by"), `{"class_name":"Patient","field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
+		{handlerOf("distinct"), `{"class_name":"Patient","field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
+		{handlerOf("group_by"), `{"class_name":"Patient","field":"name","operation":"sum","value_field":"ssn","dry_run":true}`, "access_denied:field_not_allowed"},
+		{handlerOf("group_by"), `{"class_name":"VaultSecret","field":"apiKey","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Patient","field":"name","where":{"ssn":"1"},"dry_run":true}`, "access_denied:field_not_allowed"},
 		// Argument errors.
-		{groupByTool, `{"class_name":"Song","field":"genre","operation":"sum","dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Song","field":"genre","operation":"sum","value_field":"artist","dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Song","field":"genre","operation":"median","dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Song","field":"likes","dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Song","field":"artist.name","dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Song","field":"_id","dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Song","field":"genre","limit":0,"dry_run":true}`, "invalid_argument"},
-		{groupByTool, `{"class_name":"Song","field":"genre","limit":1001,"dry_run":true}`, "invalid_argument"},
-		{distinctTool, `{"class_name":"Song","field":"genre","limit":5001,"dry_run":true}`, "invalid_argument"},
-		{distinctTool, `{"class_name":"Song","field":"genre","sort":"random","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"artist","interval":"day","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"tags","interval":"day","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"likes","interval":"day","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"genre","interval":"day","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"nope","interval":"day","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"releasedAt","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"releasedAt","interval":"fortnight","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"Mars/Olympus","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"Local","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"+25:00","dry_run":true}`, "invalid_argument"},
-		{groupByDateTool, `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"9","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"genre","operation":"sum","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"genre","operation":"sum","value_field":"artist","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"genre","operation":"median","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"likes","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"artist.name","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"_id","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"genre","limit":0,"dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by"), `{"class_name":"Song","field":"genre","limit":1001,"dry_run":true}`, "invalid_argument"},
+		{handlerOf("distinct"), `{"class_name":"Song","field":"genre","limit":5001,"dry_run":true}`, "invalid_argument"},
+		{handlerOf("distinct"), `{"class_name":"Song","field":"genre","sort":"random","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"artist","interval":"day","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"tags","interval":"day","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"likes","interval":"day","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"genre","interval":"day","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"nope","interval":"day","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"releasedAt","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"releasedAt","interval":"fortnight","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"Mars/Olympus","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"Local","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"+25:00","dry_run":true}`, "invalid_argument"},
+		{handlerOf("group_by_date"), `{"class_name":"Song","field":"releasedAt","interval":"day","timezone":"9","dry_run":true}`, "invalid_argument"},
 	}
 	for _, c := range cases {
 		_, err := aggCall(t, d, c.h, c.args)
@@ -177,11 +177,11 @@ func TestGroupGates(t *testing.T) {
 
 func TestGroupTenantScope(t *testing.T) {
 	d := aggDeps(t, func(c *config.Config) { c.TenantID = "org_north" })
-	got := dryPipeline(t, d, groupByTool, `{"class_name":"Scoped","field":"name","dry_run":true}`)
+	got := dryPipeline(t, d, handlerOf("group_by"), `{"class_name":"Scoped","field":"name","dry_run":true}`)
 	if !strings.HasPrefix(got, `[`+matchAnd(`{"orgId":"org_north"}`, notHiddenRef("name"))) {
 		t.Fatalf("tenant filter missing: %s", got)
 	}
-	_, err := aggCall(t, d, groupByTool, `{"class_name":"Scoped","field":"name","where":{"orgId":"org_south"},"dry_run":true}`)
+	_, err := aggCall(t, d, handlerOf("group_by"), `{"class_name":"Scoped","field":"name","where":{"orgId":"org_south"},"dry_run":true}`)
 	if got := parsetest.Outcome(err); !strings.HasPrefix(got, "access_denied") {
 		t.Fatalf("other tenant in where: %s (%v)", got, err)
 	}
@@ -242,10 +242,10 @@ func TestGroupPointerToInvisibleRefused(t *testing.T) {
 		h    Handler
 		args string
 	}{
-		{groupByTool, `{"class_name":"AuditLog","field":"F","dry_run":true}`},
-		{groupByTool, `{"class_name":"AuditLog","field":"F","where":{"action":"x"},"sort":"key_asc","limit":5,"dry_run":true}`},
-		{distinctTool, `{"class_name":"AuditLog","field":"F","dry_run":true}`},
-		{groupByDateTool, `{"class_name":"AuditLog","field":"F","interval":"day","dry_run":true}`},
+		{handlerOf("group_by"), `{"class_name":"AuditLog","field":"F","dry_run":true}`},
+		{handlerOf("group_by"), `{"class_name":"AuditLog","field":"F","where":{"action":"x"},"sort":"key_asc","limit":5,"dry_run":true}`},
+		{handlerOf("distinct"), `{"class_name":"AuditLog","field":"F","dry_run":true}`},
+		{handlerOf("group_by_date"), `{"class_name":"AuditLog","field":"F","interval":"day","dry_run":true}`},
 	}
 	for _, c := range calls {
 		var answers []string
@@ -265,7 +265,7 @@ func TestGroupPointerToInvisibleRefused(t *testing.T) {
 		}
 	}
 	// A pointer to a visible class still groups.
-	if _, err := aggCall(t, d, groupByTool, `{"class_name":"Song","field":"artist","dry_run":true}`); err != nil {
+	if _, err := aggCall(t, d, handlerOf("group_by"), `{"class_name":"Song","field":"artist","dry_run":true}`); err != nil {
 		t.Errorf("visible pointer: %v", err)
 	}
 }

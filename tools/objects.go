@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -48,19 +49,23 @@ func (p *readPlan) collectRows(ctx context.Context, tool string, spec parsedb.Fi
 	return nil
 }
 
-func getObject(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	id, err := args.ObjectID("object_id")
-	if err != nil {
-		return nil, err
-	}
-	in, err := readInputArgs(args, false, true)
-	if err != nil {
-		return nil, err
-	}
+// ---- get_object ----------------------------------------------------------------
+
+type getObjectIn struct {
+	ClassName string   `json:"class_name" arg:"class"`
+	ObjectID  string   `json:"object_id" arg:"objectid,required"`
+	Keys      []string `json:"keys" arg:"fields,max=MaxKeys"`
+	Include   []string `json:"include" arg:"fields,max=MaxIncludes"`
+	Shape     rowShape `json:"shape" arg:"enum=objects|rest,default=objects"`
+}
+
+// getObjectOutSchema: the object in its shape; the result is Rows (the
+// object is encoded straight from the stored document).
+const getObjectOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"object":{"type":"object"}},"required":["class_name","object"]}`
+
+func getObject(ctx context.Context, d *Deps, args getObjectIn) (Rows, error) {
+	name, id := args.ClassName, args.ObjectID
+	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact()}
 	// Lookups by id skip the canonical filter but keep every other filter:
 	// a filtered-out object is "not found", exactly like a missing one.
 	in.where, in.noSort = map[string]any{"objectId": id}, true
@@ -87,55 +92,65 @@ func getObject(ctx context.Context, d *Deps, args Args) (any, error) {
 	return o.done(), nil
 }
 
-// idsArg reads get_objects' ids: objectIds, deduplicated in order, ≤ 50.
-func idsArg(args Args) ([]string, error) {
-	v, ok := args["ids"]
+// ---- get_objects ---------------------------------------------------------------
+
+// objectIDs are get_objects' ids: objectIds, deduplicated in order, at most
+// the field's max.
+type objectIDs []string
+
+func (ids *objectIDs) decodeArg(_ context.Context, args Args, name string, f *argField) error {
+	v, ok := args[name]
 	if !ok || v == nil {
-		return nil, invalid("ids is required (an array of objectIds)")
+		return invalid("%s is required (an array of objectIds)", name)
 	}
-	list, err := args.StringList("ids")
+	list, err := args.StringList(name)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	seen := map[string]bool{}
 	out := make([]string, 0, len(list))
 	for _, id := range list {
 		if !parsedb.ObjectIDRe.MatchString(id) {
-			return nil, invalid("ids entry %q is not a valid objectId (1-32 of A-Z a-z 0-9 _ -)", truncate(id, 40))
+			return invalid("%s entry %q is not a valid objectId (1-32 of A-Z a-z 0-9 _ -)", name, truncate(id, 40))
 		}
 		if !seen[id] {
 			seen[id] = true
 			out = append(out, id)
 		}
 	}
-	if len(out) > MaxGetObjects {
-		return nil, invalid("ids has %d distinct entries; at most %d are allowed (use query_class with where {\"objectId\":{\"$in\":[…]}} for more)", len(out), MaxGetObjects)
+	if len(out) > f.max {
+		return invalid("%s has %d distinct entries; at most %d are allowed (use query_class with where {\"objectId\":{\"$in\":[…]}} for more)", name, len(out), f.max)
 	}
-	return out, nil
+	*ids = out
+	return nil
 }
 
-func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	ids, err := idsArg(args)
-	if err != nil {
-		return nil, err
-	}
-	in, err := readInputArgs(args, false, false)
-	if err != nil {
-		return nil, err
-	}
+func (*objectIDs) schemaType() string { return "array" }
+
+type getObjectsIn struct {
+	ClassName string    `json:"class_name" arg:"class"`
+	IDs       objectIDs `json:"ids" arg:"required,max=MaxGetObjects"`
+	Keys      []string  `json:"keys" arg:"fields,max=MaxKeys"`
+	Include   []string  `json:"include" arg:"fields,max=MaxIncludes"`
+	Shape     rowShape  `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+}
+
+// getObjectsOutSchema: the objects found, as columns + rows or keyed by
+// objectId; the result is Rows.
+const getObjectsOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
+
+func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
+	name, ids := args.ClassName, []string(args.IDs)
+	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact()}
 	if len(ids) == 0 {
 		_, cls, err := d.resolveClass(ctx, name)
 		if err != nil {
 			return nil, err
 		}
 		if in.shape == shapeColumns {
-			return map[string]any{"class_name": cls.Name, "found": 0, "columns": []string{}, "rows": []any{}}, nil
+			return jsonenc.Marshal(map[string]any{"class_name": cls.Name, "found": 0, "columns": []string{}, "rows": []any{}})
 		}
-		return map[string]any{"class_name": cls.Name, "objects": map[string]any{}, "found": 0}, nil
+		return jsonenc.Marshal(map[string]any{"class_name": cls.Name, "objects": map[string]any{}, "found": 0})
 	}
 	list := make([]any, len(ids))
 	for i, id := range ids {
@@ -191,19 +206,19 @@ func getObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 	return o.done(), nil
 }
 
-func getSampleObjects(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	limit, err := args.Int("limit", DefaultSampleLimit, 1, MaxSampleLimit)
-	if err != nil {
-		return nil, err
-	}
-	shape, err := shapeArg(args)
-	if err != nil {
-		return nil, err
-	}
+// ---- get_sample_objects --------------------------------------------------------
+
+type samplesIn struct {
+	ClassName string   `json:"class_name" arg:"class"`
+	Limit     int      `json:"limit" arg:"default=DefaultSampleLimit,min=1,max=MaxSampleLimit"`
+	Shape     rowShape `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+}
+
+// samplesOutSchema: the newest objects; the result is Rows.
+const samplesOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `,` + osColumns + `},"required":["class_name","sample_count"]}`
+
+func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (Rows, error) {
+	name, limit, shape := args.ClassName, args.Limit, args.Shape
 	in := planInput{applyCanonical: true, order: []parsedb.OrderKey{{Field: "createdAt", Desc: true}}, dropLarge: true, compact: shape.compact(), shape: shape}
 	p, err := newReadPlan(ctx, d, name, in)
 	if err != nil {
@@ -235,8 +250,33 @@ func getSampleObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 
 // ---- explain_query ------------------------------------------------------------
 
-func explainQuery(ctx context.Context, d *Deps, args Args) (any, error) {
-	t, err := resolveRead(ctx, d, args, true)
+type explainIn struct {
+	ClassName string         `json:"class_name" arg:"class"`
+	Where     map[string]any `json:"where"`
+	// ApplyCanonical is accepted as count_objects takes it, though the
+	// input schema has never listed it.
+	ApplyCanonical bool `json:"apply_canonical_filter" arg:"default=true,unlisted"`
+}
+
+// explainOut's members are in the order the result has always had.
+type explainOut struct {
+	ClassName   string         `json:"class_name"`
+	Constraints map[string]any `json:"constraints"`
+	Explanation explanation    `json:"explanation"`
+}
+
+type explanation struct {
+	Fields        []string `json:"fields"`
+	IndexedFields []string `json:"indexed_fields,omitempty"`
+	// Plan is the summarized winning plan (settings.expose_explain).
+	Plan    any    `json:"plan,omitempty"`
+	Summary string `json:"summary"`
+}
+
+const explainOutSchema = `{"type":"object","properties":{` + osClass + `,"constraints":{"type":"object"},"explanation":{"type":"object","properties":{"summary":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"indexed_fields":{"type":"array","items":{"type":"string"}},"plan":{}},"required":["summary"]}},"required":["class_name","explanation"]}`
+
+func explainQuery(ctx context.Context, d *Deps, args explainIn) (*explainOut, error) {
+	t, err := resolveRead(ctx, d, args.ClassName, args.Where, args.ApplyCanonical)
 	if err != nil {
 		return nil, err
 	}
@@ -266,14 +306,11 @@ func explainQuery(ctx context.Context, d *Deps, args Args) (any, error) {
 	if !expose {
 		summary.WriteString(" Plan details are not shown (the operator has not enabled settings.expose_explain).")
 	}
-	explanation := map[string]any{"summary": summary.String(), "fields": fields}
-	if len(idx) > 0 {
-		explanation["indexed_fields"] = idx
-	}
+	e := explanation{Summary: summary.String(), Fields: fields, IndexedFields: idx}
 	if expose {
-		explanation["plan"] = explainPlan(ctx, d, cls, t.Filter)
+		e.Plan = explainPlan(ctx, d, cls, t.Filter)
 	}
-	return map[string]any{"class_name": cls.Name, "constraints": t.Shown, "explanation": explanation}, nil
+	return &explainOut{ClassName: cls.Name, Constraints: t.Shown, Explanation: e}, nil
 }
 
 // explainPlan runs the server's explain and summarizes the winning plan.

@@ -1,7 +1,8 @@
 package tools
 
-// Output schemas (JSON Schema of structuredContent) of the tools. They
-// describe every member a result can carry — rows, pagination, next_call,
+// The members the tools' output schemas (JSON Schema of structuredContent)
+// share; each tool's own output schema is defined next to its handler, in
+// its family file. They describe every member a result can carry — rows, pagination, next_call,
 // truncation, the text formats, the untrusted-data note the policy adds — so
 // that a strict client can trust them; e2e/schema_test.go validates real
 // results of every mode and format against them. They are terse on purpose:
@@ -21,25 +22,6 @@ const (
 	osColumns = `"columns":{"type":"array"},"rows":{"type":"array"}`
 )
 
-// queryClassOut: JSON rows (columns + rows by default, results for shape
-// objects/rest; result_count, has_more) or a text format (format, headers,
-// row_count, output).
-const queryClassOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,` + osNext + `,` + osTrunc + `,` + osText +
-	`,"results":` + osRows + `,` + osColumns + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["rows"]},{"required":["results"]},{"required":["output"]}]}`
-
-const countOut = `{"type":"object","properties":{` + osClass + `,"count":{"type":"integer"},"constraints":{"type":"object"}},"required":["class_name","count"]}`
-
-const getObjectOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"object":{"type":"object"}},"required":["class_name","object"]}`
-
-const getObjectsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
-
-const samplesOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `,` + osColumns + `},"required":["class_name","sample_count"]}`
-
-// exportOut: the text of the rows and, when row_cap cut it, how many rows
-// there were and how to get the rest.
-const exportOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"format":{"type":"string","enum":["csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"},` +
-	`"truncated":{"type":"boolean"},"available_rows":{"type":"integer"},"row_cap":{"type":"integer"},"hint":{"type":"string"}},"required":["format","output"]}`
-
 // osDryRun are the members of a dry_run:true answer (distinct, group_by,
 // group_by_date): the exact pipeline that would run instead of the result;
 // orDryRun requires either the result member or the pipeline.
@@ -48,29 +30,6 @@ const osDryRun = `,"dry_run":{"type":"boolean"},"parameters":{"type":"object"},"
 func orDryRun(result string) string {
 	return `"anyOf":[{"required":["` + result + `"]},{"required":["pipeline"]}]`
 }
-
-var distinctOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"count":{"type":"integer"},"limit":{"type":"integer"},"values":{"type":"array"}` + osDryRun + `},"required":["class_name"],` + orDryRun("values") + `}`
-
-// groupOut: group_by, and group_by_date with its interval and timezone.
-func groupOut(byDate bool) string {
-	date := ""
-	if byDate {
-		date = `"interval":{"type":"string"},"timezone":{"type":"string"},`
-	}
-	return `{"type":"object","properties":{` + osNote + `,` + osClass + `,"field":{"type":"string"},"operation":{"type":"string"},"value_field":{"type":"string"},` + date +
-		`"pointer_class":{"type":"string"},"limit":{"type":"integer"},"truncated":{"type":"boolean"},"group_count":{"type":"integer"},"groups":{"type":"array","items":{"type":"object","properties":{"key":{},"value":{"type":["number","null"]}},"required":["key"]}}` +
-		osDryRun + `},"required":["class_name"],` + orDryRun("groups") + `}`
-}
-
-const listToolsOut = `{"type":"object","properties":{"tools":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"category":{"type":"string"},"description":{"type":"string"}},"required":["name","category"]}},"categories":{"type":"object","additionalProperties":{"type":"string"}},"actions":{"type":"array","items":{"type":"object"}}},"required":["tools"]}`
-
-const aggregateOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"pipeline_stages":{"type":"array","items":{"type":"string"}},"result_count":{"type":"integer"},"results":` + osRows + `,` + osColumns + `,"truncated":{"type":"boolean"},"auto_limited":{"type":"boolean"},"auto_limit":{"type":"integer"},"hint":{"type":"string"},"dry_run":{"type":"boolean"},"parameters":{"type":"object"},"pipeline":{"type":"array"}},"required":["class_name"]}`
-
-const explainOut = `{"type":"object","properties":{` + osClass + `,"constraints":{"type":"object"},"explanation":{"type":"object","properties":{"summary":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"indexed_fields":{"type":"array","items":{"type":"string"}},"plan":{}},"required":["summary"]}},"required":["class_name","explanation"]}`
-
-const allSchemasOut = `{"type":"object","properties":{"total":{"type":"integer"},"note":{"type":"string"},"built_in":{"$ref":"#/$defs/c"},"custom":{"$ref":"#/$defs/c"}},"$defs":{"c":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"desc":{"type":"string"},"fields":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","fields"]}}}}`
-
-const schemaOut = `{"type":"object","properties":{` + osClass + `,"type":{"type":"string"},"description":{"type":"string"},"fields":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"},"description":{"type":"string"},"allowed_values":{},"large_field":{"type":"boolean"},"target_class":{"type":"string"},"query_hint":{"type":"string"},"default":{}},"required":["name","type"]}},"indexes":{},"permissions":{},"canonical_filter":{"type":"object"},"agent_fields":{},"agent_join_fields":{},"relations":{},"search":{"type":"object"}},"required":["class_name","fields"]}`
 
 // osWrite are the members every write result can carry: the dry run with
 // the change it would send, the write path, or a declined confirmation
@@ -92,20 +51,3 @@ const (
 func writeOut(members string) string {
 	return `{"type":"object","properties":{` + osWrite + members + `},"required":["class_name"]}`
 }
-
-// The write tools' result schemas: object writes show the stored object as
-// this session may see it (a delete's dry run the object it would delete),
-// create_class the fields it adds.
-var (
-	createObjectOut = writeOut(osObjectID + `,"created":{"type":"boolean"}` + osObject + osSchemaReload)
-	updateObjectOut = writeOut(osObjectID + `,"updated":{"type":"boolean"}` + osObject + osSchemaReload)
-	deleteObjectOut = writeOut(osObjectID + `,"deleted":{"type":"boolean"},"deleted_object":{"type":"object"}`)
-	createClassOut  = writeOut(`,"created":{"type":"boolean"},"fields":{"type":"array","items":{"type":"string"}}` + osSchemaReload)
-	deleteClassOut  = writeOut(`,"deleted":{"type":"boolean"}` + osSchemaReload)
-)
-
-// actionOut: a class action answers like create_object or update_object; a
-// Cloud Code function action with its result (untrusted data) or run:false
-// when not confirmed.
-const actionOut = `{"type":"object","properties":{` + osWrite + osObjectID + `,"action":{"type":"string"},"created":{"type":"boolean"},"updated":{"type":"boolean"}` + osObject + osSchemaReload +
-	`,"cloud_function":{"type":"string"},"run":{"type":"boolean"},"result":{}},"required":["action"]}`

@@ -60,7 +60,7 @@ func TestPipelineStagesAgree(t *testing.T) {
 			continue
 		}
 		args := fmt.Sprintf(`{"class_name":"Song","pipeline":[%s],"dry_run":true}`, ex)
-		if _, err := aggCall(t, d, aggregateTool, args); err != nil {
+		if _, err := aggCall(t, d, handlerOf("aggregate"), args); err != nil {
 			t.Errorf("%s: refused by the validator or the translator: %v", stage, err)
 		}
 	}
@@ -72,7 +72,7 @@ func TestPipelineStagesAgree(t *testing.T) {
 	for _, stage := range []string{"$densify", "$fill", "$setWindowFields", "$geoNear", "$collStats", "$indexStats",
 		"$currentOp", "$listSessions", "$changeStream", "$documents", "$planCacheStats", "$out", "$merge"} {
 		args := fmt.Sprintf(`{"class_name":"Song","pipeline":[{%q:{}}],"dry_run":true}`, stage)
-		_, err := aggCall(t, d, aggregateTool, args)
+		_, err := aggCall(t, d, handlerOf("aggregate"), args)
 		if got := parsetest.Outcome(err); got != "violation" && got != "invalid_query" {
 			t.Errorf("%s outside the table: %s, want a refusal", stage, got)
 		}

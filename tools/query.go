@@ -50,56 +50,79 @@ func QueryTools() []*Tool {
 		{
 			ToolInfo:     ro("count_objects", policy.OpCount, false, 20*time.Second),
 			Description:  "Count objects of a class matching a Parse where constraint.",
+			Example:      `{"class_name":"Song","where":{"plays":{"$gt":1000}}}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object","description":"Parse REST query constraints, e.g. {\"plays\":{\"$gt\":100}}"},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`,
 			ReadOnly:     true,
-			OutputSchema: countOut,
-			Handler:      countObjects,
+			OutputSchema: countOutSchema,
+			Handler:      Typed(countObjects),
 		},
 		{
 			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
 			Description:  "Find objects: Parse where, keys, include, order, paging. Rows (also get_objects, get_sample_objects, aggregate): columns + a value array per row (null = missing); pointers as ids (pointer_classes), dates ISO (date_fields), files by name, GeoPoints [lat,lng]; where accepts them. shape objects|rest: objects|REST.",
+			Example:      `{"class_name":"Song","limit":3}`,
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"type":"string","enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`),
-			OutputSchema: queryClassOut,
+			OutputSchema: queryClassOutSchema,
 			ReadOnly:     true,
-			Handler:      queryClass,
+			Handler:      Typed(queryClass),
 		},
 		{
 			ToolInfo:     ro("get_object", policy.OpGet, true, 10*time.Second),
 			Description:  "Fetch one object by objectId.",
+			Example:      `{"class_name":"Song","object_id":"$objectId","include":["artist"]}`,
 			InputSchema:  withObjectShape(`{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`),
-			OutputSchema: getObjectOut,
+			OutputSchema: getObjectOutSchema,
 			ReadOnly:     true,
-			Handler:      getObject,
+			Handler:      Typed(getObject),
 		},
 		{
 			ToolInfo:     ro("get_objects", policy.OpGet, true, 20*time.Second),
 			Description:  "Fetch up to 50 objects by objectId.",
+			Example:      `{"class_name":"Song","ids":["$objectId","missingId"]}`,
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"ids":{"type":"array","items":{"type":"string"},"maxItems":50},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","ids"]}`),
-			OutputSchema: getObjectsOut,
+			OutputSchema: getObjectsOutSchema,
 			ReadOnly:     true,
-			Handler:      getObjects,
+			Handler:      Typed(getObjects),
 		},
 		{
 			ToolInfo:     ro("get_sample_objects", policy.OpFind, true, 15*time.Second),
 			Description:  "The most recently created objects of a class, to see what its data looks like.",
+			Example:      `{"class_name":"Song","limit":3}`,
 			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"limit":{"type":"integer","default":5,"maximum":20}},"required":["class_name"]}`),
-			OutputSchema: samplesOut,
+			OutputSchema: samplesOutSchema,
 			ReadOnly:     true,
-			Handler:      getSampleObjects,
+			Handler:      Typed(getSampleObjects),
 		},
 		{
 			ToolInfo:     ro("explain_query", policy.OpFind, false, 30*time.Second),
 			Description:  "Explain how a where on a class is filtered and which indexes can serve it.",
+			Example:      `{"class_name":"Song","where":{"genre":"rock"}}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"}},"required":["class_name"]}`,
-			OutputSchema: explainOut,
+			OutputSchema: explainOutSchema,
 			ReadOnly:     true,
-			Handler:      explainQuery,
+			Handler:      Typed(explainQuery),
 		},
 	}
 }
 
-func countObjects(ctx context.Context, d *Deps, args Args) (any, error) {
-	t, err := resolveRead(ctx, d, args, true)
+// ---- count_objects -----------------------------------------------------------
+
+type countIn struct {
+	ClassName      string         `json:"class_name" arg:"class"`
+	Where          map[string]any `json:"where"`
+	ApplyCanonical bool           `json:"apply_canonical_filter" arg:"default=true"`
+}
+
+// countOut's members are in the order the result has always had.
+type countOut struct {
+	ClassName   string         `json:"class_name"`
+	Constraints map[string]any `json:"constraints"`
+	Count       int64          `json:"count"`
+}
+
+const countOutSchema = `{"type":"object","properties":{` + osClass + `,"count":{"type":"integer"},"constraints":{"type":"object"}},"required":["class_name","count"]}`
+
+func countObjects(ctx context.Context, d *Deps, in countIn) (*countOut, error) {
+	t, err := resolveRead(ctx, d, in.ClassName, in.Where, in.ApplyCanonical)
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +133,7 @@ func countObjects(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"class_name": t.Class.Name, "count": n, "constraints": t.Shown}, nil
+	return &countOut{ClassName: t.Class.Name, Count: n, Constraints: t.Shown}, nil
 }
 
 // enumArg returns a string argument that must be one of allowed.
@@ -132,46 +155,48 @@ func enumArg(args Args, name, def string, allowed ...string) (string, error) {
 
 // ---- query_class ----------------------------------------------------------
 
-func queryClass(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	in, err := readInputArgs(args, true, false)
-	if err != nil {
-		return nil, err
-	}
-	limit, err := args.Int("limit", DefaultQueryLimit, 1, MaxQueryLimit)
-	if err != nil {
-		return nil, err
-	}
-	skip, err := args.Int("skip", 0, 0, MaxSkip)
-	if err != nil {
-		return nil, err
-	}
-	format, err := enumArg(args, "format", "json", "json", "csv", "markdown", "table")
-	if err != nil {
-		return nil, err
-	}
-	if in.applyCanonical, err = args.Bool("apply_canonical_filter", true); err != nil {
-		return nil, err
-	}
-	if format != "json" {
+// query_class's arguments, in the order they are checked.
+type queryClassIn struct {
+	ClassName      string         `json:"class_name" arg:"class"`
+	Keys           []string       `json:"keys" arg:"fields,max=MaxKeys"`
+	Include        []string       `json:"include" arg:"fields,max=MaxIncludes"`
+	Shape          rowShape       `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+	Where          map[string]any `json:"where"`
+	Order          orderArg       `json:"order"`
+	Limit          int            `json:"limit" arg:"default=DefaultQueryLimit,min=1,max=MaxQueryLimit"`
+	Skip           int            `json:"skip" arg:"default=0,min=0,max=MaxSkip"`
+	Format         string         `json:"format" arg:"enum=json|csv|markdown|table,default=json"`
+	ApplyCanonical bool           `json:"apply_canonical_filter" arg:"default=true"`
+	// Args are the arguments as sent, repeated by next_call.
+	Args Args `json:"-"`
+}
+
+// queryClassOutSchema: JSON rows (columns + rows by default, results for
+// shape objects/rest; result_count, has_more) or a text format (format,
+// headers, row_count, output). The result is Rows: its members depend on
+// the format and on truncation.
+const queryClassOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,` + osNext + `,` + osTrunc + `,` + osText +
+	`,"results":` + osRows + `,` + osColumns + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["rows"]},{"required":["results"]},{"required":["output"]}]}`
+
+func queryClass(ctx context.Context, d *Deps, args queryClassIn) (Rows, error) {
+	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact(),
+		where: args.Where, order: args.Order, applyCanonical: args.ApplyCanonical}
+	if args.Format != "json" {
 		in.compact = false // text cells have their own rules (format.go)
 	}
-	p, err := newReadPlan(ctx, d, name, in)
+	p, err := newReadPlan(ctx, d, args.ClassName, in)
 	if err != nil {
 		return nil, err
 	}
 	if err := d.Policy.CheckCollscan(ctx, d.Store, p.target.Class, p.target.Filter); err != nil {
 		return nil, err
 	}
-	argBytes, _ := json.Marshal(args)
+	argBytes, _ := json.Marshal(args.Args)
 	budget := d.Policy.MaxResponseBytes() - envelopeReserve - len(argBytes)
-	if format != "json" {
-		return p.queryText(ctx, args, format, skip, limit, budget)
+	if args.Format != "json" {
+		return p.queryText(ctx, args.Args, args.Format, args.Skip, args.Limit, budget)
 	}
-	return p.queryJSON(ctx, args, skip, limit, budget)
+	return p.queryJSON(ctx, args.Args, args.Skip, args.Limit, budget)
 }
 
 // nextCall repeats a query_class call at another skip.
@@ -182,7 +207,7 @@ func nextCall(args Args, skip int) map[string]any {
 	return map[string]any{"tool": "query_class", "arguments": a}
 }
 
-func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget int) (any, error) {
+func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget int) (Rows, error) {
 	shown := min(limit, DisplayCap)
 	pg, err := p.jsonPage(ctx, skip, limit, shown, budget, true)
 	if err != nil {
@@ -316,7 +341,7 @@ func (p *readPlan) jsonPage(ctx context.Context, skip, limit, shown, budget int,
 	return pg, err
 }
 
-func (p *readPlan) queryText(ctx context.Context, args Args, format string, skip, limit, budget int) (any, error) {
+func (p *readPlan) queryText(ctx context.Context, args Args, format string, skip, limit, budget int) (Rows, error) {
 	cols := p.defaultColumns()
 	tp, err := p.textPage(ctx, cols, skip, limit, budget, true)
 	if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -292,6 +293,19 @@ func TestJSONObject(t *testing.T) {
 	if got := string(o.done()); got != `{"a":"q\"<","b":[1],"c":null,"d":[{"x":1},{"y":2}],"e":[]}` {
 		t.Errorf("got %s", got)
 	}
+}
+
+// idsArg decodes get_objects' ids as its contract does.
+func idsArg(args Args) ([]string, error) {
+	var in getObjectsIn
+	fields := mustArgFields(reflect.TypeFor[getObjectsIn]())
+	for _, f := range fields {
+		if f.name == "ids" {
+			err := (&in.IDs).decodeArg(context.Background(), args, "ids", &f)
+			return in.IDs, err
+		}
+	}
+	return nil, nil
 }
 
 func TestEnumAndIDArgs(t *testing.T) {

@@ -26,20 +26,8 @@ type readTarget struct {
 	Filter bson.D
 }
 
-// resolveRead resolves class_name and builds the full filter for a read.
-func resolveRead(ctx context.Context, d *Deps, args Args, applyCanonicalDefault bool) (*readTarget, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
-	applyCanonical, err := args.Bool("apply_canonical_filter", applyCanonicalDefault)
-	if err != nil {
-		return nil, err
-	}
+// resolveRead resolves the class and builds the full filter for a read.
+func resolveRead(ctx context.Context, d *Deps, name string, where map[string]any, applyCanonical bool) (*readTarget, error) {
 	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err
@@ -163,41 +151,20 @@ type planInput struct {
 	shape          rowShape // the layout asked for
 }
 
-// readInputArgs reads keys, include and shape (and where/order when full);
-// single is get_object's shape argument (objects or rest).
-func readInputArgs(args Args, full, single bool) (planInput, error) {
-	var in planInput
-	var err error
-	if in.keys, err = args.FieldList("keys", MaxKeys); err != nil {
-		return in, err
-	}
-	if in.include, err = args.FieldList("include", MaxIncludes); err != nil {
-		return in, err
-	}
-	if single {
-		in.shape, err = objectShapeArg(args)
-	} else {
-		in.shape, err = shapeArg(args)
-	}
+// orderArg is a read's order: "-plays,title" or a list of such entries.
+type orderArg []parsedb.OrderKey
+
+func (o *orderArg) decodeArg(_ context.Context, args Args, name string, _ *argField) error {
+	list, err := args.StringList(name)
 	if err != nil {
-		return in, err
+		return err
 	}
-	in.compact = in.shape.compact()
-	if !full {
-		return in, nil
-	}
-	if in.where, err = args.Object("where"); err != nil {
-		return in, err
-	}
-	order, err := args.StringList("order")
-	if err != nil {
-		return in, err
-	}
-	if in.order, err = parsedb.ParseOrder(order); err != nil {
-		return in, err
-	}
-	return in, nil
+	keys, err := parsedb.ParseOrder(list)
+	*o = keys
+	return err
 }
+
+func (*orderArg) schemaType() string { return "string" }
 
 // readPlan is a policy-checked read of one class: filter, projection,
 // sort, includes and the encoders that turn stored rows into REST JSON.

@@ -23,28 +23,31 @@ import (
 	"github.com/parse-mcp/parse-mcp/policy"
 )
 
-// Handler runs one tool call. It returns the structured result (encoded as
-// the tool's JSON text and structuredContent) or an error: *toolerror.Error
-// for failures the model can fix, *toolerror.Violation for security
-// violations, anything else is internal.
-type Handler func(ctx context.Context, d *Deps, args Args) (any, error)
-
 // Tool is one MCP tool, and its definition is the single source of truth
 // about it: the policy (tier, gates, CLP operation, untrusted output), the
 // MCP definition (description, schemas, annotations), list_tools, describe
 // and would-permit all read it. Adding a tool means adding one literal to its
-// family's constructor (query.go, aggregate.go…) and regenerating its schema
-// snapshot (see ARCHITECTURE.md, "Tool schema snapshots").
+// family's constructor (query.go, aggregate.go…), with its typed handler
+// (Typed, contract.go) next to it, and regenerating its schema snapshot
+// (see ARCHITECTURE.md, "Adding a tool").
 type Tool struct {
 	policy.ToolInfo
-	Description  string
+	Description string
+	// Example is the arguments of a call that succeeds on the demo app
+	// (--demo), "$objectId" standing for an objectId of
+	// its class_name; e2e/schema_test.go runs every tool's example and
+	// validates the result against OutputSchema. Empty for the writes and
+	// call_action, whose calls need their own fixtures (TestWriteToolSchemas).
+	Example      string
 	InputSchema  string // JSON Schema of the arguments
 	OutputSchema string // JSON Schema of structuredContent, if declared
 	// Annotations (MCP tool hints, see annotations): no tool reaches
 	// outside the Parse database (openWorldHint false).
 	ReadOnly    bool
 	Destructive bool
-	Handler     Handler
+	// Handler is the tool's typed handler, Typed(fn): it decodes and
+	// validates the arguments into fn's In before fn runs.
+	Handler Handler
 }
 
 // Deps are what handlers need.
@@ -148,7 +151,9 @@ func annotations(readOnly, destructive bool) mcp.ToolAnnotation {
 }
 
 // Handle adapts the tool to mcp-go: it applies the per-tool timeout, runs the
-// handler and turns its outcome into the result envelope.
+// handler (which decodes and validates the arguments into its In first, see
+// Typed) and turns its outcome into the result envelope. The policy
+// middleware wraps what Handle returns, so its checks and audit come first.
 func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		args, _ := req.Params.Arguments.(map[string]any)
@@ -163,13 +168,13 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 		ctx = withRawArguments(ctx, req.Params.RawArguments)
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
 		ctx = withCallInfo(ctx, d, t.Name, req)
-		out, err := t.Handler(ctx, d, Args(args))
+		out, err := t.Handler.Call(ctx, d, Args(args))
 		if err != nil && t.ReadOnly && parsedb.IsConnectionFailure(err) && ctx.Err() == nil {
 			// A read is idempotent: after a connection failed (typically a
 			// pooled connection gone stale across a database restart) it
 			// is tried once more, on a fresh connection.
 			d.Log.Info().Str("tool", t.Name).Str("error", err.Error()).Msg("database connection failed; retrying the read once")
-			out, err = t.Handler(ctx, d, Args(args))
+			out, err = t.Handler.Call(ctx, d, Args(args))
 		}
 		progress.finish()
 		if ask, ok := errors.AsType[*InputRequired](err); ok {

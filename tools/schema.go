@@ -18,21 +18,40 @@ func SchemaTools() []*Tool {
 		{
 			ToolInfo:     policy.ToolInfo{Name: "get_all_schemas", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 15 * time.Second},
 			Description:  "List the app's classes with their fields and types.",
+			Example:      `{"prefix":"S"}`,
 			InputSchema:  `{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"description":"exact class names"},"prefix":{"type":"string","description":"case-sensitive class name prefix"}}}`,
 			ReadOnly:     true,
-			OutputSchema: allSchemasOut,
-			Handler:      getAllSchemas,
+			OutputSchema: allSchemasOutSchema,
+			Handler:      Typed(getAllSchemas),
 		},
 		{
 			ToolInfo:     policy.ToolInfo{Name: "get_schema", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 10 * time.Second},
 			Description:  "One class in detail: fields (type, pointer target, description, allowed values), indexes, permissions.",
+			Example:      `{"class_name":"Song"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`,
 			ReadOnly:     true,
-			OutputSchema: schemaOut,
-			Handler:      getSchema,
+			OutputSchema: schemaOutSchema,
+			Handler:      Typed(getSchema),
 		},
 	}
 }
+
+// ---- get_all_schemas -------------------------------------------------------------
+
+type allSchemasIn struct {
+	Names  []string `json:"names"`
+	Prefix string   `json:"prefix"`
+}
+
+// allSchemasOut's members are in the order the result has always had.
+type allSchemasOut struct {
+	BuiltIn []schemaSummary `json:"built_in"`
+	Custom  []schemaSummary `json:"custom"`
+	Note    string          `json:"note"`
+	Total   int             `json:"total"`
+}
+
+const allSchemasOutSchema = `{"type":"object","properties":{"total":{"type":"integer"},"note":{"type":"string"},"built_in":{"$ref":"#/$defs/c"},"custom":{"$ref":"#/$defs/c"}},"$defs":{"c":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"desc":{"type":"string"},"fields":{"type":"object","additionalProperties":{"type":"string"}}},"required":["name","fields"]}}}}`
 
 type schemaSummary struct {
 	Name   string            `json:"name"`
@@ -40,15 +59,8 @@ type schemaSummary struct {
 	Desc   string            `json:"desc,omitempty"`
 }
 
-func getAllSchemas(ctx context.Context, d *Deps, args Args) (any, error) {
-	names, err := args.StringList("names")
-	if err != nil {
-		return nil, err
-	}
-	prefix, err := args.String("prefix", false)
-	if err != nil {
-		return nil, err
-	}
+func getAllSchemas(ctx context.Context, d *Deps, in allSchemasIn) (*allSchemasOut, error) {
+	names, prefix := in.Names, in.Prefix
 	schema, err := d.Store.Schema.Get(ctx)
 	if err != nil {
 		return nil, err
@@ -82,11 +94,11 @@ func getAllSchemas(ctx context.Context, d *Deps, args Args) (any, error) {
 			custom = append(custom, sum)
 		}
 	}
-	return map[string]any{
-		"total":    len(builtIn) + len(custom),
-		"note":     "Field types are Parse types; Pointer<X> fields hold a pointer to class X. Use get_schema for details.",
-		"built_in": builtIn,
-		"custom":   custom,
+	return &allSchemasOut{
+		Total:   len(builtIn) + len(custom),
+		Note:    "Field types are Parse types; Pointer<X> fields hold a pointer to class X. Use get_schema for details.",
+		BuiltIn: builtIn,
+		Custom:  custom,
 	}, nil
 }
 
@@ -102,11 +114,33 @@ type fieldDetail struct {
 	Default       any               `json:"default,omitempty"`
 }
 
-func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
+// ---- get_schema ----------------------------------------------------------------
+
+type getSchemaIn struct {
+	ClassName string `json:"class_name" arg:"class"`
+}
+
+// getSchemaOut's members are in the order the result has always had; the
+// members typed any are set only when there is something to say (an empty
+// permissions or search object is still sent).
+type getSchemaOut struct {
+	AgentFields     []string            `json:"agent_fields,omitempty"`
+	AgentJoinFields []string            `json:"agent_join_fields,omitempty"`
+	CanonicalFilter map[string]any      `json:"canonical_filter,omitempty"`
+	ClassName       string              `json:"class_name"`
+	Description     string              `json:"description,omitempty"`
+	Fields          []fieldDetail       `json:"fields"`
+	Indexes         map[string]any      `json:"indexes"`
+	Permissions     any                 `json:"permissions,omitempty"`
+	Relations       []map[string]string `json:"relations,omitempty"`
+	Search          any                 `json:"search,omitempty"`
+	Type            string              `json:"type"`
+}
+
+const schemaOutSchema = `{"type":"object","properties":{` + osClass + `,"type":{"type":"string"},"description":{"type":"string"},"fields":{"type":"array","items":{"type":"object","properties":{"name":{"type":"string"},"type":{"type":"string"},"required":{"type":"boolean"},"description":{"type":"string"},"allowed_values":{},"large_field":{"type":"boolean"},"target_class":{"type":"string"},"query_hint":{"type":"string"},"default":{}},"required":["name","type"]}},"indexes":{},"permissions":{},"canonical_filter":{"type":"object"},"agent_fields":{},"agent_join_fields":{},"relations":{},"search":{"type":"object"}},"required":["class_name","fields"]}`
+
+func getSchema(ctx context.Context, d *Deps, in getSchemaIn) (*getSchemaOut, error) {
+	name := in.ClassName
 	schema, cls, err := d.resolveClass(ctx, name)
 	if err != nil {
 		return nil, err
@@ -161,35 +195,27 @@ func getSchema(ctx context.Context, d *Deps, args Args) (any, error) {
 	sort.Slice(fields, func(i, j int) bool {
 		return fieldOrder(fields[i].Name) < fieldOrder(fields[j].Name) || fieldOrder(fields[i].Name) == fieldOrder(fields[j].Name) && fields[i].Name < fields[j].Name
 	})
-	out := map[string]any{
-		"class_name": cls.Name,
-		"type":       classType(cls),
-		"fields":     fields,
-		"indexes":    indexNames(d, cls),
+	out := &getSchemaOut{
+		ClassName: cls.Name,
+		Type:      classType(cls),
+		Fields:    fields,
+		Indexes:   indexNames(d, cls),
 	}
 	if perms := d.Policy.DisplayPermissions(cls); perms != nil {
-		out["permissions"] = perms
+		out.Permissions = perms
 	}
 	if cp != nil {
 		if cp.Description != "" {
-			out["description"] = policy.CleanText(cp.Description)
+			out.Description = policy.CleanText(cp.Description)
 		}
-		if len(cp.CanonicalFilter) > 0 {
-			out["canonical_filter"] = cp.CanonicalFilter
-		}
-		if len(cp.AgentFields) > 0 {
-			out["agent_fields"] = cp.AgentFields
-		}
-		if len(cp.JoinFields) > 0 {
-			out["agent_join_fields"] = cp.JoinFields
-		}
+		out.CanonicalFilter = cp.CanonicalFilter
+		out.AgentFields = cp.AgentFields
+		out.AgentJoinFields = cp.JoinFields
 		if s := searchableFor(d, cls); s != nil {
-			out["search"] = s
+			out.Search = s
 		}
 	}
-	if len(relations) > 0 {
-		out["relations"] = relations
-	}
+	out.Relations = relations
 	return out, nil
 }
 

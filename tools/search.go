@@ -66,54 +66,61 @@ func SearchTools() []*Tool {
 		{
 			ToolInfo:     ro("atlas_text_search", 30*time.Second),
 			Description:  "Full-text search of a searchable class (get_schema: search). Rows as query_class, best first, with scores; engine names what answered.",
+			Example:      `{"class_name":"Song","query":"harbor"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
-			Handler:      atlasTextSearch,
+			Handler:      Typed(atlasTextSearch),
 		},
 		{
 			ToolInfo:     ro("atlas_autocomplete", 15*time.Second),
 			Description:  "Values of an autocomplete field starting with prefix (literal, case-insensitive), with objectIds.",
+			Example:      `{"class_name":"Song","field":"title","prefix":"mid"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
-			OutputSchema: autocompleteOut,
+			OutputSchema: autocompleteOutSchema,
 			ReadOnly:     true,
-			Handler:      atlasAutocomplete,
+			Handler:      Typed(atlasAutocomplete),
 		},
 		{
 			ToolInfo:     ro("atlas_faceted_search", 30*time.Second),
 			Description:  "Bucket counts of facet fields, optionally for a text query. Number/date facets need ascending boundaries.",
+			Example:      `{"class_name":"Song","query":"harbor","facets":[{"field":"genre"}]}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
-			OutputSchema: facetsOut,
+			OutputSchema: facetsOutSchema,
 			ReadOnly:     true,
-			Handler:      atlasFacetedSearch,
+			Handler:      Typed(atlasFacetedSearch),
 		},
 		{
 			ToolInfo:     ro("find_similar", 30*time.Second),
 			Description:  "Nearest rows by vector cosine to an object (itself excluded) or to a vector.",
+			Example:      `{"class_name":"Song","object_id":"$objectId"}`,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
-			Handler:      findSimilar,
+			Handler:      Typed(findSimilar),
 		},
 		{
 			ToolInfo:     ro("semantic_search", 60*time.Second),
 			Description:  "Best text chunks for a question across searchable classes (or class_name), within token_budget.",
+			Example:      `{"query":"harbor","k":2}`,
 			InputSchema:  `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
-			OutputSchema: semanticOut,
+			OutputSchema: semanticOutSchema,
 			ReadOnly:     true,
-			Handler:      semanticSearch,
+			Handler:      Typed(semanticSearch),
 		},
 	}
 }
 
-// Output schemas of the search tools (outschema.go has the fragments).
+// Output schemas of the search tools (outschema.go has the fragments):
+// atlas_text_search and find_similar answer Rows (rowsEnvelope), the others
+// their Out structs.
 const (
 	osEngine      = `"engine":{"type":"string"}`
 	searchRowsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,` + osLegend + `,"result_count":{"type":"integer"},"truncated_note":{"type":"string"},"results":` + osRows + `,` + osColumns +
 		`,"scores":{"type":"array","items":{"type":"number"}},"snippets":{"type":"array","items":{"type":"object"}}},"required":["class_name","engine","scores"]}`
-	autocompleteOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,"field":{"type":"string"},"suggestions":{"type":"array","items":{"type":"object","properties":{"value":{},"object_id":{"type":"string"}}}}},"required":["engine","suggestions"]}`
-	facetsOut       = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,"total":{"type":"integer"},"facets":{"type":"object","additionalProperties":{"type":"array","items":{"type":"object","properties":{"key":{},"count":{"type":"integer"}}}}}},"required":["engine","facets"]}`
-	semanticOut     = `{"type":"object","properties":{` + osNote + `,"query":{"type":"string"},"classes":{"type":"array","items":{"type":"string"}},"embedder":{"type":"string"},"budget_truncated":{"type":"boolean"},"tokens_estimated":{"type":"integer"},` +
+	autocompleteOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,"field":{"type":"string"},"suggestions":{"type":"array","items":{"type":"object","properties":{"value":{},"object_id":{"type":"string"}}}}},"required":["engine","suggestions"]}`
+	facetsOutSchema       = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,"total":{"type":"integer"},"facets":{"type":"object","additionalProperties":{"type":"array","items":{"type":"object","properties":{"key":{},"count":{"type":"integer"}}}}}},"required":["engine","facets"]}`
+	semanticOutSchema     = `{"type":"object","properties":{` + osNote + `,"query":{"type":"string"},"classes":{"type":"array","items":{"type":"string"}},"embedder":{"type":"string"},"budget_truncated":{"type":"boolean"},"tokens_estimated":{"type":"integer"},` +
 		`"chunks":{"type":"array","items":{"type":"object","properties":{` + osClass + `,"object_id":{"type":"string"},"field":{"type":"string"},"text":{"type":"string"},"score":{"type":"number"}}}}},"required":["chunks","budget_truncated"]}`
 )
 
@@ -621,7 +628,7 @@ func hitRows(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.
 
 // rowsEnvelope writes a search result: class, engine, rows (query_class's
 // layout) and their scores in row order.
-func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows [][]byte, hits []hit, shape rowShape, budget int) (any, error) {
+func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows [][]byte, hits []hit, shape rowShape, budget int) (Rows, error) {
 	o := newJSONObject()
 	o.str("class_name", cls.Name)
 	o.str("engine", engine)
@@ -654,27 +661,16 @@ func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows 
 
 // ---- atlas_text_search ------------------------------------------------------------------------
 
-func atlasTextSearch(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	query, err := queryArg(args, true)
-	if err != nil {
-		return nil, err
-	}
-	fields, err := args.FieldList("fields", MaxKeys)
-	if err != nil {
-		return nil, err
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
-	limit, err := args.Int("limit", 10, 1, 50)
-	if err != nil {
-		return nil, err
-	}
+type textSearchIn struct {
+	ClassName string         `json:"class_name" arg:"class"`
+	Query     searchQuery    `json:"query" arg:"required"`
+	Fields    []string       `json:"fields" arg:"fields,max=MaxKeys"`
+	Where     map[string]any `json:"where"`
+	Limit     int            `json:"limit" arg:"default=10,min=1,max=50"`
+}
+
+func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (Rows, error) {
+	name, query, fields, where, limit := in.ClassName, string(in.Query), in.Fields, in.Where, in.Limit
 	schema, cls, sp, err := searchClass(ctx, d, name)
 	if err != nil {
 		return nil, err
@@ -727,7 +723,7 @@ func atlasTextSearch(ctx context.Context, d *Deps, args Args) (any, error) {
 	if err != nil || snippets == nil {
 		return res, err
 	}
-	raw := res.(json.RawMessage)
+	raw := res
 	b, err := json.Marshal(snippets[:min(len(snippets), resultCount(raw))])
 	if err != nil {
 		return nil, err
@@ -827,6 +823,18 @@ func Snippet(text string, terms []string, n int) string {
 	return s
 }
 
+// searchQuery is the query of the search tools: at most maxQueryChars,
+// and, when required, with a word to search for.
+type searchQuery string
+
+func (q *searchQuery) decodeArg(_ context.Context, args Args, name string, f *argField) error {
+	s, err := queryArg(args, f.required)
+	*q = searchQuery(s)
+	return err
+}
+
+func (*searchQuery) schemaType() string { return "string" }
+
 func queryArg(args Args, required bool) (string, error) {
 	q, err := args.String("query", required)
 	if err != nil {
@@ -925,30 +933,42 @@ func textScan(ctx context.Context, d *Deps, s *searchScope, query string, fields
 
 // ---- atlas_autocomplete ---------------------------------------------------------------------------
 
-func atlasAutocomplete(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
+// autocompletePrefix is atlas_autocomplete's prefix, at most
+// maxPrefixChars.
+type autocompletePrefix string
+
+func (p *autocompletePrefix) decodeArg(_ context.Context, args Args, name string, f *argField) error {
+	s, err := args.String(name, f.required)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	field, err := args.String("field", true)
-	if err != nil {
-		return nil, err
+	if len([]rune(s)) > maxPrefixChars {
+		return invalid("%s is longer than %d characters", name, maxPrefixChars)
 	}
-	prefix, err := args.String("prefix", true)
-	if err != nil {
-		return nil, err
-	}
-	if len([]rune(prefix)) > maxPrefixChars {
-		return nil, invalid("prefix is longer than %d characters", maxPrefixChars)
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
-	limit, err := args.Int("limit", 10, 1, 20)
-	if err != nil {
-		return nil, err
-	}
+	*p = autocompletePrefix(s)
+	return nil
+}
+
+func (*autocompletePrefix) schemaType() string { return "string" }
+
+type autocompleteIn struct {
+	ClassName string             `json:"class_name" arg:"class"`
+	Field     string             `json:"field" arg:"required"`
+	Prefix    autocompletePrefix `json:"prefix" arg:"required"`
+	Where     map[string]any     `json:"where"`
+	Limit     int                `json:"limit" arg:"default=10,min=1,max=20"`
+}
+
+// autocompleteOut's members are in the order the result has always had.
+type autocompleteOut struct {
+	ClassName   string           `json:"class_name"`
+	Engine      string           `json:"engine"`
+	Field       string           `json:"field"`
+	Suggestions []map[string]any `json:"suggestions"`
+}
+
+func atlasAutocomplete(ctx context.Context, d *Deps, in autocompleteIn) (*autocompleteOut, error) {
+	name, field, prefix, where, limit := in.ClassName, in.Field, string(in.Prefix), in.Where, in.Limit
 	schema, cls, sp, err := searchClass(ctx, d, name)
 	if err != nil {
 		return nil, err
@@ -986,7 +1006,7 @@ func atlasAutocomplete(ctx context.Context, d *Deps, args Args) (any, error) {
 		}
 		suggestions = append(suggestions, map[string]any{"value": m[field], "object_id": kept[i].id})
 	}
-	return map[string]any{"class_name": cls.Name, "field": field, "engine": engine, "suggestions": suggestions}, nil
+	return &autocompleteOut{ClassName: cls.Name, Field: field, Engine: engine, Suggestions: suggestions}, nil
 }
 
 // PrefixFilter is the fallback autocomplete's constraint: the prefix
@@ -1023,14 +1043,25 @@ type facetSpec struct {
 	boundaries []any  // number: float64; date: time.Time
 }
 
-func facetArgs(d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy, args Args) ([]facetSpec, error) {
-	raw, ok := args["facets"].([]any)
+// facetsArg is atlas_faceted_search's facets before the class is known: a
+// non-empty array of at most maxFacets entries (facetArgs checks each).
+type facetsArg []any
+
+func (fs *facetsArg) decodeArg(_ context.Context, args Args, name string, _ *argField) error {
+	raw, ok := args[name].([]any)
 	if !ok || len(raw) == 0 {
-		return nil, invalid("facets must be a non-empty array of {field, type, boundaries?}")
+		return invalid("%s must be a non-empty array of {field, type, boundaries?}", name)
 	}
 	if len(raw) > maxFacets {
-		return nil, invalid("at most %d facets per call", maxFacets)
+		return invalid("at most %d facets per call", maxFacets)
 	}
+	*fs = raw
+	return nil
+}
+
+func (*facetsArg) schemaType() string { return "array" }
+
+func facetArgs(d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy, raw facetsArg) ([]facetSpec, error) {
 	var out []facetSpec
 	for i, r := range raw {
 		m, ok := r.(map[string]any)
@@ -1202,24 +1233,28 @@ func boundaryLabel(b any) any {
 	return b
 }
 
-func atlasFacetedSearch(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	query, err := queryArg(args, false)
-	if err != nil {
-		return nil, err
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
+type facetedSearchIn struct {
+	ClassName string         `json:"class_name" arg:"class"`
+	Query     searchQuery    `json:"query"`
+	Facets    facetsArg      `json:"facets" arg:"required"`
+	Where     map[string]any `json:"where"`
+}
+
+// facetsOut's members are in the order the result has always had.
+type facetsOut struct {
+	ClassName string         `json:"class_name"`
+	Engine    string         `json:"engine"`
+	Facets    map[string]any `json:"facets"`
+	Total     int64          `json:"total"`
+}
+
+func atlasFacetedSearch(ctx context.Context, d *Deps, in facetedSearchIn) (*facetsOut, error) {
+	name, query, where := in.ClassName, string(in.Query), in.Where
 	schema, cls, sp, err := searchClass(ctx, d, name)
 	if err != nil {
 		return nil, err
 	}
-	facets, err := facetArgs(d, cls, sp, args)
+	facets, err := facetArgs(d, cls, sp, in.Facets)
 	if err != nil {
 		return nil, err
 	}
@@ -1275,7 +1310,7 @@ func atlasFacetedSearch(ctx context.Context, d *Deps, args Args) (any, error) {
 	for _, c := range counters {
 		out[c.spec.field] = c.result()
 	}
-	return map[string]any{"class_name": cls.Name, "engine": EngineInProcess, "total": total, "facets": out}, nil
+	return &facetsOut{ClassName: cls.Name, Engine: EngineInProcess, Total: int64(total), Facets: out}, nil
 }
 
 func facetFieldNames(fs []facetSpec) []string {
@@ -1286,7 +1321,7 @@ func facetFieldNames(fs []facetSpec) []string {
 	return out
 }
 
-func facetsAtlas(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson.A) (any, error) {
+func facetsAtlas(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson.A) (*facetsOut, error) {
 	cur, err := d.Store.Aggregate(ctx, cls.Name, pipeline)
 	if err != nil {
 		return nil, err
@@ -1323,34 +1358,22 @@ func facetsAtlas(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson
 		}
 		out[f] = list
 	}
-	return map[string]any{"class_name": cls.Name, "engine": EngineAtlas, "total": meta.Count.Lower, "facets": out}, nil
+	return &facetsOut{ClassName: cls.Name, Engine: EngineAtlas, Total: meta.Count.Lower, Facets: out}, nil
 }
 
 // ---- find_similar ------------------------------------------------------------------------------------
 
-func findSimilar(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	k, err := args.Int("k", 5, 1, 20)
-	if err != nil {
-		return nil, err
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
-	vector, err := vectorArg(args)
-	if err != nil {
-		return nil, err
-	}
-	var objectID string
-	if _, ok := args["object_id"]; ok {
-		if objectID, err = args.ObjectID("object_id"); err != nil {
-			return nil, err
-		}
-	}
+// find_similar's arguments: exactly one of object_id and vector.
+type findSimilarIn struct {
+	ClassName string         `json:"class_name" arg:"class"`
+	K         int            `json:"k" arg:"default=5,min=1,max=20"`
+	Where     map[string]any `json:"where"`
+	Vector    vectorArg      `json:"vector"`
+	ObjectID  string         `json:"object_id" arg:"objectid"`
+}
+
+func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (Rows, error) {
+	name, k, where, vector, objectID := in.ClassName, in.K, in.Where, []float64(in.Vector), in.ObjectID
 	if (objectID == "") == (vector == nil) {
 		return nil, invalid("give exactly one of object_id and vector")
 	}
@@ -1378,25 +1401,32 @@ func findSimilar(ctx context.Context, d *Deps, args Args) (any, error) {
 	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
 }
 
-func vectorArg(args Args) ([]float64, error) {
-	v, ok := args["vector"]
+// vectorArg is find_similar's vector: 1 to maxVectorDims finite numbers
+// (nil when absent).
+type vectorArg []float64
+
+func (vec *vectorArg) decodeArg(_ context.Context, args Args, name string, _ *argField) error {
+	v, ok := args[name]
 	if !ok || v == nil {
-		return nil, nil
+		return nil
 	}
 	list, ok := v.([]any)
 	if !ok || len(list) == 0 || len(list) > maxVectorDims {
-		return nil, invalid("vector must be an array of 1 to %d numbers", maxVectorDims)
+		return invalid("%s must be an array of 1 to %d numbers", name, maxVectorDims)
 	}
 	out := make([]float64, len(list))
 	for i, x := range list {
 		f, ok := x.(float64)
 		if !ok || math.IsNaN(f) || math.IsInf(f, 0) {
-			return nil, invalid("vector[%d] must be a finite number", i)
+			return invalid("%s[%d] must be a finite number", name, i)
 		}
 		out[i] = f
 	}
-	return out, nil
+	*vec = out
+	return nil
 }
+
+func (*vectorArg) schemaType() string { return "array" }
 
 // seedVector reads an object's vector through the read scope: an object
 // the session cannot read answers "not found", like get_object.
@@ -1498,23 +1528,28 @@ type chunk struct {
 	tokens int
 }
 
-func semanticSearch(ctx context.Context, d *Deps, args Args) (any, error) {
-	query, err := queryArg(args, true)
-	if err != nil {
-		return nil, err
-	}
-	k, err := args.Int("k", 5, 1, 20)
-	if err != nil {
-		return nil, err
-	}
-	budget, err := args.Int("token_budget", 20000, 100, 200000)
-	if err != nil {
-		return nil, err
-	}
-	where, err := args.Object("where")
-	if err != nil {
-		return nil, err
-	}
+// semantic_search's arguments; class_name is optional (every searchable
+// class when absent).
+type semanticSearchIn struct {
+	Query     searchQuery    `json:"query" arg:"required"`
+	K         int            `json:"k" arg:"default=5,min=1,max=20"`
+	Budget    int            `json:"token_budget" arg:"default=20000,min=100,max=200000"`
+	Where     map[string]any `json:"where"`
+	ClassName string         `json:"class_name" arg:"class,optional"`
+}
+
+// semanticOut's members are in the order the result has always had.
+type semanticOut struct {
+	BudgetTruncated bool     `json:"budget_truncated"`
+	Chunks          []chunk  `json:"chunks"`
+	Classes         []string `json:"classes"`
+	Embedder        string   `json:"embedder"`
+	Query           string   `json:"query"`
+	TokensEstimated int      `json:"tokens_estimated"`
+}
+
+func semanticSearch(ctx context.Context, d *Deps, in semanticSearchIn) (*semanticOut, error) {
+	query, k, budget, where := string(in.Query), in.K, in.Budget, in.Where
 	if d.Embedder == nil {
 		return nil, toolerror.New(toolerror.InvalidArgument, "semantic_search needs an embedder: the operator sets PARSE_MCP_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint) and PARSE_MCP_EMBEDDINGS_MODEL. Use atlas_text_search meanwhile")
 	}
@@ -1523,13 +1558,9 @@ func semanticSearch(ctx context.Context, d *Deps, args Args) (any, error) {
 		return nil, err
 	}
 	var names []string
-	explicit := args["class_name"] != nil
+	explicit := in.ClassName != ""
 	if explicit {
-		n, err := args.ClassName()
-		if err != nil {
-			return nil, err
-		}
-		names = []string{n}
+		names = []string{in.ClassName}
 	} else {
 		if len(where) > 0 {
 			return nil, invalid("where needs class_name (its fields belong to one class)")
@@ -1625,7 +1656,7 @@ func semanticSearch(ctx context.Context, d *Deps, args Args) (any, error) {
 		c.Score = roundScore(d, c.Score)
 		out = append(out, c)
 	}
-	return map[string]any{"query": query, "classes": searched, "embedder": d.Embedder.Name(), "chunks": out, "budget_truncated": truncated, "tokens_estimated": used}, nil
+	return &semanticOut{Query: query, Classes: searched, Embedder: d.Embedder.Name(), Chunks: out, BudgetTruncated: truncated, TokensEstimated: used}, nil
 }
 
 func spTextFields(sp *policy.SearchPolicy) []string {

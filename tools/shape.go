@@ -4,6 +4,7 @@ package tools
 // that goes with compact rows (README "Row shapes").
 
 import (
+	"context"
 	"strings"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
@@ -49,17 +50,16 @@ func withProperty(schema, property string) string {
 	return schema[:i] + "," + property + schema[i:]
 }
 
-// shapeArg reads the shape argument of a multi-row tool (default columns).
-func shapeArg(args Args) (rowShape, error) {
-	s, err := enumArg(args, "shape", "columns", "columns", "objects", "rest")
-	return shapeOf(s), err
+// decodeArg reads a shape argument: one of the field's enum (the multi-row
+// tools: columns, objects, rest; get_object: objects, rest), its default
+// when absent.
+func (s *rowShape) decodeArg(_ context.Context, args Args, name string, f *argField) error {
+	v, err := enumArg(args, name, f.def, f.enum...)
+	*s = shapeOf(v)
+	return err
 }
 
-// objectShapeArg reads get_object's shape argument (default objects).
-func objectShapeArg(args Args) (rowShape, error) {
-	s, err := enumArg(args, "shape", "objects", "objects", "rest")
-	return shapeOf(s), err
-}
+func (*rowShape) schemaType() string { return "string" }
 
 func shapeOf(s string) rowShape {
 	switch s {

@@ -41,14 +41,14 @@ func TestUnavailableAndReadRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			tool := &Tool{ReadOnly: tc.readOnly, Handler: func(context.Context, *Deps, Args) (any, error) {
+			tool := &Tool{ReadOnly: tc.readOnly, Handler: HandlerFunc(func(context.Context, *Deps, Args) (any, error) {
 				err := tc.errs[calls]
 				calls++
 				if err != nil {
 					return nil, err
 				}
 				return map[string]any{"count": 1}, nil
-			}}
+			})}
 			tool.Name, tool.Timeout = "count_objects", 10*time.Second
 			res, err := tool.Handle(&Deps{Log: zerolog.New(io.Discard)})(context.Background(), mcp.CallToolRequest{})
 			if calls != tc.calls {

@@ -77,65 +77,107 @@ func WriteTools() []*Tool {
 			ToolInfo:     def("create_object", config.TierWrite, policy.OpCreate, crud...),
 			Description:  "Create an object. fields: REST values (pointers as ids or Pointer objects, dates ISO or {__type:Date}); new fields are added to the schema." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object","description":"Parse ACL; default public or the class default"},"dry_run":{"type":"boolean"}},"required":["class_name","fields"]}`,
-			OutputSchema: createObjectOut,
-			Handler:      createObject,
+			OutputSchema: createObjectOutSchema,
+			Handler:      Typed(createObject),
 		},
 		{
 			ToolInfo:     def("update_object", config.TierWrite, policy.OpUpdate, crud...),
 			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation; \"obj.key\" sets a sub-key." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
-			OutputSchema: updateObjectOut,
-			Handler:      updateObject,
+			OutputSchema: updateObjectOutSchema,
+			Handler:      Typed(updateObject),
 		},
 		{
 			ToolInfo:     def("delete_object", config.TierAdmin, policy.OpDelete, crud...),
 			Description:  "Delete an object (may ask the user to confirm)." + noTriggers,
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
 			Destructive:  true,
-			OutputSchema: deleteObjectOut,
-			Handler:      deleteObject,
+			OutputSchema: deleteObjectOutSchema,
+			Handler:      Typed(deleteObject),
 		},
 		{
 			ToolInfo:     createClass,
 			Description:  "Create a class. fields: {name:{type,targetClass?,required?,defaultValue?}}; permissions: CLP.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"permissions":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
-			OutputSchema: createClassOut,
-			Handler:      createClassTool,
+			OutputSchema: createClassOutSchema,
+			Handler:      Typed(createClassTool),
 		},
 		{
 			ToolInfo:     def("delete_class", config.TierAdmin, policy.OpNone, schemaGates...),
 			Description:  "Delete an empty class and its relation tables.",
 			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
 			Destructive:  true,
-			OutputSchema: deleteClassOut,
-			Handler:      deleteClassTool,
+			OutputSchema: deleteClassOutSchema,
+			Handler:      Typed(deleteClassTool),
 		},
 	}
 }
 
-// objectWriteArgs reads fields and acl; an "ACL" entry in fields is taken
-// as the acl, as Parse's REST API takes it.
-func objectWriteArgs(args Args, fieldsRequired bool) (fields, acl map[string]any, err error) {
-	fields, err = args.Object("fields")
+// writeFields is the fields argument of an object write: a JSON object of
+// field names to REST values.
+type writeFields map[string]any
+
+func (w *writeFields) decodeArg(_ context.Context, args Args, name string, f *argField) error {
+	m, err := args.Object(name)
 	if err != nil {
-		return nil, nil, err
+		return err
 	}
-	if fields == nil && fieldsRequired {
-		return nil, nil, invalid("fields is required (an object of field names to REST values)")
+	if m == nil && f.required {
+		return invalid("%s is required (an object of field names to REST values)", name)
 	}
-	acl, err = args.Object("acl")
-	if err != nil {
-		return nil, nil, err
+	*w = m
+	return nil
+}
+
+func (*writeFields) schemaType() string { return "object" }
+
+// The object writes' arguments, in the order they are checked.
+type (
+	createObjectIn struct {
+		ClassName string         `json:"class_name" arg:"class"`
+		Fields    writeFields    `json:"fields" arg:"required"`
+		ACL       map[string]any `json:"acl"`
+		DryRun    bool           `json:"dry_run"`
 	}
+	updateObjectIn struct {
+		ClassName string         `json:"class_name" arg:"class"`
+		ObjectID  string         `json:"object_id" arg:"objectid,required"`
+		Fields    writeFields    `json:"fields"`
+		ACL       map[string]any `json:"acl"`
+		DryRun    bool           `json:"dry_run"`
+	}
+	deleteObjectIn struct {
+		ClassName string `json:"class_name" arg:"class"`
+		ObjectID  string `json:"object_id" arg:"objectid,required"`
+		DryRun    bool   `json:"dry_run"`
+	}
+)
+
+// The write tools' results are Dynamic: a dry run (the change it would
+// send), the written object, or a declined confirmation (written:false).
+// The write tools' result schemas: object writes show the stored object as
+// this session may see it (a delete's dry run the object it would delete),
+// create_class the fields it adds.
+var (
+	createObjectOutSchema = writeOut(osObjectID + `,"created":{"type":"boolean"}` + osObject + osSchemaReload)
+	updateObjectOutSchema = writeOut(osObjectID + `,"updated":{"type":"boolean"}` + osObject + osSchemaReload)
+	deleteObjectOutSchema = writeOut(osObjectID + `,"deleted":{"type":"boolean"},"deleted_object":{"type":"object"}`)
+	createClassOutSchema  = writeOut(`,"created":{"type":"boolean"},"fields":{"type":"array","items":{"type":"string"}}` + osSchemaReload)
+	deleteClassOutSchema  = writeOut(`,"deleted":{"type":"boolean"}` + osSchemaReload)
+)
+
+// writeACL takes an "ACL" entry in fields as the acl, as Parse's REST API
+// takes it.
+func writeACL(fields, acl map[string]any) (map[string]any, error) {
 	if a, ok := fields["ACL"]; ok {
 		m, isMap := a.(map[string]any)
 		if !isMap || acl != nil {
-			return nil, nil, invalid("give the ACL once, as acl: {\"*\":{\"read\":true},\"<userId>\":{\"read\":true,\"write\":true}}")
+			return nil, invalid("give the ACL once, as acl: {\"*\":{\"read\":true},\"<userId>\":{\"read\":true,\"write\":true}}")
 		}
 		acl = m
 		delete(fields, "ACL")
 	}
-	return fields, acl, nil
+	return acl, nil
 }
 
 // writeCall is one write going through the checkpoint, dry run,
@@ -149,16 +191,16 @@ type writeCall struct {
 	confirm bool
 }
 
-func createObject(ctx context.Context, d *Deps, args Args) (any, error) {
-	return objectWrite(ctx, d, args, parsedb.WriteCreateObject)
+func createObject(ctx context.Context, d *Deps, in createObjectIn) (Dynamic, error) {
+	return objectWrite(ctx, d, parsedb.WriteCreateObject, in.ClassName, "", in.Fields, in.ACL, in.DryRun)
 }
 
-func updateObject(ctx context.Context, d *Deps, args Args) (any, error) {
-	return objectWrite(ctx, d, args, parsedb.WriteUpdateObject)
+func updateObject(ctx context.Context, d *Deps, in updateObjectIn) (Dynamic, error) {
+	return objectWrite(ctx, d, parsedb.WriteUpdateObject, in.ClassName, in.ObjectID, in.Fields, in.ACL, in.DryRun)
 }
 
-func deleteObject(ctx context.Context, d *Deps, args Args) (any, error) {
-	return objectWrite(ctx, d, args, parsedb.WriteDeleteObject)
+func deleteObject(ctx context.Context, d *Deps, in deleteObjectIn) (Dynamic, error) {
+	return objectWrite(ctx, d, parsedb.WriteDeleteObject, in.ClassName, in.ObjectID, nil, nil, in.DryRun)
 }
 
 var clpOp = map[parsedb.WriteOp]string{
@@ -167,29 +209,15 @@ var clpOp = map[parsedb.WriteOp]string{
 	parsedb.WriteDeleteObject: policy.OpDelete,
 }
 
-func objectWrite(ctx context.Context, d *Deps, args Args, op parsedb.WriteOp) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	var id string
-	if op != parsedb.WriteCreateObject {
-		if id, err = args.ObjectID("object_id"); err != nil {
-			return nil, err
-		}
-	}
-	var fields, acl map[string]any
+func objectWrite(ctx context.Context, d *Deps, op parsedb.WriteOp, name, id string, fields, acl map[string]any, dryRun bool) (Dynamic, error) {
 	if op != parsedb.WriteDeleteObject {
-		if fields, acl, err = objectWriteArgs(args, op == parsedb.WriteCreateObject); err != nil {
+		var err error
+		if acl, err = writeACL(fields, acl); err != nil {
 			return nil, err
 		}
 		if op == parsedb.WriteUpdateObject && len(fields) == 0 && acl == nil {
 			return nil, invalid("fields (or acl) is required: what to change")
 		}
-	}
-	dryRun, err := args.Bool("dry_run", false)
-	if err != nil {
-		return nil, err
 	}
 	req, err := d.objectRequest(ctx, op, name, id, policy.ObjectWrite{Op: clpOp[op], Fields: fields, ACL: acl})
 	if err != nil {
@@ -275,23 +303,15 @@ func (d *Deps) currentObject(ctx context.Context, schema *parsedb.Schema, cls *p
 	return raw, filter, nil
 }
 
-func createClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	fields, err := args.Object("fields")
-	if err != nil {
-		return nil, err
-	}
-	clp, err := args.Object("permissions")
-	if err != nil {
-		return nil, err
-	}
-	dryRun, err := args.Bool("dry_run", false)
-	if err != nil {
-		return nil, err
-	}
+type createClassIn struct {
+	ClassName   string         `json:"class_name" arg:"class"`
+	Fields      map[string]any `json:"fields"`
+	Permissions map[string]any `json:"permissions"`
+	DryRun      bool           `json:"dry_run"`
+}
+
+func createClassTool(ctx context.Context, d *Deps, in createClassIn) (Dynamic, error) {
+	name, fields, clp, dryRun := in.ClassName, in.Fields, in.Permissions, in.DryRun
 	schema, err := d.Store.Schema.Get(ctx)
 	if err != nil {
 		return nil, err
@@ -306,15 +326,13 @@ func createClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
 	return d.runWrite(ctx, &writeCall{tool: "create_class", dryRun: dryRun, req: req})
 }
 
-func deleteClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
-	name, err := args.ClassName()
-	if err != nil {
-		return nil, err
-	}
-	dryRun, err := args.Bool("dry_run", false)
-	if err != nil {
-		return nil, err
-	}
+type deleteClassIn struct {
+	ClassName string `json:"class_name" arg:"class"`
+	DryRun    bool   `json:"dry_run"`
+}
+
+func deleteClassTool(ctx context.Context, d *Deps, in deleteClassIn) (Dynamic, error) {
+	name, dryRun := in.ClassName, in.DryRun
 	schema, err := d.Store.Schema.Get(ctx)
 	if err != nil {
 		return nil, err
@@ -332,7 +350,7 @@ func deleteClassTool(ctx context.Context, d *Deps, args Args) (any, error) {
 
 // runWrite plans the write, then returns the dry run, asks for
 // confirmation, or applies it; every outcome is noted for the audit event.
-func (d *Deps) runWrite(ctx context.Context, c *writeCall) (any, error) {
+func (d *Deps) runWrite(ctx context.Context, c *writeCall) (Dynamic, error) {
 	backend := d.writes()
 	audit := policy.WriteAudit{Class: c.req.ClassName, ObjectID: c.req.ObjectID, Fields: writeFieldNames(c.req), DryRun: c.dryRun,
 		Action: c.action, Backend: backend.Kind()}
@@ -390,7 +408,7 @@ func writeFieldNames(req *parsedb.WriteRequest) []string {
 // caller with the write's own facts only (objectId/createdAt, updatedAt,
 // {}). For a dry run the exact change that would be sent is added; it
 // holds only values the caller gave and the write checkpoint passed.
-func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, dryRun bool) (any, error) {
+func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, dryRun bool) (Dynamic, error) {
 	o := newJSONObject()
 	if dryRun {
 		o.val("dry_run", true)
