@@ -141,7 +141,7 @@ func TestMiddlewareEnvelopes(t *testing.T) {
 	}
 	// The COLLSCAN refusal is a structured isError result.
 	h.next = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, &Refusal{Refused: true, Reason: "COLLSCAN on Artist", Suggestion: "index"}
+		return nil, toolerror.Refuse(toolerror.InvalidQuery, "", "COLLSCAN on Artist", "index")
 	}
 	res, _, _ = h.call("query_class", map[string]any{"class_name": "Artist"})
 	if !res.IsError || res.Content[0].(mcp.TextContent).Text != `{"refused":true,"reason":"COLLSCAN on Artist","suggestion":"index"}` {

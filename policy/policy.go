@@ -182,36 +182,35 @@ func (e *Engine) Visible(class string) bool { return !e.Hidden(class) && !e.Clas
 
 var tierRank = map[string]int{config.TierReadonly: 0, config.TierWrite: 1, config.TierAdmin: 2}
 
-// Denial is a refusal of the tool gates, with the gate that refused.
-type Denial struct {
-	*toolerror.Error
-	// Gate is tool_filter, permission_tier or env_gate.
-	Gate string
-}
-
 // Permit reports whether the session may call a tool at all, in dispatch
 // order: tool filter (agent.tools) → permission tier → env gates. A nil
 // error means permitted.
 func (e *Engine) Permit(t ToolInfo) *toolerror.Error {
-	if d := e.permit(t); d != nil {
-		return d.Error
-	}
-	return nil
+	err, _ := e.permit(t)
+	return err
 }
 
-func (e *Engine) permit(t ToolInfo) *Denial {
+// The tool gates, as would-permit names the one that refused.
+const (
+	gateToolFilter     = "tool_filter"
+	gatePermissionTier = "permission_tier"
+	gateEnv            = "env_gate"
+)
+
+// permit is Permit, also naming the gate that refused.
+func (e *Engine) permit(t ToolInfo) (err *toolerror.Error, gate string) {
 	if (e.toolOnly != nil && !e.toolOnly[t.Name]) || e.toolExcept[t.Name] {
-		return &Denial{toolerror.New(toolerror.ToolFiltered, "tool %s is not available in this deployment (agent.tools)", t.Name), "tool_filter"}
+		return toolerror.New(toolerror.ToolFiltered, "tool %s is not available in this deployment (agent.tools)", t.Name), gateToolFilter
 	}
-	if d := e.searchDenial(t); d != nil {
-		return d
+	if err := e.searchDenial(t); err != nil {
+		return err, gateToolFilter
 	}
 	rank, ok := tierRank[t.Tier]
 	if !ok {
 		rank = len(tierRank) // an unknown tier is never permitted
 	}
 	if rank > tierRank[e.cfg.Permissions] {
-		return &Denial{toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions), "permission_tier"}
+		return toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions), gatePermissionTier
 	}
 	var missing []string
 	for _, g := range Gates(t) {
@@ -220,9 +219,9 @@ func (e *Engine) permit(t ToolInfo) *Denial {
 		}
 	}
 	if len(missing) > 0 {
-		return &Denial{toolerror.Denied("env_gate", "%s is disabled by the operator: it needs %s set to true", t.Name, strings.Join(missing, " and ")), "env_gate"}
+		return toolerror.Denied(gateEnv, "%s is disabled by the operator: it needs %s set to true", t.Name, strings.Join(missing, " and ")), gateEnv
 	}
-	return nil
+	return nil, ""
 }
 
 func (e *Engine) gateOn(name string) bool {

@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"io"
 	"testing"
 
@@ -150,10 +149,10 @@ func outcome(err error) string {
 	if _, ok := toolerror.AsViolation(err); ok {
 		return "violation"
 	}
-	if _, ok := errors.AsType[*Refusal](err); ok {
-		return "refused"
-	}
 	if te, ok := toolerror.As(err); ok {
+		if te.Refused {
+			return "refused"
+		}
 		if te.Details != nil {
 			return string(te.Code) + "/" + te.Details.Kind
 		}
