@@ -280,7 +280,7 @@ func benchOverhead(b *testing.B, nRows int) {
 	}
 	cur.Close(context.Background())
 	cls := schema.Class("Song")
-	mw := e.Middleware(func(context.Context) (*parsedb.Schema, error) { return schema, nil })
+	mw := e.Middleware(func(context.Context, bool) (*parsedb.Schema, error) { return schema, nil })
 	var buf []byte
 	handler := mw(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, err := overheadFilter(ctx, e, schema); err != nil {

@@ -185,13 +185,13 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	}
 	if _, ok := toolerror.AsViolation(err); ok {
 		ev = ev.Str("error_code", "security_violation").Str("denial_kind", "security_violation")
-	} else if ci := callFrom(ctx); ci != nil && ci.hiddenRefused && !success {
+	} else if ci := callStateOf(ctx); ci != nil && ci.hiddenRefused && !success {
 		ev = ev.Str("denial_kind", "hidden_class")
 	}
 	if s := mcpserver.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))
 	}
-	if ci := callFrom(ctx); ci != nil && ci.write != nil {
+	if ci := callStateOf(ctx); ci != nil && ci.write != nil {
 		w := ci.write
 		fields := w.Fields
 		if len(fields) > 64 {

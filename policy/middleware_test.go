@@ -41,7 +41,7 @@ func newMW(t *testing.T, yml string, opts ...secOpt) *mwHarness {
 }
 
 func (h *mwHarness) call(tool string, args map[string]any) (*mcp.CallToolResult, *toolerror.Recorder, error) {
-	mw := h.e.Middleware(func(context.Context) (*parsedb.Schema, error) { return secSchema(), nil })
+	mw := h.e.Middleware(func(context.Context, bool) (*parsedb.Schema, error) { return secSchema(), nil })
 	handler := mw(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		h.calls++
 		return h.next(ctx, req)

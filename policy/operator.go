@@ -380,8 +380,8 @@ func (e *Engine) WouldPermit(ctx context.Context, schema *parsedb.Schema, tool, 
 		return v
 	}
 	if class != "" && schema != nil {
-		ci := &callInfo{tool: info, op: Operation(info), class: class}
-		ctx = context.WithValue(ctx, callKey{}, ci)
+		ci := &callState{tool: info, op: Operation(info), class: class}
+		ctx = context.WithValue(ctx, callStateKey{}, ci)
 		if _, err := e.ResolveClass(ctx, schema, class); err != nil {
 			v.Gate, v.Reason = "class_gate", err.Error()
 			if te, ok := toolerror.As(err); ok {

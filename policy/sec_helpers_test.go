@@ -167,7 +167,7 @@ func callCtx(e *Engine, tool, class string) context.Context {
 	if !ok {
 		info = testTool(tool)
 	}
-	return context.WithValue(context.Background(), callKey{}, &callInfo{tool: info, op: Operation(info), class: class})
+	return context.WithValue(context.Background(), callStateKey{}, &callState{tool: info, op: Operation(info), class: class})
 }
 
 type toolErrorView = toolerror.Error

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -419,4 +420,12 @@ func TestAggregateSubPipelineUnwindGetsTheConjunct(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withRawArguments is ctx inside a tool call whose raw JSON arguments are
+// raw, as Tool.Handle records it.
+func withRawArguments(ctx context.Context, raw json.RawMessage) context.Context {
+	var req mcp.CallToolRequest
+	req.Params.RawArguments = raw
+	return withToolCall(ctx, req)
 }
