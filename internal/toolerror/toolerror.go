@@ -118,8 +118,8 @@ type Details struct {
 type Error struct {
 	Code    Code
 	Message string
-	// Details is sent as parse.details when Code is access_denied; its Kind
-	// is the audit event's denial_kind.
+	// Details is sent as parse.details, its Kind logged as the audit
+	// event's denial_kind, when Code is access_denied.
 	Details    *Details
 	RetryAfter time.Duration
 	// ParseCode is Parse Server's numeric error code of a Parse-worded
@@ -167,8 +167,8 @@ func InvalidParams(format string, args ...any) *Error {
 
 // Refuse builds a guard's structured refusal (the COLLSCAN guard): an
 // isError result whose text and structuredContent are {"refused":true,
-// "reason","suggestion"}, with parse.error_code code. kind is the audit
-// event's denial_kind (and parse.details for an access_denied refusal).
+// "reason","suggestion"}, with parse.error_code code. kind goes into
+// Details (sent and audited only for an access_denied refusal).
 func Refuse(code Code, kind, reason, suggestion string) *Error {
 	return &Error{Code: code, Message: reason, Details: &Details{Kind: kind}, Refused: true, Suggestion: suggestion}
 }
