@@ -8,6 +8,9 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
@@ -344,7 +347,8 @@ func TestAttackWriteToolsUnderTiers(t *testing.T) {
 		if (len(listed) == 2) != (c.want == "ok") {
 			t.Errorf("%s: tools/list has %d tools", c.tool, len(listed))
 		}
-		if n := len(e.ToolFilter(WithToolCall(context.Background()), mcpTools(info.Name))); n != 1 {
+		toolCall := callinfo.With(context.Background(), callinfo.Info{Method: string(mcp.MethodToolsCall)})
+		if n := len(e.ToolFilter(toolCall, mcpTools(info.Name))); n != 1 {
 			t.Errorf("%s: call-time filter dropped the tool", c.tool)
 		}
 		// would-permit names the gate.

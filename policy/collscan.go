@@ -6,6 +6,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // CheckCollscan is the refuse_collscan guard (SECURITY.md "Limits and guards"): with
@@ -25,8 +26,8 @@ func (e *Engine) CheckCollscan(ctx context.Context, store *parsedb.Store, cls *p
 	if store == nil {
 		store = e.store
 	}
-	refusal := &Refusal{Refused: true, Reason: "COLLSCAN on " + cls.Name, Kind: "collscan",
-		Suggestion: "filter on an indexed field (get_schema lists " + cls.Name + "'s indexes), or ask the operator to add an index or set allow_collscan for " + cls.Name}
+	refusal := toolerror.Refuse(toolerror.InvalidQuery, "collscan", "COLLSCAN on "+cls.Name,
+		"filter on an indexed field (get_schema lists "+cls.Name+"'s indexes), or ask the operator to add an index or set allow_collscan for "+cls.Name)
 	if store == nil {
 		return refusal
 	}
@@ -43,13 +44,13 @@ func (e *Engine) CheckCollscan(ctx context.Context, store *parsedb.Store, cls *p
 			return ctx.Err()
 		}
 		e.log.Warn().Err(err).Str("class", cls.Name).Msg("explain failed: refusing the read (refuse_collscan fails closed)")
-		refusal.Reason = "COLLSCAN on " + cls.Name + " (the query plan could not be checked)"
+		refusal.Message = "COLLSCAN on " + cls.Name + " (the query plan could not be checked)"
 		refusal.Cause = err
 		return refusal
 	}
 	plan, found := findWinningPlan(out, 0)
 	if !found {
-		refusal.Reason = "COLLSCAN on " + cls.Name + " (the database gives no query plan to check)"
+		refusal.Message = "COLLSCAN on " + cls.Name + " (the database gives no query plan to check)"
 		return refusal
 	}
 	if hasStage(plan, "COLLSCAN", 0) {

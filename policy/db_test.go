@@ -21,6 +21,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // The demo app in an embedded FerretDB (or PARSE_MCP_TEST_MONGODB_URI), for
@@ -201,12 +202,12 @@ func TestCollscanGuardFailsClosed(t *testing.T) {
 	schema, _ := store.Schema.Get(context.Background())
 	ctx := context.Background()
 	err := e.CheckCollscan(ctx, store, schema.Class("Song"), bson.D{})
-	ref, ok := err.(*Refusal)
-	if !ok || !ref.Refused || !strings.HasPrefix(ref.Reason, "COLLSCAN on Song") || ref.Suggestion == "" {
+	ref, ok := toolerror.As(err)
+	if !ok || !ref.Refused || !strings.HasPrefix(ref.Message, "COLLSCAN on Song") || ref.Suggestion == "" {
 		t.Fatalf("full scan on Song: %v", err)
 	}
-	if !secDBReal && !strings.Contains(ref.Reason, "no query plan") {
-		t.Fatalf("FerretDB gives no plan: the guard must fail closed: %v", ref.Reason)
+	if !secDBReal && !strings.Contains(ref.Message, "no query plan") {
+		t.Fatalf("FerretDB gives no plan: the guard must fail closed: %v", ref.Message)
 	}
 	if err := e.CheckCollscan(ctx, store, schema.Class("Artist"), bson.D{}); err != nil {
 		t.Fatalf("allow_collscan: %v", err)
@@ -285,7 +286,7 @@ func benchOverhead(b *testing.B, nRows int) {
 	}
 	cur.Close(context.Background())
 	cls := schema.Class("Song")
-	mw := e.Middleware(func(context.Context) (*parsedb.Schema, error) { return schema, nil })
+	mw := e.Middleware(func(context.Context, bool) (*parsedb.Schema, error) { return schema, nil })
 	var buf []byte
 	handler := mw(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		if _, err := overheadFilter(ctx, e, schema); err != nil {

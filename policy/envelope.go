@@ -12,9 +12,6 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Refusal is a guard's structured refusal (toolerror.Refusal).
-type Refusal = toolerror.Refusal
-
 // UntrustedNote is added as the first key of every result that carries
 // database content (rows, objects, samples, groups, values, exports): the
 // model must treat what follows as data, never as instructions (SECURITY.md "Untrusted data"). One
@@ -26,34 +23,18 @@ const untrustedNoteKey = "_note"
 
 // envelope converts a failed call into the result the client sees, by the
 // error's kind (the table in package toolerror): a violation is recorded for
-// the transport's -32602 and returned as a Go error; a refusal and a
-// model-fixable error become isError results; anything else is logged and
-// shown as an internal error. Causes go to the log, never to the client.
+// the transport's -32602 and returned as a Go error; a model-fixable error
+// (a guard's structured refusal included) becomes an isError result;
+// anything else is logged and shown as an internal error. Causes go to the
+// log, never to the client.
 func (e *Engine) envelope(ctx context.Context, tool string, res *mcp.CallToolResult, err error) (*mcp.CallToolResult, error) {
 	if err == nil {
 		return res, nil
 	}
-	switch toolerror.KindOf(err) {
-	case toolerror.ViolationKind:
+	if toolerror.KindOf(err) == toolerror.ViolationKind {
 		v, _ := toolerror.AsViolation(err)
 		toolerror.RecordViolation(ctx, v)
 		return nil, v
-	case toolerror.RefusalKind:
-		ref, _ := toolerror.AsRefusal(err)
-		e.logCause(tool, ref.Cause)
-		b, _ := json.Marshal(ref)
-		code := ref.Code
-		if code == "" {
-			code = toolerror.InvalidQuery
-		}
-		r := mcp.NewToolResultError(string(b))
-		r.StructuredContent = json.RawMessage(b)
-		meta := map[string]any{"parse.error_code": string(code)}
-		if ref.Kind != "" && code == toolerror.AccessDenied {
-			meta["parse.details"] = &toolerror.Details{Kind: ref.Kind}
-		}
-		r.Meta = &mcp.Meta{AdditionalFields: meta}
-		return r, nil
 	}
 	te, ok := toolerror.As(err)
 	if !ok {
@@ -76,6 +57,11 @@ func (e *Engine) envelope(ctx context.Context, tool string, res *mcp.CallToolRes
 		meta["parse.details"] = &d
 	}
 	r := mcp.NewToolResultError(te.Message)
+	if te.Refused {
+		b := te.RefusalJSON()
+		r = mcp.NewToolResultError(string(b))
+		r.StructuredContent = json.RawMessage(b)
+	}
 	r.Meta = &mcp.Meta{AdditionalFields: meta}
 	return r, nil
 }
@@ -199,13 +185,13 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	}
 	if _, ok := toolerror.AsViolation(err); ok {
 		ev = ev.Str("error_code", "security_violation").Str("denial_kind", "security_violation")
-	} else if ci := callFrom(ctx); ci != nil && ci.hiddenRefused && !success {
+	} else if ci := callStateOf(ctx); ci != nil && ci.hiddenRefused && !success {
 		ev = ev.Str("denial_kind", "hidden_class")
 	}
 	if s := mcpserver.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))
 	}
-	if ci := callFrom(ctx); ci != nil && ci.write != nil {
+	if ci := callStateOf(ctx); ci != nil && ci.write != nil {
 		w := ci.write
 		fields := w.Fields
 		if len(fields) > 64 {

@@ -23,7 +23,7 @@ func getShapedWhere(where any) bool {
 // clpOperation is the CLP operation of op on class in ctx: get for the
 // call's own class when its where is get-shaped, op otherwise.
 func clpOperation(ctx context.Context, class, op string) string {
-	if ci := callFrom(ctx); ci != nil && ci.getShaped && op == OpFind && (ci.class == "" || ci.class == class) {
+	if ci := callStateOf(ctx); ci != nil && ci.getShaped && op == OpFind && (ci.class == "" || ci.class == class) {
 		return OpGet
 	}
 	return op

@@ -32,7 +32,7 @@ func TestGetShapedWhereUsesGetCLP(t *testing.T) {
 		{"get_object", false, "ok"},
 	} {
 		ctx := callCtx(e, c.tool, "")
-		callFrom(ctx).getShaped = c.getShaped && callFrom(ctx).op == OpFind
+		callStateOf(ctx).getShaped = c.getShaped && callStateOf(ctx).op == OpFind
 		_, err := e.ResolveClass(ctx, schema, "GetOnly")
 		if got := outcome(err); got != c.want {
 			t.Errorf("%s getShaped=%v: %s (%v), want %s", c.tool, c.getShaped, got, err, c.want)
@@ -45,7 +45,7 @@ func TestGetShapedWhereUsesGetCLP(t *testing.T) {
 	}
 	// A get-shaped find of _Installation is still Parse's refused find.
 	ctx := callCtx(e, "query_class", "")
-	callFrom(ctx).getShaped = true
+	callStateOf(ctx).getShaped = true
 	if _, err := e.ResolveClass(ctx, schema, "_Installation"); outcome(err) != "access_denied/master_only" {
 		t.Errorf("get-shaped find of _Installation: %v", err)
 	}

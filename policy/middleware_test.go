@@ -41,7 +41,7 @@ func newMW(t *testing.T, yml string, opts ...secOpt) *mwHarness {
 }
 
 func (h *mwHarness) call(tool string, args map[string]any) (*mcp.CallToolResult, *toolerror.Recorder, error) {
-	mw := h.e.Middleware(func(context.Context) (*parsedb.Schema, error) { return secSchema(), nil })
+	mw := h.e.Middleware(func(context.Context, bool) (*parsedb.Schema, error) { return secSchema(), nil })
 	handler := mw(func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		h.calls++
 		return h.next(ctx, req)
@@ -141,7 +141,7 @@ func TestMiddlewareEnvelopes(t *testing.T) {
 	}
 	// The COLLSCAN refusal is a structured isError result.
 	h.next = func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return nil, &Refusal{Refused: true, Reason: "COLLSCAN on Artist", Suggestion: "index"}
+		return nil, toolerror.Refuse(toolerror.InvalidQuery, "", "COLLSCAN on Artist", "index")
 	}
 	res, _, _ = h.call("query_class", map[string]any{"class_name": "Artist"})
 	if !res.IsError || res.Content[0].(mcp.TextContent).Text != `{"refused":true,"reason":"COLLSCAN on Artist","suggestion":"index"}` {

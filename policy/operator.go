@@ -173,10 +173,10 @@ func (e *Engine) describeTools() []map[string]any {
 		if g := Gates(t); len(g) > 0 {
 			entry["env_gates"] = g
 		}
-		if d := e.permit(t); d != nil {
+		if err, gate := e.permit(t); err != nil {
 			entry["allowed"] = false
-			entry["gate"] = d.Gate
-			entry["reason"] = d.Message
+			entry["gate"] = gate
+			entry["reason"] = err.Message
 		}
 		tools = append(tools, entry)
 	}
@@ -373,22 +373,22 @@ func (e *Engine) WouldPermit(ctx context.Context, schema *parsedb.Schema, tool, 
 	v := Verdict{Tool: tool, Class: class}
 	info, ok := e.tools[tool]
 	if !ok {
-		v.Gate, v.Code, v.Reason = "tool_filter", string(toolerror.ToolFiltered), "no such tool"
+		v.Gate, v.Code, v.Reason = gateToolFilter, string(toolerror.ToolFiltered), "no such tool"
 		if s := Suggest(tool, e.toolNames(), 1); len(s) > 0 {
 			v.Reason += " (did you mean " + s[0] + "?)"
 		}
 		return v
 	}
-	if d := e.permit(info); d != nil {
-		v.Gate, v.Code, v.Reason = d.Gate, string(d.Code), d.Message
-		if d.Details != nil {
-			v.Kind = d.Details.Kind
+	if err, gate := e.permit(info); err != nil {
+		v.Gate, v.Code, v.Reason = gate, string(err.Code), err.Message
+		if err.Details != nil {
+			v.Kind = err.Details.Kind
 		}
 		return v
 	}
 	if class != "" && schema != nil {
-		ci := &callInfo{tool: info, op: Operation(info), class: class}
-		ctx = context.WithValue(ctx, callKey{}, ci)
+		ci := &callState{tool: info, op: Operation(info), class: class}
+		ctx = context.WithValue(ctx, callStateKey{}, ci)
 		if _, err := e.ResolveClass(ctx, schema, class); err != nil {
 			v.Gate, v.Reason = "class_gate", err.Error()
 			if te, ok := toolerror.As(err); ok {

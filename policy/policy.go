@@ -26,6 +26,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
@@ -182,36 +183,35 @@ func (e *Engine) Visible(class string) bool { return !e.Hidden(class) && !e.Clas
 
 var tierRank = map[string]int{config.TierReadonly: 0, config.TierWrite: 1, config.TierAdmin: 2}
 
-// Denial is a refusal of the tool gates, with the gate that refused.
-type Denial struct {
-	*toolerror.Error
-	// Gate is tool_filter, permission_tier or env_gate.
-	Gate string
-}
-
 // Permit reports whether the session may call a tool at all, in dispatch
 // order: tool filter (agent.tools) → permission tier → env gates. A nil
 // error means permitted.
 func (e *Engine) Permit(t ToolInfo) *toolerror.Error {
-	if d := e.permit(t); d != nil {
-		return d.Error
-	}
-	return nil
+	err, _ := e.permit(t)
+	return err
 }
 
-func (e *Engine) permit(t ToolInfo) *Denial {
+// The tool gates, as would-permit names the one that refused.
+const (
+	gateToolFilter     = "tool_filter"
+	gatePermissionTier = "permission_tier"
+	gateEnv            = "env_gate"
+)
+
+// permit is Permit, also naming the gate that refused.
+func (e *Engine) permit(t ToolInfo) (err *toolerror.Error, gate string) {
 	if (e.toolOnly != nil && !e.toolOnly[t.Name]) || e.toolExcept[t.Name] {
-		return &Denial{toolerror.New(toolerror.ToolFiltered, "tool %s is not available in this deployment (agent.tools)", t.Name), "tool_filter"}
+		return toolerror.New(toolerror.ToolFiltered, "tool %s is not available in this deployment (agent.tools)", t.Name), gateToolFilter
 	}
-	if d := e.searchDenial(t); d != nil {
-		return d
+	if err := e.searchDenial(t); err != nil {
+		return err, gateToolFilter
 	}
 	rank, ok := tierRank[t.Tier]
 	if !ok {
 		rank = len(tierRank) // an unknown tier is never permitted
 	}
 	if rank > tierRank[e.cfg.Permissions] {
-		return &Denial{toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions), "permission_tier"}
+		return toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions), gatePermissionTier
 	}
 	var missing []string
 	for _, g := range Gates(t) {
@@ -220,9 +220,9 @@ func (e *Engine) permit(t ToolInfo) *Denial {
 		}
 	}
 	if len(missing) > 0 {
-		return &Denial{toolerror.Denied("env_gate", "%s is disabled by the operator: it needs %s set to true", t.Name, strings.Join(missing, " and ")), "env_gate"}
+		return toolerror.Denied(gateEnv, "%s is disabled by the operator: it needs %s set to true", t.Name, strings.Join(missing, " and ")), gateEnv
 	}
-	return nil
+	return nil, ""
 }
 
 func (e *Engine) gateOn(name string) bool {
@@ -240,23 +240,14 @@ func (e *Engine) gateOn(name string) bool {
 	return false
 }
 
-// dispatchCallKey marks the context of a tools/call request (see
-// WithToolCall).
-type dispatchCallKey struct{}
-
-// WithToolCall marks ctx as a tools/call request. The transport sets it so
-// that ToolFilter lets the call through to the middleware, which refuses a
-// tool the session may not call with its precise code (tool_filtered,
-// permission_denied, access_denied) instead of mcp-go's generic "tool not
-// found". Unmarked contexts (tools/list) are filtered.
-func WithToolCall(ctx context.Context) context.Context {
-	return context.WithValue(ctx, dispatchCallKey{}, true)
-}
-
 // ToolFilter removes the tools this session may not call from tools/list
-// (the same decision list_tools and the middleware make).
+// (the same decision list_tools and the middleware make). A tools/call
+// (callinfo's Method) passes through unfiltered to the middleware, which
+// refuses a tool the session may not call with its precise code
+// (tool_filtered, permission_denied, access_denied) instead of mcp-go's
+// generic "tool not found".
 func (e *Engine) ToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	if ctx.Value(dispatchCallKey{}) != nil {
+	if callinfo.From(ctx).Method == string(mcp.MethodToolsCall) {
 		return tools
 	}
 	out := tools[:0:0]
@@ -269,10 +260,17 @@ func (e *Engine) ToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	return out
 }
 
-// callKey carries the current call's policy context.
-type callKey struct{}
+// callStateKey carries the policy's own record of the current tool call.
+type callStateKey struct{}
 
-type callInfo struct {
+// callState is what the policy learns while a tool call runs: what the class
+// gate decided (the CLP operation, the class, a get-shaped find) and what
+// the audit event reports (the write, a hidden class refused). It is the
+// policy's working state, created by the middleware for each call (and
+// derived by AsGet), written by the gates and read by the audit; nothing
+// outside the policy reads it. Who sends the request is not here but in
+// the request's callinfo.Info, which the transport and dispatcher set.
+type callState struct {
 	tool ToolInfo
 	op   string
 	// class is the call's class_name once the class gate passed.
@@ -288,8 +286,8 @@ type callInfo struct {
 	hiddenRefused bool
 }
 
-func callFrom(ctx context.Context) *callInfo {
-	ci, _ := ctx.Value(callKey{}).(*callInfo)
+func callStateOf(ctx context.Context) *callState {
+	ci, _ := ctx.Value(callStateKey{}).(*callState)
 	return ci
 }
 
@@ -297,7 +295,7 @@ func callFrom(ctx context.Context) *callInfo {
 // tool's own operation on its class_name, find on any other class (sub-
 // queries, includes, joins), find outside a tool call.
 func operationFor(ctx context.Context, class string) string {
-	ci := callFrom(ctx)
+	ci := callStateOf(ctx)
 	if ci == nil {
 		return OpFind
 	}
@@ -352,7 +350,7 @@ func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name 
 // missing class of that name gets. The audit event still records
 // denial_kind hidden_class.
 func (e *Engine) hiddenClass(ctx context.Context, schema *parsedb.Schema, name string) *toolerror.Error {
-	if ci := callFrom(ctx); ci != nil {
+	if ci := callStateOf(ctx); ci != nil {
 		ci.hiddenRefused = true
 	}
 	return e.unknownClass(schema, name)
@@ -362,7 +360,7 @@ func (e *Engine) hiddenClass(ctx context.Context, schema *parsedb.Schema, name s
 // whose target class is hidden or missing: the same answer for both, which
 // names neither the class nor the reason.
 func (e *Engine) TargetUnavailable(ctx context.Context, format string, args ...any) *toolerror.Error {
-	if ci := callFrom(ctx); ci != nil {
+	if ci := callStateOf(ctx); ci != nil {
 		ci.hiddenRefused = true
 	}
 	return toolerror.New(toolerror.InvalidQuery, format+" points to a class that does not exist or is not accessible", args...)
@@ -462,15 +460,18 @@ func (e *Engine) checkSession() *toolerror.Error {
 // (argument syntax) → class gate — then the tool, turns failures into the
 // result envelope of ARCHITECTURE.md "Errors", marks row-bearing results as untrusted data,
 // enforces the response cap, and emits one tool_call audit event per call.
-func (e *Engine) Middleware(schema func(context.Context) (*parsedb.Schema, error)) mcpserver.ToolHandlerMiddleware {
+//
+// schema is the schema source; fresh asks for a schema read now rather than
+// the cached one (a write naming a class the cached schema lacks).
+func (e *Engine) Middleware(schema func(ctx context.Context, fresh bool) (*parsedb.Schema, error)) mcpserver.ToolHandlerMiddleware {
 	return func(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			start := time.Now()
 			name := req.Params.Name
 			args, _ := req.Params.Arguments.(map[string]any)
 			info, known := e.tools[name]
-			ci := &callInfo{tool: info, op: Operation(info)}
-			ctx = context.WithValue(ctx, callKey{}, ci)
+			ci := &callState{tool: info, op: Operation(info)}
+			ctx = context.WithValue(ctx, callStateKey{}, ci)
 			var res *mcp.CallToolResult
 			var err error
 			if known {
@@ -488,7 +489,7 @@ func (e *Engine) Middleware(schema func(context.Context) (*parsedb.Schema, error
 	}
 }
 
-func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, schema func(context.Context) (*parsedb.Schema, error), req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
+func (e *Engine) guard(ctx context.Context, ci *callState, args map[string]any, schema func(context.Context, bool) (*parsedb.Schema, error), req mcp.CallToolRequest, next mcpserver.ToolHandlerFunc) (*mcp.CallToolResult, error) {
 	if err := e.checkRate(ctx); err != nil {
 		return nil, err
 	}
@@ -502,7 +503,7 @@ func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, s
 	// (CheckClassWrite) runs in the tool.
 	if cn, ok := args["class_name"].(string); ok && parsedb.ClassNameRe.MatchString(cn) && !ci.tool.CreatesClass {
 		ci.getShaped = ci.op == OpFind && getShapedWhere(args["where"])
-		s, err := schema(ctx)
+		s, err := schema(ctx, false)
 		if err != nil {
 			return nil, err
 		}
@@ -512,7 +513,7 @@ func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, s
 			}
 			// A write to a class Parse Server (or another writer) created
 			// moments ago: read _SCHEMA again once before refusing.
-			if s, err = schema(context.WithValue(ctx, freshSchemaKey{}, true)); err != nil {
+			if s, err = schema(ctx, true); err != nil {
 				return nil, err
 			}
 			if _, err := e.ResolveClass(ctx, s, cn); err != nil {
@@ -522,14 +523,4 @@ func (e *Engine) guard(ctx context.Context, ci *callInfo, args map[string]any, s
 		ci.class = cn
 	}
 	return next(ctx, req)
-}
-
-type freshSchemaKey struct{}
-
-// FreshSchemaWanted reports whether the middleware asks its schema source
-// for a schema read now rather than the cached one (a write naming a class
-// the cached schema lacks).
-func FreshSchemaWanted(ctx context.Context) bool {
-	b, _ := ctx.Value(freshSchemaKey{}).(bool)
-	return b
 }

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -18,22 +19,6 @@ const (
 	DefaultRateLimitRequests = 60
 	DefaultRateLimitWindow   = 60 * time.Second
 )
-
-// originKey carries the request's origin (WithClient).
-type originKey struct{}
-
-type origin struct{ client, session string }
-
-// WithClient tells the engine who sends a request: client is an opaque key
-// the transport chose for the party behind it (over HTTP: its named API
-// key, its address or the address a trusted proxy forwards), session the
-// key of its session
-// ("" for a request that belongs to none). The rate limit keeps one bucket
-// per session and one per client, under one for the process; a context
-// without an origin (stdio) counts against the process's bucket alone.
-func WithClient(ctx context.Context, client, session string) context.Context {
-	return context.WithValue(ctx, originKey{}, origin{client: client, session: session})
-}
 
 // rateLimiter is a sliding-window log per key: a call is allowed when fewer
 // than limit calls were allowed in the last window. Refused calls do not
@@ -165,18 +150,22 @@ func (r *rateLimiter) sweep(now time.Time) {
 // checkRate applies the rate limit to one call: one bucket for the process
 // over stdio; over HTTP the session's (if any), the client's and the
 // process's, all of which must have room. A client's bucket is smaller than
-// the process's, so no single client can use up the process's alone.
+// the process's, so no single client can use up the process's alone. Who
+// sends the call comes from the request's callinfo: Client is an opaque key
+// the transport chose for the party behind it (its named API key, its
+// address or the address a trusted proxy forwards), Session the key of its
+// session ("" for a request that belongs to none).
 func (e *Engine) checkRate(ctx context.Context) *toolerror.Error {
 	now := e.now()
 	var refs []bucketRef
 	if e.cfg.HTTPAddr == "" {
 		refs = []bucketRef{{e.limiter, "process", "this server"}}
 	} else {
-		o, _ := ctx.Value(originKey{}).(origin)
-		if o.session != "" {
-			refs = append(refs, bucketRef{e.limiter, o.session, "this session"})
+		who := callinfo.From(ctx)
+		if who.Session != "" {
+			refs = append(refs, bucketRef{e.limiter, who.Session, "this session"})
 		}
-		refs = append(refs, bucketRef{e.clientLimiter, "client:" + o.client, "this client"},
+		refs = append(refs, bucketRef{e.clientLimiter, "client:" + who.Client, "this client"},
 			bucketRef{e.processLimiter, "process", "this server, all clients together"})
 	}
 	refused, wait := allowAll(now, refs...)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
@@ -22,7 +23,7 @@ func TestRateLimitCannotBeResetBySessions(t *testing.T) {
 	e := secEngine(t, "", func(c *config.Config) { c.HTTPAddr = "127.0.0.1:0" })
 	e.SetClock(func() time.Time { return now })
 	from := func(client, session string) context.Context {
-		return WithClient(context.Background(), client, session)
+		return callinfo.With(context.Background(), callinfo.Info{Client: client, Session: session})
 	}
 	const perSession = 5 // secPolicyYAML
 	_, _, clientFactor, processFactor := (&config.Config{}).HTTPCaps()

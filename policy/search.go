@@ -192,12 +192,13 @@ func (e *Engine) FallbackMaxRows() int {
 	return DefaultFallbackMaxRows
 }
 
-// searchDenial refuses a search tool when no class is searchable.
-func (e *Engine) searchDenial(t ToolInfo) *Denial {
+// searchDenial refuses a search tool when no class is searchable (gate
+// tool_filter).
+func (e *Engine) searchDenial(t ToolInfo) *toolerror.Error {
 	if t.Category != CategorySearch || e.SearchEnabled() {
 		return nil
 	}
-	return &Denial{toolerror.New(toolerror.ToolFiltered, "tool %s is not available: no class is searchable (add a search: section to a class in the policy file)", t.Name), "tool_filter"}
+	return toolerror.New(toolerror.ToolFiltered, "tool %s is not available: no class is searchable (add a search: section to a class in the policy file)", t.Name)
 }
 
 // searchOf is the search policy of cls (nil for a nil class).

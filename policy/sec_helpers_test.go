@@ -2,7 +2,6 @@ package policy
 
 import (
 	"context"
-	"errors"
 	"io"
 	"testing"
 
@@ -150,10 +149,10 @@ func outcome(err error) string {
 	if _, ok := toolerror.AsViolation(err); ok {
 		return "violation"
 	}
-	if _, ok := errors.AsType[*Refusal](err); ok {
-		return "refused"
-	}
 	if te, ok := toolerror.As(err); ok {
+		if te.Refused {
+			return "refused"
+		}
 		if te.Details != nil {
 			return string(te.Code) + "/" + te.Details.Kind
 		}
@@ -168,7 +167,7 @@ func callCtx(e *Engine, tool, class string) context.Context {
 	if !ok {
 		info = testTool(tool)
 	}
-	return context.WithValue(context.Background(), callKey{}, &callInfo{tool: info, op: Operation(info), class: class})
+	return context.WithValue(context.Background(), callStateKey{}, &callState{tool: info, op: Operation(info), class: class})
 }
 
 type toolErrorView = toolerror.Error

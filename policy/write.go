@@ -388,7 +388,7 @@ func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, na
 	}
 	if e.Hidden(name) {
 		if create {
-			if ci := callFrom(ctx); ci != nil {
+			if ci := callStateOf(ctx); ci != nil {
 				ci.hiddenRefused = true
 			}
 			return classFilterRefusal(name)
@@ -492,7 +492,7 @@ type WriteAudit struct {
 
 // NoteWrite records the write of the current call for its audit event.
 func NoteWrite(ctx context.Context, w WriteAudit) {
-	if ci := callFrom(ctx); ci != nil {
+	if ci := callStateOf(ctx); ci != nil {
 		ci.write = &w
 	}
 }
@@ -500,7 +500,7 @@ func NoteWrite(ctx context.Context, w WriteAudit) {
 // SetCallOperation sets the CLP operation of the current call (a declared
 // action creates or updates, whichever it declares).
 func SetCallOperation(ctx context.Context, op string) {
-	if ci := callFrom(ctx); ci != nil {
+	if ci := callStateOf(ctx); ci != nil {
 		ci.op = op
 	}
 }
@@ -565,12 +565,12 @@ func (e *Engine) WriteSurface() map[string]any {
 // recorded on the copy reaches the call's audit event (SECURITY.md
 // "Outputs": a write result shows what get_object would show).
 func AsGet(ctx context.Context) context.Context {
-	ci := callFrom(ctx)
+	ci := callStateOf(ctx)
 	if ci == nil {
 		return ctx
 	}
-	cp := &callInfo{tool: ci.tool, op: OpGet, class: ci.class}
-	return context.WithValue(ctx, callKey{}, cp)
+	cp := &callState{tool: ci.tool, op: OpGet, class: ci.class}
+	return context.WithValue(ctx, callStateKey{}, cp)
 }
 
 // ACLReadable reports whether a stored _rperm (nil or absent: public)

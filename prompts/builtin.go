@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
-	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // Recent activity limits (README "Prompts and resources"): default 10, ≤0 → 10, >100 → 100.
@@ -230,7 +230,7 @@ func renderCountBy(ctx context.Context, p *Provider, v *Values) (string, error) 
 	top, _, _ := strings.Cut(field, ".")
 	f := fields[top]
 	if f == nil {
-		return "", server.InvalidParams("Argument group_by: %s has no field %q; fields: %s", cls.Name, top, strings.Join(firstN(slices.Sorted(maps.Keys(fields)), 40), ", "))
+		return "", toolerror.InvalidParams("Argument group_by: %s has no field %q; fields: %s", cls.Name, top, strings.Join(firstN(slices.Sorted(maps.Keys(fields)), 40), ", "))
 	}
 	args := map[string]any{"class_name": cls.Name, "field": field, "operation": "count", "sort": "value_desc"}
 	var how string
@@ -239,7 +239,7 @@ func renderCountBy(ctx context.Context, p *Provider, v *Values) (string, error) 
 		args = map[string]any{"class_name": cls.Name, "field": field, "operation": "count", "interval": "month"}
 		how = call("group_by_date", args) + " (" + field + " is a date: pick the interval — year, month, week, day — that suits the range)"
 	case parsedb.TypeRelation:
-		return "", server.InvalidParams("Argument group_by: %s.%s is a Relation and cannot be grouped; count the related class instead", cls.Name, field)
+		return "", toolerror.InvalidParams("Argument group_by: %s.%s is a Relation and cannot be grouped; count the related class instead", cls.Name, field)
 	case parsedb.TypeArray:
 		args["flatten_arrays"] = true
 		how = call("group_by", args) + " (" + field + " is an array: each element is counted)"
@@ -300,7 +300,7 @@ func renderFindRelationship(_ context.Context, p *Provider, v *Values) (string, 
 		if len(candidates) > 0 {
 			hint = "its Pointer<" + parent.Name + "> fields are: " + strings.Join(candidates, ", ")
 		}
-		return "", server.InvalidParams("Argument pointer_field: %s.%s is not a Pointer to %s; %s", child.Name, field, parent.Name, hint)
+		return "", toolerror.InvalidParams("Argument pointer_field: %s.%s is not a Pointer to %s; %s", child.Name, field, parent.Name, hint)
 	}
 	where := map[string]any{field: id}
 	return strings.Join([]string{
@@ -326,7 +326,7 @@ func renderCreatedInRange(_ context.Context, _ *Provider, v *Values) (string, er
 		untilText = u
 	}
 	if !since.Before(until) {
-		return "", server.InvalidParams("Argument until: must be after since (%s)", v.Get("since"))
+		return "", toolerror.InvalidParams("Argument until: must be after since (%s)", v.Get("since"))
 	}
 	rng := map[string]any{"$gte": map[string]any{"__type": "Date", "iso": v.Get("since")}}
 	if v.Get("until") != "" {

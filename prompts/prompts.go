@@ -22,7 +22,6 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/resources"
-	"github.com/parse-mcp/parse-mcp/server"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
@@ -71,7 +70,7 @@ type Prompt struct {
 	Description string
 	Args        []Arg
 	// Render builds the prompt's text from validated values; it may fail
-	// with a *server.ParamsError for cross-argument checks.
+	// with a toolerror.InvalidParams error for cross-argument checks.
 	Render func(ctx context.Context, p *Provider, v *Values) (string, error)
 }
 
@@ -153,7 +152,7 @@ func (p *Provider) Register(s *mcpserver.MCPServer) {
 func (p *Provider) Get(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	pr := p.byName[name]
 	if pr == nil {
-		return nil, server.InvalidParams("Unknown prompt %q", name)
+		return nil, toolerror.InvalidParams("Unknown prompt %q", name)
 	}
 	v, err := p.validate(ctx, pr, args)
 	if err != nil {
@@ -181,7 +180,7 @@ func (p *Provider) validate(ctx context.Context, pr *Prompt, args map[string]str
 		val = strings.TrimSpace(val)
 		if !ok || val == "" {
 			if a.Required {
-				return nil, server.InvalidParams("Argument %s is required", a.Name)
+				return nil, toolerror.InvalidParams("Argument %s is required", a.Name)
 			}
 			if a.Default == "" {
 				continue
@@ -212,7 +211,7 @@ func (p *Provider) schema(ctx context.Context, v *Values) (*parsedb.Schema, erro
 // classes are refused alike, suggestions come from visible classes only.
 func (p *Provider) resolveClass(ctx context.Context, v *Values, arg, name string) (*parsedb.Class, error) {
 	if !parsedb.ClassNameRe.MatchString(name) {
-		return nil, server.InvalidParams("Argument %s: %q is not a valid Parse class name (letters, digits and _, starting with a letter or _)", arg, clip(name))
+		return nil, toolerror.InvalidParams("Argument %s: %q is not a valid Parse class name (letters, digits and _, starting with a letter or _)", arg, clip(name))
 	}
 	s, err := p.schema(ctx, v)
 	if err != nil {
@@ -221,7 +220,7 @@ func (p *Provider) resolveClass(ctx context.Context, v *Values, arg, name string
 	cls, err := p.d.Policy.ResolveClass(ctx, s, name)
 	if err != nil {
 		if te, ok := toolerror.As(err); ok {
-			return nil, server.InvalidParams("Argument %s: %s", arg, te.Message)
+			return nil, toolerror.InvalidParams("Argument %s: %s", arg, te.Message)
 		}
 		return nil, err
 	}
@@ -251,38 +250,38 @@ func (p *Provider) check(ctx context.Context, v *Values, a Arg, val string) (str
 			names = append(names, cls.Name)
 		}
 		if len(names) > MaxClassList {
-			return "", server.InvalidParams("Argument %s: at most %d classes", a.Name, MaxClassList)
+			return "", toolerror.InvalidParams("Argument %s: at most %d classes", a.Name, MaxClassList)
 		}
 		return strings.Join(names, ","), nil
 	case ArgObjectID:
 		if !parsedb.ObjectIDRe.MatchString(val) {
-			return "", server.InvalidParams("Argument %s: %q is not a valid objectId (1-32 of A-Z a-z 0-9 _ -)", a.Name, clip(val))
+			return "", toolerror.InvalidParams("Argument %s: %q is not a valid objectId (1-32 of A-Z a-z 0-9 _ -)", a.Name, clip(val))
 		}
 		return val, nil
 	case ArgDate:
 		t, ok := ParseISODate(val)
 		if !ok {
-			return "", server.InvalidParams("Argument %s: %q is not an ISO 8601 date (e.g. 2024-03-01 or 2024-03-01T12:00:00Z)", a.Name, clip(val))
+			return "", toolerror.InvalidParams("Argument %s: %q is not an ISO 8601 date (e.g. 2024-03-01 or 2024-03-01T12:00:00Z)", a.Name, clip(val))
 		}
 		return t.UTC().Format(time.RFC3339Nano), nil
 	case ArgField:
 		if !parsedb.FieldPathRe.MatchString(val) || parsedb.IsInternalPath(val) {
-			return "", server.InvalidParams("Argument %s: %q is not a valid field name (letters, digits and _, starting with a letter; dotted sub-fields allowed)", a.Name, clip(val))
+			return "", toolerror.InvalidParams("Argument %s: %q is not a valid field name (letters, digits and _, starting with a letter; dotted sub-fields allowed)", a.Name, clip(val))
 		}
 		return val, nil
 	case ArgInteger:
 		n, err := strconv.Atoi(val)
 		if err != nil {
-			return "", server.InvalidParams("Argument %s: %q is not a whole number", a.Name, clip(val))
+			return "", toolerror.InvalidParams("Argument %s: %q is not a whole number", a.Name, clip(val))
 		}
 		return strconv.Itoa(n), nil
 	default:
 		if len(val) > MaxStringArg {
-			return "", server.InvalidParams("Argument %s is longer than %d characters", a.Name, MaxStringArg)
+			return "", toolerror.InvalidParams("Argument %s is longer than %d characters", a.Name, MaxStringArg)
 		}
 		for _, r := range val {
 			if unicode.IsControl(r) && r != '\n' && r != '\t' {
-				return "", server.InvalidParams("Argument %s contains control characters", a.Name)
+				return "", toolerror.InvalidParams("Argument %s contains control characters", a.Name)
 			}
 		}
 		return val, nil

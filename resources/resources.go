@@ -179,11 +179,11 @@ func URI(class, kind string) string { return Scheme + class + "/" + kind }
 func (p *Provider) Parse(ctx context.Context, uri string) (string, Kind, error) {
 	className, kind, ok := parseURI(uri)
 	if !ok {
-		return "", Kind{}, server.InvalidParams("Invalid resource URI: expected parse://{className}/schema, /count or /samples with a Parse class name")
+		return "", Kind{}, toolerror.InvalidParams("Invalid resource URI: expected parse://{className}/schema, /count or /samples with a Parse class name")
 	}
 	k, ok := p.kind(kind)
 	if !ok {
-		return "", Kind{}, server.InvalidParams("Unknown resource kind %q: expected schema, count or samples", kind)
+		return "", Kind{}, toolerror.InvalidParams("Unknown resource kind %q: expected schema, count or samples", kind)
 	}
 	schema, err := p.d.Store.Schema.Get(ctx)
 	if err != nil {
@@ -191,7 +191,7 @@ func (p *Provider) Parse(ctx context.Context, uri string) (string, Kind, error) 
 	}
 	if _, err := p.d.Policy.ResolveClass(ctx, schema, className); err != nil {
 		if te, ok := toolerror.As(err); ok {
-			return "", Kind{}, server.InvalidParams("%s", te.Message)
+			return "", Kind{}, toolerror.InvalidParams("%s", te.Message)
 		}
 		return "", Kind{}, err
 	}
@@ -212,7 +212,7 @@ func (p *Provider) read(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp
 	case err != nil:
 		return nil, err // a security violation (already recorded) or internal
 	case !found:
-		return nil, server.InvalidParams("%s is not available on this server", uri)
+		return nil, toolerror.InvalidParams("%s is not available on this server", uri)
 	case res.IsError:
 		return nil, resultError(ctx, res)
 	}
@@ -250,5 +250,5 @@ func resultError(ctx context.Context, res *mcp.CallToolResult) error {
 			return ctx.Err()
 		}
 	}
-	return server.InvalidParams("%s", msg)
+	return toolerror.InvalidParams("%s", msg)
 }

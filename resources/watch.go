@@ -12,6 +12,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/server"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
@@ -22,14 +23,14 @@ func (p *Provider) ResolveSubscription(ctx context.Context, uri string) (class, 
 	// A subscription costs polling or a change stream: it is counted by
 	// the rate limiter like a tool call (SECURITY.md).
 	if err := p.d.Policy.AllowRequest(ctx); err != nil {
-		return "", "", server.InvalidParams("%s", err.Error())
+		return "", "", toolerror.InvalidParams("%s", err.Error())
 	}
 	class, k, err := p.Parse(ctx, uri)
 	if err != nil {
 		return "", "", err
 	}
 	if !k.Subscribable {
-		return "", "", server.InvalidParams("%s cannot be subscribed to (a schema changes only with a migration); subscribe to %s or %s", uri, URI(class, "count"), URI(class, "samples"))
+		return "", "", toolerror.InvalidParams("%s cannot be subscribed to (a schema changes only with a migration); subscribe to %s or %s", uri, URI(class, "count"), URI(class, "samples"))
 	}
 	return class, k.Name, nil
 }

@@ -10,6 +10,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
@@ -85,13 +86,13 @@ func Build(o Options) *mcpserver.MCPServer {
 }
 
 // recordPromptParams and recordResourceParams let prompt and resource
-// handlers fail with a *ParamsError (answered -32602) instead of the -32603
+// handlers fail with a model-fixable *toolerror.Error (answered -32602) instead of the -32603
 // mcp-go makes of every handler error.
 func recordPromptParams(next mcpserver.PromptHandlerFunc) mcpserver.PromptHandlerFunc {
 	return func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 		res, err := next(ctx, req)
 		if err != nil {
-			return nil, RecordParamsError(ctx, err)
+			return nil, toolerror.Record(ctx, err)
 		}
 		return res, nil
 	}
@@ -101,7 +102,7 @@ func recordResourceParams(next mcpserver.ResourceHandlerFunc) mcpserver.Resource
 	return func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 		res, err := next(ctx, req)
 		if err != nil {
-			return nil, RecordParamsError(ctx, err)
+			return nil, toolerror.Record(ctx, err)
 		}
 		return res, nil
 	}

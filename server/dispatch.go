@@ -14,9 +14,8 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
-	"github.com/parse-mcp/parse-mcp/policy"
-	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 // ResponseHoldBack is the least time between a request's last notification
@@ -218,18 +217,7 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		d.mu.Unlock()
 	}()
 
-	if sess.client != "" {
-		// The policy's rate limit counts per client and per session; it
-		// knows them only as opaque keys.
-		session := sess.SessionID()
-		if sess.oneRequest {
-			session = ""
-		}
-		ctx = policy.WithClient(ctx, sess.client, session)
-	}
-	if sess.credential != "" {
-		ctx = tools.WithCredential(ctx, sess.credential)
-	}
+	ctx = withCallInfo(ctx, sess, env)
 	if env.Method == string(mcp.MethodToolsCall) {
 		// Only tool calls take a worker: ping, initialize and lists are cheap
 		// and must never wait behind slow aggregates.
@@ -262,14 +250,6 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 	}
 	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), requests: make(chan []byte), ctx: ctx}
 	hctx := d.mcp.WithContext(ctx, rs)
-	if env.Method == string(mcp.MethodToolsList) {
-		hctx = withListCategory(hctx, env.Params)
-	}
-	if env.Method == string(mcp.MethodToolsCall) {
-		// The policy middleware, not mcp-go's call-time tool filter, refuses
-		// a tool this session may not call, with its precise error code.
-		hctx = policy.WithToolCall(hctx)
-	}
 
 	// Forward the request's notifications while it runs; after it returns,
 	// drain what is left so every notification precedes the response.
@@ -370,27 +350,44 @@ func EncodeNotification(n mcp.JSONRPCNotification) ([]byte, error) {
 	return b, nil
 }
 
-// listCategoryKey carries tools/list's non-standard "category" param to the
-// category tool filter.
-type listCategoryKey struct{}
-
-func withListCategory(ctx context.Context, params json.RawMessage) context.Context {
-	var p struct {
-		Category *string `json:"category"`
+// withCallInfo records who sends the request and how (callinfo.Info), on
+// top of what the transport recorded (the credential, whether the answer
+// can carry server requests). The policy's rate limit counts per client and
+// per session, knowing them only as opaque keys; the method tells the
+// policy's tool filter that a tools/call passes through to the middleware,
+// which refuses a tool this session may not call with its precise error
+// code; a tools/list may ask for one category.
+func withCallInfo(ctx context.Context, sess *Session, env envelope) context.Context {
+	info := callinfo.From(ctx)
+	info.Method = env.Method
+	if sess.client != "" {
+		info.Client = sess.client
+		if !sess.oneRequest {
+			info.Session = sess.SessionID()
+		}
 	}
-	if json.Unmarshal(params, &p) != nil || p.Category == nil {
-		return ctx
+	if sess.credential != "" {
+		info.Credential = sess.credential
 	}
-	return context.WithValue(ctx, listCategoryKey{}, *p.Category)
+	if env.Method == string(mcp.MethodToolsList) {
+		var p struct {
+			Category *string `json:"category"`
+		}
+		if json.Unmarshal(env.Params, &p) == nil {
+			info.ListCategory = p.Category
+		}
+	}
+	return callinfo.With(ctx, info)
 }
 
 // categoryFilter keeps only the tools of the requested category
 // (case-insensitive; an unknown category yields an empty list).
 func categoryFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
-	cat, ok := ctx.Value(listCategoryKey{}).(string)
-	if !ok {
+	category := callinfo.From(ctx).ListCategory
+	if category == nil {
 		return tools
 	}
+	cat := *category
 	out := tools[:0:0]
 	for _, t := range tools {
 		if t.Meta != nil {

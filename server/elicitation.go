@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 )
 
 // Server-initiated requests (elicitation/create) in the session revisions.
@@ -32,12 +34,12 @@ type pendingReply struct {
 // (an HTTP client that does not accept an SSE answer).
 var errNoServerRequests = errors.New("this connection cannot carry requests to the client")
 
-// noServerRequestsKey marks a request whose transport cannot carry a
+// withoutServerRequests marks a request whose transport cannot carry a
 // server-initiated request.
-type noServerRequestsKey struct{}
-
 func withoutServerRequests(ctx context.Context) context.Context {
-	return context.WithValue(ctx, noServerRequestsKey{}, true)
+	info := callinfo.From(ctx)
+	info.NoServerRequests = true
+	return callinfo.With(ctx, info)
 }
 
 // RequestElicitation sends elicitation/create to the client on this
@@ -46,7 +48,7 @@ func (r *requestSession) RequestElicitation(ctx context.Context, req mcp.Elicita
 	if r.GetClientCapabilities().Elicitation == nil {
 		return nil, mcpserver.ErrElicitationNotSupported
 	}
-	if r.ctx.Value(noServerRequestsKey{}) != nil {
+	if callinfo.From(r.ctx).NoServerRequests {
 		return nil, fmt.Errorf("%w: %w", mcpserver.ErrElicitationNotSupported, errNoServerRequests)
 	}
 	raw, err := r.roundTrip(ctx, string(mcp.MethodElicitationCreate), req.Params)

@@ -27,8 +27,8 @@ func confirmServer() *Dispatcher {
 		ToolInfo:    policy.ToolInfo{Name: "confirm_me"},
 		Description: "asks for confirmation",
 		InputSchema: `{"type":"object","properties":{"what":{"type":"string"}}}`,
-		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Deps, args tools.Args) (any, error) {
-			c, err := tools.Confirm(ctx, fmt.Sprintf("Delete %v?", args["what"]))
+		Handler: tools.HandlerFunc(func(ctx context.Context, d *tools.Deps, args tools.Args) (any, error) {
+			c, err := tools.Confirm(ctx, d, fmt.Sprintf("Delete %v?", args["what"]))
 			if err != nil {
 				return nil, err
 			}

@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
@@ -66,14 +67,10 @@ type acceptedKey struct {
 	hash [32]byte
 }
 
-// credentialKey carries the name of the named API key a request presented.
-type credentialKey struct{}
-
 // credentialOf is the named API key the request presented ("" for none or
-// the shared key).
+// the shared key), recorded by ServeHTTP once the key is checked.
 func credentialOf(r *http.Request) string {
-	name, _ := r.Context().Value(credentialKey{}).(string)
-	return name
+	return callinfo.From(r.Context()).Credential
 }
 
 // healthTimeout bounds the database check of GET /health.
@@ -226,7 +223,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if name != "" {
-		r = r.WithContext(context.WithValue(r.Context(), credentialKey{}, name))
+		r = r.WithContext(callinfo.With(r.Context(), callinfo.Info{Credential: name}))
 	}
 	if r.Method != http.MethodPost && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
 		// 2026-07-28 has no sessions: no GET stream (subscriptions/listen

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 )
 
 func limitsHandler(sessions ...*httpSession) *HTTPHandler {
@@ -285,7 +287,7 @@ func TestNamedKeysAreClients(t *testing.T) {
 			continue
 		}
 		if name != "" {
-			r = r.WithContext(context.WithValue(r.Context(), credentialKey{}, name))
+			r = r.WithContext(callinfo.With(r.Context(), callinfo.Info{Credential: name}))
 		}
 		if got := h.clientOf(r); got != c.client {
 			t.Errorf("%s: client %q, want %q", c.name, got, c.client)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // Session is one client connection: the stdio process itself, or one HTTP
@@ -149,10 +151,10 @@ func (r *requestSession) NotificationChannel() chan<- mcp.JSONRPCNotification { 
 // subscription manager; a refused URI is answered -32602.
 func (r *requestSession) SubscribeToResourceErr(uri string) error {
 	if r.subscriber == nil {
-		return InvalidParams("resources/subscribe is not supported")
+		return toolerror.InvalidParams("resources/subscribe is not supported")
 	}
 	if err := r.subscriber.subscribe(r.ctx, r.Session, uri); err != nil {
-		return RecordParamsError(r.ctx, err)
+		return toolerror.Record(r.ctx, err)
 	}
 	r.Session.SubscribeToResource(uri)
 	return nil

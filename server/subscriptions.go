@@ -10,6 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // SubscriptionSource is what the subscription manager needs from the
@@ -20,7 +22,7 @@ type SubscriptionSource interface {
 	// ResolveSubscription validates a URI for resources/subscribe and returns
 	// the class it watches and the aspect ("count", "samples") whose
 	// fingerprint decides when it changed. A URI that cannot be subscribed to
-	// yields a *ParamsError.
+	// yields a model-fixable *toolerror.Error (answered -32602).
 	ResolveSubscription(ctx context.Context, uri string) (class, aspect string, err error)
 	// Snapshot fingerprints every aspect of a class as this server's policy
 	// (hidden classes, filters, tenant, ACL scope) lets it read the class: a
@@ -199,11 +201,11 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 	if subs == nil && len(m.bySession) >= m.limits.Sessions {
 		m.mu.Unlock()
 		m.log.Warn().Int("limit", m.limits.Sessions).Msg("subscription refused: too many sessions with subscriptions")
-		return InvalidParams("Too many sessions hold subscriptions (limit %d); try again later", m.limits.Sessions)
+		return toolerror.InvalidParams("Too many sessions hold subscriptions (limit %d); try again later", m.limits.Sessions)
 	}
 	if len(subs) >= m.limits.PerSession {
 		m.mu.Unlock()
-		return InvalidParams("Subscription limit reached: at most %d resources per session; unsubscribe from one first", m.limits.PerSession)
+		return toolerror.InvalidParams("Subscription limit reached: at most %d resources per session; unsubscribe from one first", m.limits.PerSession)
 	}
 	_, watched := m.watchers[class]
 	m.mu.Unlock()
@@ -215,7 +217,7 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 	if !watched {
 		if nw, err = m.startWatcher(class); err != nil {
 			m.log.Warn().Err(err).Str("class", class).Msg("cannot watch class for subscriptions")
-			return InvalidParams("Cannot watch %s right now (the database did not answer); try again later", class)
+			return toolerror.InvalidParams("Cannot watch %s right now (the database did not answer); try again later", class)
 		}
 	}
 
@@ -226,7 +228,7 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 		if nw != nil {
 			go nw.stop()
 		}
-		return InvalidParams("The session has ended")
+		return toolerror.InvalidParams("The session has ended")
 	}
 	if nw != nil {
 		if _, ok := m.watchers[class]; ok || m.ctx.Err() != nil {

@@ -11,6 +11,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // fakeSource: URIs are "C/aspect"; fingerprints are set by the test. A
@@ -31,7 +33,7 @@ func newFakeSource() *fakeSource {
 func (f *fakeSource) ResolveSubscription(_ context.Context, uri string) (string, string, error) {
 	class, aspect, ok := strings.Cut(uri, "/")
 	if !ok || aspect == "schema" {
-		return "", "", InvalidParams("cannot subscribe to %s", uri)
+		return "", "", toolerror.InvalidParams("cannot subscribe to %s", uri)
 	}
 	return class, aspect, nil
 }
@@ -397,10 +399,10 @@ func TestSubscriptionLimits(t *testing.T) {
 		t.Fatalf("subscribing twice must be a no-op: %v", err)
 	}
 	err := m.subscribe(ctx, a, "D/count")
-	if pe, ok := AsParamsError(err); !ok || !strings.Contains(pe.Message, "at most 3") {
+	if pe, ok := toolerror.As(err); !ok || !strings.Contains(pe.Message, "at most 3") {
 		t.Fatalf("per-session cap: %v", err)
 	}
-	if _, ok := AsParamsError(m.subscribe(ctx, a, "A/schema")); !ok {
+	if _, ok := toolerror.As(m.subscribe(ctx, a, "A/schema")); !ok {
 		t.Fatal("schema must be refused")
 	}
 	b := newTestSession(t, s, "b")
@@ -409,7 +411,7 @@ func TestSubscriptionLimits(t *testing.T) {
 	}
 	c := newTestSession(t, s, "c")
 	err = m.subscribe(ctx, c, "A/count")
-	if pe, ok := AsParamsError(err); !ok || !strings.Contains(pe.Message, "Too many sessions") {
+	if pe, ok := toolerror.As(err); !ok || !strings.Contains(pe.Message, "Too many sessions") {
 		t.Fatalf("session cap: %v", err)
 	}
 	s.UnregisterSession(ctx, "b")

@@ -169,7 +169,7 @@ func (d *Deps) callCloudFunction(ctx context.Context, a *policy.ActionSpec, argu
 	policy.NoteWrite(ctx, audit)
 	if !dryRun && d.Policy.ConfirmWrites() != policy.ConfirmNever && (a.Confirm || d.Policy.ConfirmWrites() == policy.ConfirmAlways) {
 		shown, _ := json.MarshalIndent(params, "", "  ")
-		answer, err := Confirm(ctx, fmt.Sprintf("The assistant asks to run the action %s: the Cloud Code function %s on Parse Server, with these params:\n%s\nRun it?", a.Name, a.CloudFunction, truncate(string(shown), 6000)))
+		answer, err := Confirm(ctx, d, fmt.Sprintf("The assistant asks to run the action %s: the Cloud Code function %s on Parse Server, with these params:\n%s\nRun it?", a.Name, a.CloudFunction, truncate(string(shown), 6000)))
 		if err != nil {
 			return nil, err
 		}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -429,4 +430,12 @@ func handlerOf(name string) Handler {
 		}
 	}
 	panic("no tool " + name)
+}
+
+// withRawArguments is ctx inside a tool call whose raw JSON arguments are
+// raw, as Tool.Handle records it.
+func withRawArguments(ctx context.Context, raw json.RawMessage) context.Context {
+	var req mcp.CallToolRequest
+	req.Params.RawArguments = raw
+	return withToolCall(ctx, req)
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
@@ -85,35 +86,29 @@ var confirmSchema = map[string]any{
 	"required": []string{"confirm"},
 }
 
-// callInfo is what Handle records about the call for Confirm.
-type callInfo struct {
-	tool string
-	req  mcp.CallToolRequest
+// confirmScope is what a confirmation of the current tool call is bound to,
+// derived from the request's callinfo and the server's configuration.
+type confirmScope struct {
+	req *mcp.CallToolRequest
 	// binding is a digest of the tool name, the canonical arguments, the
-	// identity the server acts as and the caller's named credential: what a
-	// 2026-07-28 confirmation token is bound to (with the question).
+	// identity the server acts as and the caller's named credential
+	// (callinfo's Credential, over HTTP a PARSE_MCP_API_KEYS name, so one
+	// caller's answer is not taken from another): what a 2026-07-28
+	// confirmation token is bound to (with the question).
 	binding [32]byte
 	ledger  ConfirmationLedger
 }
 
-type callInfoKey struct{}
-
-// credentialKey carries the caller's named credential (WithCredential).
-type credentialKey struct{}
-
-// WithCredential records the named credential a request presented (over
-// HTTP: a PARSE_MCP_API_KEYS name). A confirmation is bound to it, so one
-// caller's answer is not taken from another; a transport without such a
-// credential sets nothing.
-func WithCredential(ctx context.Context, name string) context.Context {
-	return context.WithValue(ctx, credentialKey{}, name)
-}
-
-func withCallInfo(ctx context.Context, d *Deps, tool string, req mcp.CallToolRequest) context.Context {
-	info := &callInfo{tool: tool, req: req, ledger: d.confirmationLedger()}
-	credential, _ := ctx.Value(credentialKey{}).(string)
-	info.binding = callBinding(tool, req, identityBinding(d.Config)+"\x00caller="+credential)
-	return context.WithValue(ctx, callInfoKey{}, info)
+// confirmScopeOf is the current tool call's confirmScope (nil outside a tool
+// call).
+func (d *Deps) confirmScopeOf(ctx context.Context) *confirmScope {
+	info := callinfo.From(ctx)
+	if info.ToolCall == nil {
+		return nil
+	}
+	req := info.ToolCall
+	return &confirmScope{req: req, ledger: d.confirmationLedger(),
+		binding: callBinding(req.Params.Name, *req, identityBinding(d.Config)+"\x00caller="+info.Credential)}
 }
 
 // callBinding digests what one confirmation authorises: this tool, with
@@ -166,8 +161,8 @@ func identityBinding(cfg *config.Config) string {
 // the handler), when the call was cancelled while waiting, or when the
 // confirmation ledger cannot be reached (an infrastructure error: nothing
 // may be written then).
-func Confirm(ctx context.Context, message string) (Confirmation, error) {
-	info, _ := ctx.Value(callInfoKey{}).(*callInfo)
+func Confirm(ctx context.Context, d *Deps, message string) (Confirmation, error) {
+	info := d.confirmScopeOf(ctx)
 	if info == nil {
 		return ConfirmUnsupported, nil
 	}

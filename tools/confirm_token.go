@@ -92,7 +92,7 @@ func (l *localLedger) Spend(_ context.Context, nonce []byte, expires time.Time) 
 }
 
 // issue makes the requestState of a new question.
-func issue(ctx context.Context, info *callInfo, question string) (string, error) {
+func issue(ctx context.Context, info *confirmScope, question string) (string, error) {
 	secret, err := info.ledger.Secret(ctx)
 	if err != nil {
 		return "", err
@@ -109,7 +109,7 @@ func issue(ctx context.Context, info *callInfo, question string) (string, error)
 // redeem takes the person's answer when state is a valid token for this
 // call and question; ok is false when it is not (the question is asked
 // again). An accepted answer spends the token.
-func redeem(ctx context.Context, info *callInfo, question, state string, res *mcp.ElicitationResult) (answer Confirmation, ok bool, err error) {
+func redeem(ctx context.Context, info *confirmScope, question, state string, res *mcp.ElicitationResult) (answer Confirmation, ok bool, err error) {
 	enc, found := strings.CutPrefix(state, confirmTokenPrefix)
 	if !found {
 		return 0, false, nil
@@ -144,7 +144,7 @@ func redeem(ctx context.Context, info *callInfo, question, state string, res *mc
 	return ConfirmAccepted, true, nil
 }
 
-func tokenMAC(secret, signed []byte, info *callInfo, question string) []byte {
+func tokenMAC(secret, signed []byte, info *confirmScope, question string) []byte {
 	m := hmac.New(sha256.New, secret)
 	m.Write([]byte(confirmTokenPrefix))
 	m.Write(signed)

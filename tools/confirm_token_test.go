@@ -9,18 +9,19 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
-func confirmCall(d *Deps, tool, args string) *callInfo {
+func confirmCall(d *Deps, tool, args string) *confirmScope {
 	return confirmCallAs(context.Background(), d, tool, args)
 }
 
-func confirmCallAs(ctx context.Context, d *Deps, tool, args string) *callInfo {
+func confirmCallAs(ctx context.Context, d *Deps, tool, args string) *confirmScope {
 	var req mcp.CallToolRequest
 	req.Params.Name = tool
 	req.Params.RawArguments = json.RawMessage(args)
-	return withCallInfo(ctx, d, tool, req).Value(callInfoKey{}).(*callInfo)
+	return d.confirmScopeOf(withToolCall(ctx, req))
 }
 
 // TestConfirmTokenAttacks: a 2026-07-28 confirmation token authorises one
@@ -53,7 +54,7 @@ func TestConfirmTokenAttacks(t *testing.T) {
 	}
 	refused := []struct {
 		name     string
-		info     *callInfo
+		info     *confirmScope
 		question string
 		state    func(string) string
 	}{
@@ -62,7 +63,7 @@ func TestConfirmTokenAttacks(t *testing.T) {
 		{"other number digits", confirmCall(user, "create_object", `{"class_name":"Memo","fields":{"title":"a","n":1.5}}`), question, nil},
 		{"other question", confirmCall(user, "create_object", args), "delete everything?", nil},
 		{"other identity", confirmCall(otherUser, "create_object", args), question, nil},
-		{"other caller (named API key)", confirmCallAs(WithCredential(ctx, "bob"), user, "create_object", args), question, nil},
+		{"other caller (named API key)", confirmCallAs(callinfo.With(ctx, callinfo.Info{Credential: "bob"}), user, "create_object", args), question, nil},
 		{"other tenant", confirmCall(otherTenant, "create_object", args), question, nil},
 		{"other database", confirmCall(otherDB, "create_object", args), question, nil},
 		{"other signing key", confirmCall(otherKey, "create_object", args), question, nil},

@@ -51,6 +51,10 @@ type Progress struct {
 	done     chan struct{}
 }
 
+// progressKey carries the call's reporter. It stays apart from the
+// request's callinfo.Info (which holds the token, in ToolCall's _meta): the
+// reporter is a live object of the tool adapter — a ticker goroutine and
+// its counters — not a fact about the request.
 type progressKey struct{}
 
 // ProgressFrom returns the call's reporter (nil when the client sent no token).

@@ -8,24 +8,15 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
 // Tool arguments reach handlers as map[string]any, which loses the key order
 // of JSON objects. Aggregation pipelines depend on it ({"$sort": {"a": 1,
-// "b": -1}}, $project output order), so Tool.Handle keeps the raw arguments
-// of the call in the context and OrderedArgument decodes one of them with
-// its order intact.
-
-type rawArgsKey struct{}
-
-// withRawArguments stores the call's raw JSON arguments in ctx.
-func withRawArguments(ctx context.Context, raw json.RawMessage) context.Context {
-	if len(raw) == 0 {
-		return ctx
-	}
-	return context.WithValue(ctx, rawArgsKey{}, raw)
-}
+// "b": -1}}, $project output order), so OrderedArgument decodes one of them
+// from the call's raw arguments (callinfo's ToolCall, recorded by
+// Tool.Handle) with its order intact.
 
 // maxOrderedDepth bounds the recursion of the ordered decoder (the pipeline
 // validator refuses far less).
@@ -37,7 +28,7 @@ const maxOrderedDepth = 64
 // handler called directly) or do not contain name; callers then fall back
 // to Args.
 func OrderedArgument(ctx context.Context, name string) (v any, found bool, err error) {
-	raw, _ := ctx.Value(rawArgsKey{}).(json.RawMessage)
+	raw := callinfo.From(ctx).RawArguments()
 	if len(raw) == 0 {
 		return nil, false, nil
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/embed"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
@@ -92,9 +93,9 @@ func NewDeps(store *parsedb.Store, engine *policy.Engine, cfg *config.Config, lo
 }
 
 // PolicySchema is the schema source of the policy middleware: the cached
-// schema, or one read now when the middleware asks (policy.FreshSchemaWanted).
-func (d *Deps) PolicySchema(ctx context.Context) (*parsedb.Schema, error) {
-	if policy.FreshSchemaWanted(ctx) {
+// schema, or one read now when the middleware asks (fresh).
+func (d *Deps) PolicySchema(ctx context.Context, fresh bool) (*parsedb.Schema, error) {
+	if fresh {
 		return d.Store.Schema.Refresh(ctx, 0)
 	}
 	return d.Store.Schema.Get(ctx)
@@ -165,9 +166,8 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 			ctx, cancel = context.WithTimeout(ctx, t.Timeout)
 			defer cancel()
 		}
-		ctx = withRawArguments(ctx, req.Params.RawArguments)
+		ctx = withToolCall(ctx, req)
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
-		ctx = withCallInfo(ctx, d, t.Name, req)
 		out, err := t.Handler.Call(ctx, d, Args(args))
 		if err != nil && t.ReadOnly && parsedb.IsConnectionFailure(err) && ctx.Err() == nil {
 			// A read is idempotent: after a connection failed (typically a
@@ -185,6 +185,15 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 		}
 		return Result(out)
 	}
+}
+
+// withToolCall records the call as the client sent it in the request's
+// callinfo: its raw arguments (OrderedArgument) and what a confirmation is
+// bound to (Confirm) come from there.
+func withToolCall(ctx context.Context, req mcp.CallToolRequest) context.Context {
+	info := callinfo.From(ctx)
+	info.ToolCall = &req
+	return callinfo.With(ctx, info)
 }
 
 // UnavailableRetryAfter is the parse.retry_after of an unavailable error.

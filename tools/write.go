@@ -520,13 +520,10 @@ func (d *Deps) readBack(ctx context.Context, class, id string) ([]byte, error) {
 	return obj, err
 }
 
-// isModelError reports whether err is an answer to the caller (a refusal,
-// a model-fixable error), not an infrastructure failure.
+// isModelError reports whether err is an answer to the caller (a
+// model-fixable error or a violation), not an infrastructure failure.
 func isModelError(err error) bool {
-	var te *toolerror.Error
-	var tr *toolerror.Refusal
-	var tv *toolerror.Violation
-	return errors.As(err, &te) || errors.As(err, &tr) || errors.As(err, &tv)
+	return toolerror.KindOf(err) != toolerror.Infrastructure
 }
 
 // storedRow encodes a stored object through the session's row encoder

@@ -41,7 +41,7 @@ func (d *Deps) confirm(ctx context.Context, c *writeCall, plan *parsedb.WritePla
 	}
 	change, _ := json.MarshalIndent(plan.StableChange(), "", "  ")
 	msg := fmt.Sprintf("The assistant asks to %s. Exactly this will change in the database:\n%s\nApply it?", describeWrite(c, plan), truncate(string(change), 6000))
-	answer, err := Confirm(ctx, msg)
+	answer, err := Confirm(ctx, d, msg)
 	if err != nil {
 		return false, nil, err
 	}

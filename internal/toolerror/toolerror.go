@@ -2,18 +2,29 @@
 // fail, its kind, and how it reaches the client. ARCHITECTURE.md ("Errors")
 // has the same table for readers of the docs.
 //
+// The rest of the code constructs exactly two error types; whatever else
+// reaches the envelope is internal:
+//
 //	Go error     Kind            tools/call                           prompts/get, resources/*
 //	*Error       model-fixable   isError result: text = Message,      JSON-RPC -32602, message = Message
 //	                             _meta parse.error_code (+ details
-//	                             for access_denied, retry_after)
-//	*Refusal     refusal         isError result: text and             JSON-RPC -32602, message = Reason
+//	                             for access_denied, retry_after,
+//	                             parse_code); a guard's refusal
+//	                             (Refused) as text and
 //	                             structuredContent {"refused":true,
-//	                             "reason","suggestion"}, error_code
+//	                             "reason","suggestion"}
 //	*Violation   violation       JSON-RPC -32602 ViolationMessage     JSON-RPC -32602 ViolationMessage
 //	                             (Reason only in the operator log)    (Reason only in the operator log)
-//	anything     infrastructure  isError "<tool> failed: internal     JSON-RPC -32603 "Internal error"
-//	else                         error", code internal_error; the     (logged)
+//	anything     internal        isError "<tool> failed: internal     JSON-RPC -32603 "Internal error"
+//	else         (Infrastructure) error", code internal_error; the     (logged)
 //	                             error is logged
+//
+// A model-fixable error is everything the model can act on: a bad argument,
+// a class that does not exist, an access denial with the fields it may use
+// instead, a rate limit with the time to wait, a guard's refusal with a
+// suggestion. A violation is a request that breaks a rule the model is not
+// told about (a forbidden operator, stage or field): the answer is the same
+// fixed sentence whatever the rule. Anything else is the server's problem.
 //
 // A context deadline or cancellation inside a tool becomes an *Error
 // (timeout, cancelled), and an unreachable database an *Error unavailable,
@@ -24,11 +35,15 @@
 // JSON-RPC answers are the transport's job, but mcp-go turns every handler
 // error into -32603: so the policy middleware and the prompt/resource
 // handler middlewares Record the error in the request's Recorder, and the
-// dispatcher answers from there.
+// dispatcher answers from there. The dispatcher's own protocol errors (parse
+// error, invalid request, method not found: ErrorResponse in
+// server/dispatch.go) are not tool errors: codes and fixed messages of the
+// protocol layer, with no Go type.
 package toolerror
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -44,9 +59,6 @@ const (
 	Infrastructure Kind = iota
 	// ModelFixable failures are *Error: the model can change the request.
 	ModelFixable
-	// RefusalKind failures are *Refusal: a guard refused with a structured
-	// reason and suggestion.
-	RefusalKind
 	// ViolationKind failures are *Violation: a security violation answered
 	// with a generic message.
 	ViolationKind
@@ -56,8 +68,6 @@ func (k Kind) String() string {
 	switch k {
 	case ModelFixable:
 		return "model-fixable"
-	case RefusalKind:
-		return "refusal"
 	case ViolationKind:
 		return "violation"
 	}
@@ -69,9 +79,6 @@ func (k Kind) String() string {
 func KindOf(err error) Kind {
 	if _, ok := AsViolation(err); ok {
 		return ViolationKind
-	}
-	if _, ok := AsRefusal(err); ok {
-		return RefusalKind
 	}
 	if _, ok := As(err); ok {
 		return ModelFixable
@@ -109,14 +116,21 @@ type Details struct {
 
 // Error is a failure the model can act on.
 type Error struct {
-	Code       Code
-	Message    string
+	Code    Code
+	Message string
+	// Details is sent as parse.details, its Kind logged as the audit
+	// event's denial_kind, when Code is access_denied.
 	Details    *Details
 	RetryAfter time.Duration
 	// ParseCode is Parse Server's numeric error code of a Parse-worded
 	// refusal (111, 142, …; 0: none), sent as _meta parse.parse_code so a
 	// client can compare it with Parse's own answer.
 	ParseCode int
+	// Refused marks a guard's structured refusal (Refuse): the model
+	// receives {"refused":true,"reason":Message,"suggestion":Suggestion} as
+	// the result's text and structuredContent instead of the bare message.
+	Refused    bool
+	Suggestion string
 	// Cause is the Go error behind the failure (a driver error, a context
 	// error), for the operator log only; never sent to the client.
 	Cause error
@@ -151,26 +165,24 @@ func InvalidParams(format string, args ...any) *Error {
 	return New(InvalidArgument, format, args...)
 }
 
-// Refusal is a guard's refusal that the model receives as a structured
-// result rather than a message: {refused:true, reason, suggestion} (the
-// COLLSCAN guard). It is an isError result with parse.error_code = Code
-// (invalid_query when empty).
-type Refusal struct {
-	Refused    bool   `json:"refused"`
-	Reason     string `json:"reason"`
-	Suggestion string `json:"suggestion,omitempty"`
-	Code       Code   `json:"-"`
-	// Kind is logged as the audit event's denial_kind (and sent as
-	// parse.details for an access_denied refusal).
-	Kind string `json:"-"`
-	// Cause is the Go error behind the refusal, for the log only.
-	Cause error `json:"-"`
+// Refuse builds a guard's structured refusal (the COLLSCAN guard): an
+// isError result whose text and structuredContent are {"refused":true,
+// "reason","suggestion"}, with parse.error_code code. kind goes into
+// Details (sent and audited only for an access_denied refusal).
+func Refuse(code Code, kind, reason, suggestion string) *Error {
+	return &Error{Code: code, Message: reason, Details: &Details{Kind: kind}, Refused: true, Suggestion: suggestion}
 }
 
-func (r *Refusal) Error() string { return r.Reason }
-
-// Unwrap returns the cause.
-func (r *Refusal) Unwrap() error { return r.Cause }
+// RefusalJSON is the body of a structured refusal: the result's text and
+// structuredContent.
+func (e *Error) RefusalJSON() []byte {
+	b, _ := json.Marshal(struct {
+		Refused    bool   `json:"refused"`
+		Reason     string `json:"reason"`
+		Suggestion string `json:"suggestion,omitempty"`
+	}{true, e.Message, e.Suggestion})
+	return b
+}
 
 // Violation is a security violation: a forbidden operator, stage or field.
 // Reason is for the operator log only and is never sent to the client.
@@ -192,14 +204,6 @@ const ViolationMessage = "Invalid params: the request uses an operator, stage or
 func As(err error) (*Error, bool) {
 	if e, ok := errors.AsType[*Error](err); ok {
 		return e, true
-	}
-	return nil, false
-}
-
-// AsRefusal returns err as a *Refusal if it is (or wraps) one.
-func AsRefusal(err error) (*Refusal, bool) {
-	if r, ok := errors.AsType[*Refusal](err); ok {
-		return r, true
 	}
 	return nil, false
 }
@@ -232,7 +236,7 @@ func WithRecorder(ctx context.Context) (context.Context, *Recorder) {
 }
 
 // Record stores err in the context's Recorder (if there is one) when it is
-// a violation or a model-fixable error (a refusal counts as its reason), and
+// a violation or a model-fixable error (a refusal answers with its reason), and
 // returns err unchanged, so handlers can write `return nil,
 // toolerror.Record(ctx, err)`.
 func Record(ctx context.Context, err error) error {
@@ -242,14 +246,6 @@ func Record(ctx context.Context, err error) error {
 	}
 	if v, ok := AsViolation(err); ok {
 		r.v.Store(v)
-		return err
-	}
-	if ref, ok := AsRefusal(err); ok {
-		code := ref.Code
-		if code == "" {
-			code = InvalidQuery
-		}
-		r.err.Store(&Error{Code: code, Message: ref.Reason, Cause: ref})
 		return err
 	}
 	if e, ok := As(err); ok {

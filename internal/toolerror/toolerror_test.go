@@ -15,7 +15,8 @@ func TestKindOf(t *testing.T) {
 	}{
 		{New(InvalidArgument, "bad"), ModelFixable},
 		{fmt.Errorf("wrapped: %w", Denied("hidden_class", "no")), ModelFixable},
-		{&Refusal{Refused: true, Reason: "COLLSCAN on Song"}, RefusalKind},
+		// A guard's structured refusal is model-fixable too.
+		{Refuse(InvalidQuery, "collscan", "COLLSCAN on Song", "index"), ModelFixable},
 		{Violationf("$where"), ViolationKind},
 		{fmt.Errorf("in a stage: %w", Violationf("$function")), ViolationKind},
 		// A violation behind a model-fixable error still wins.
@@ -38,7 +39,7 @@ func TestCauseUnwraps(t *testing.T) {
 	if err.Error() != "query_class timed out" {
 		t.Fatalf("the message must not include the cause: %q", err.Error())
 	}
-	ref := &Refusal{Reason: "COLLSCAN on Song", Cause: context.Canceled}
+	ref := Refuse(InvalidQuery, "collscan", "COLLSCAN on Song", "").WithCause(context.Canceled)
 	if !errors.Is(ref, context.Canceled) {
 		t.Fatal("a refusal's cause is not reachable")
 	}
@@ -57,12 +58,22 @@ func TestRecorder(t *testing.T) {
 	if rec.Err() == nil || rec.Err().Message != "Argument class_name is required" || rec.Err().Code != InvalidArgument {
 		t.Fatalf("params error: %+v", rec.Err())
 	}
-	_ = Record(ctx, &Refusal{Reason: "COLLSCAN on Song"})
+	_ = Record(ctx, Refuse(InvalidQuery, "collscan", "COLLSCAN on Song", "index"))
 	if rec.Err().Message != "COLLSCAN on Song" || rec.Err().Code != InvalidQuery {
 		t.Fatalf("refusal: %+v", rec.Err())
 	}
 	RecordViolation(ctx, Violationf("$where"))
 	if rec.Violation() == nil || rec.Violation().Reason != "$where" {
 		t.Fatal("violation not recorded")
+	}
+}
+
+func TestRefusalJSON(t *testing.T) {
+	got := string(Refuse(InvalidQuery, "collscan", "COLLSCAN on Song", "add an index").RefusalJSON())
+	if want := `{"refused":true,"reason":"COLLSCAN on Song","suggestion":"add an index"}`; got != want {
+		t.Fatalf("got %s, want %s", got, want)
+	}
+	if got := string(Refuse(InvalidQuery, "", "no plan", "").RefusalJSON()); got != `{"refused":true,"reason":"no plan"}` {
+		t.Fatalf("without a suggestion: %s", got)
 	}
 }
