@@ -99,8 +99,16 @@ var DefaultSubscriptionLimits = SubscriptionLimits{
 	StartWait:    time.Second,
 }
 
-// snapshotTimeout bounds one fingerprint of a class.
-const snapshotTimeout = 10 * time.Second
+// snapshotTimeout bounds one fingerprint of a class. It is generous: a
+// fingerprint runs in the background (resources/subscribe waits at most
+// StartWait for it), one at a time per class, and counting a large class
+// under an ACL scope on an engine that scans (FerretDB 1.24: seconds at 20k
+// rows, a minute on a loaded machine) must still finish.
+const snapshotTimeout = 3 * time.Minute
+
+// stopTimeout bounds how long stopping a watcher waits for its goroutine
+// (its context is cancelled, so a database call in flight returns soon).
+const stopTimeout = 10 * time.Second
 
 // maxPollInterval caps how far the polling interval stretches for a class
 // whose probe (or, without one, fingerprint) is slow.
@@ -431,7 +439,7 @@ func (w *classWatcher) stop() {
 	w.cancel()
 	select {
 	case <-w.done:
-	case <-time.After(snapshotTimeout):
+	case <-time.After(stopTimeout):
 	}
 }
 
@@ -589,6 +597,7 @@ func (w *classWatcher) run() {
 			began = clk.Now()
 			snap, err = w.m.src.Snapshot(sctx, w.class)
 			snapCost = clk.Now().Sub(began)
+			w.m.log.Debug().Str("class", w.class).Dur("took", snapCost).Bool("baseline", last == nil).Msg("subscription fingerprint taken")
 			if last == nil || last.Probe == "" || w.events != nil {
 				pollCost = snapCost
 			}
