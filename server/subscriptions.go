@@ -32,7 +32,7 @@ type SubscriptionSource interface {
 	// unscoped and never reaches a client: it only decides whether a new
 	// Snapshot is taken, so a hidden write may cost a Snapshot but never
 	// sends a notification. Its cost should not grow with the class
-	// (README "Resources": what each engine allows).
+	// (README "How a subscription watches a class": what each engine allows).
 	Probe(ctx context.Context, class string, basis any) (string, error)
 	// Watch opens a change stream on the class's collection. Each change
 	// sends on the returned channel (coalescing); the channel is closed when
