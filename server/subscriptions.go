@@ -288,6 +288,13 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	w.waiting--
+	if err := ctx.Err(); err != nil {
+		// The call was cancelled while waiting: no subscription.
+		if idle := m.reapLocked(); len(idle) > 0 {
+			go stopAll(idle)
+		}
+		return err
+	}
 	if w.startErr != nil {
 		m.log.Warn().Err(w.startErr).Str("class", class).Msg("cannot watch class for subscriptions")
 		return InvalidParams("Cannot watch %s right now (the database did not answer); try again later", class)

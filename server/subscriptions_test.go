@@ -653,3 +653,20 @@ func TestSubscriptionBaselineFailure(t *testing.T) {
 		t.Fatalf("after a late baseline: %v", got)
 	}
 }
+
+func TestSubscriptionCancelledWhileWaiting(t *testing.T) {
+	// A subscribe call cancelled while the baseline is being taken
+	// subscribes nothing, and the watcher nobody needs goes away.
+	src := newFakeSource()
+	src.hold["Song"] = make(chan struct{})
+	m, s, _ := newTestManager(t, src)
+	a := newTestSession(t, s, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.subscribe(ctx, a, "Song/count"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the cancellation", err)
+	}
+	if n, classes := m.Stats(); n != 0 || len(classes) != 0 {
+		t.Fatalf("after a cancelled subscribe: %d sessions, watchers %v", n, classes)
+	}
+}
