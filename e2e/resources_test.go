@@ -291,8 +291,15 @@ func (r *rawServer) expectUpdates(n int) []string {
 // sorted; the wait for the n is capped at 30 s.
 func (r *rawServer) collectUpdates(n int, extra time.Duration) []string {
 	r.t.Helper()
+	return r.collectUpdatesWithin(n, extra, 30*time.Second)
+}
+
+// collectUpdatesWithin is collectUpdates with the wait for the n capped at
+// ceiling.
+func (r *rawServer) collectUpdatesWithin(n int, extra, ceiling time.Duration) []string {
+	r.t.Helper()
 	var uris []string
-	deadline := time.After(30 * time.Second)
+	deadline := time.After(ceiling)
 	var after <-chan time.Time
 	for {
 		if len(uris) >= n && after == nil {

@@ -14,6 +14,7 @@ import (
 	"errors"
 	"maps"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -75,6 +76,9 @@ var uriKind = parsedb.NewNamePattern("", "a-z", "a-z", 0)
 type Provider struct {
 	d   *tools.Deps
 	log zerolog.Logger
+
+	engineOnce sync.Once
+	ferretdb1  bool // the database is FerretDB 1.x (watch.go)
 }
 
 // New builds the provider.

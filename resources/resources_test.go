@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestURIPattern(t *testing.T) {
@@ -44,5 +45,27 @@ func TestComplete(t *testing.T) {
 	c := Complete(many, "c")
 	if len(c.Values) != MaxCompletionValues || c.Total != 150 || !c.HasMore {
 		t.Fatalf("%d values, total %d, hasMore %v", len(c.Values), c.Total, c.HasMore)
+	}
+}
+
+func TestSampledRows(t *testing.T) {
+	newest := time.Date(2024, 11, 23, 20, 51, 16, 856e6, time.UTC)
+	for _, tc := range []struct {
+		name, result string
+		ids          []string
+		newest       time.Time
+	}{
+		{"columns", `{"columns":["objectId","createdAt","updatedAt","title"],"rows":[["a1","2023-11-11T01:19:53.248Z","2024-11-23T20:51:16.856Z","x"],["b2","2023-11-11T01:10:53.082Z","2023-11-11T01:10:53.082Z","y"]]}`,
+			[]string{"a1", "b2"}, newest},
+		{"objects", `{"samples":[{"objectId":"a1","updatedAt":"2023-11-11T01:10:53.082Z"},{"objectId":"b2","updatedAt":"2024-11-23T20:51:16.856Z"}]}`,
+			[]string{"a1", "b2"}, newest},
+		{"no updatedAt column", `{"columns":["objectId"],"rows":[["a1"]]}`, []string{"a1"}, time.Time{}},
+		{"short row", `{"columns":["objectId","updatedAt"],"rows":[[]]}`, nil, time.Time{}},
+		{"not JSON", `{`, nil, time.Time{}},
+	} {
+		ids, got := sampledRows([]byte(tc.result))
+		if strings.Join(ids, ",") != strings.Join(tc.ids, ",") || !got.Equal(tc.newest) {
+			t.Errorf("%s: ids %v newest %v, want %v %v", tc.name, ids, got, tc.ids, tc.newest)
+		}
 	}
 }

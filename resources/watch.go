@@ -4,11 +4,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"strings"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
@@ -43,8 +48,19 @@ func (p *Provider) ResolveSubscription(ctx context.Context, uri string) (class, 
 // called without the policy middleware around it on purpose: polling must
 // neither consume the caller's rate limit nor write a tool_call audit event
 // per second (the class gate and every filter are inside the handler).
-func (p *Provider) Snapshot(ctx context.Context, class string) (map[string]string, error) {
-	out := map[string]string{}
+//
+// The probe token (Probe) comes with it: its class-wide part is read before
+// the tools run (a write in between costs one more fingerprint, never a
+// missed change), the sampled rows' part after (their ids come from the
+// samples). A probe that cannot be read leaves the token empty: every poll
+// then takes a fingerprint.
+func (p *Provider) Snapshot(ctx context.Context, class string) (server.Fingerprint, error) {
+	basis := &probeBasis{}
+	if p.updatedAtIndexed(ctx, class) {
+		basis.since = time.Now().Add(-probeSkew)
+	}
+	head, probeErr := p.probeClass(ctx, class, basis)
+	fp := server.Fingerprint{Aspects: map[string]string{}}
 	for _, k := range p.kindsAvailable() {
 		if !k.Subscribable {
 			continue
@@ -54,16 +70,202 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (map[string]strin
 		maps.Copy(args, k.Args)
 		v, err := t.Handler.Call(ctx, p.d, args)
 		if err != nil {
-			return nil, fmt.Errorf("%s %s: %w", k.Tool, class, err)
+			return server.Fingerprint{}, fmt.Errorf("%s %s: %w", k.Tool, class, err)
 		}
 		b, err := jsonenc.Marshal(v)
 		if err != nil {
-			return nil, err
+			return server.Fingerprint{}, err
 		}
 		sum := sha256.Sum256(b)
-		out[k.Name] = hex.EncodeToString(sum[:12])
+		fp.Aspects[k.Name] = hex.EncodeToString(sum[:12])
+		if k.Name == "samples" {
+			basis.ids, fp.Newest = sampledRows(b)
+		}
 	}
-	return out, nil
+	if probeErr == nil {
+		var tail string
+		if tail, probeErr = p.probeRows(ctx, class, basis); probeErr == nil {
+			fp.Probe, fp.Basis = head+tail, basis
+		}
+	}
+	if probeErr != nil && ctx.Err() == nil {
+		p.log.Debug().Err(probeErr).Str("class", class).Msg("subscription probe unavailable; every poll takes a fingerprint")
+	}
+	return fp, nil
+}
+
+// Probe implements server.SubscriptionSource: the change token of a
+// Snapshot's basis, read unscoped (it never reaches a client; it only
+// decides whether the next poll takes a fingerprint). Per engine
+// (README "Resources"):
+//   - the collection's document count from $collStats (storage metadata on
+//     MongoDB and DocumentDB; FerretDB 1.24 sums SQLite page cells, cheap
+//     but proportional to the pages): inserts and deletes;
+//   - each sampled row's _updated_at, read by _id (the one lookup every
+//     engine serves from an index): updates and deletes of what the
+//     samples show;
+//   - where an index leads with _updated_at (and the engine uses it: not
+//     FerretDB 1.x), how many rows were updated since shortly before the
+//     fingerprint, and the newest such time: updates anywhere, e.g. one
+//     that makes a row visible to the scope or takes it out.
+//
+// A change the probe misses (an update outside the samples without the
+// index, an insert and a delete between two polls) is caught by the full
+// fingerprint the manager takes at least every SafetyPoll.
+func (p *Provider) Probe(ctx context.Context, class string, basis any) (string, error) {
+	b, ok := basis.(*probeBasis)
+	if !ok {
+		return "", errors.New("not a probe basis of this source")
+	}
+	head, err := p.probeClass(ctx, class, b)
+	if err != nil {
+		return "", err
+	}
+	tail, err := p.probeRows(ctx, class, b)
+	return head + tail, err
+}
+
+// probeBasis is what a probe reads besides the class-wide count.
+type probeBasis struct {
+	since time.Time // zero: no usable _updated_at index
+	ids   []string  // the sampled rows
+}
+
+// probeSkew is how far before a fingerprint the _updated_at range starts:
+// writers' clocks differ from this server's.
+const probeSkew = 5 * time.Second
+
+// probeClass reads the class-wide part of the token: the document count
+// and, with an _updated_at index, the rows updated since basis.since.
+func (p *Provider) probeClass(ctx context.Context, class string, b *probeBasis) (string, error) {
+	coll := p.d.Store.Collection(class)
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	if err != nil {
+		return "", err
+	}
+	var shards []struct {
+		Count int64 `bson:"count"`
+	}
+	if err := cur.All(ctx, &shards); err != nil {
+		return "", err
+	}
+	var n int64
+	for _, s := range shards { // one document per shard
+		n += s.Count
+	}
+	token := fmt.Sprintf("n%d", n)
+	if b.since.IsZero() {
+		return token, nil
+	}
+	cur, err = coll.Aggregate(ctx, mongo.Pipeline{
+		{{Key: "$match", Value: bson.D{{Key: "_updated_at", Value: bson.D{{Key: "$gte", Value: b.since}}}}}},
+		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}},
+			{Key: "newest", Value: bson.D{{Key: "$max", Value: "$_updated_at"}}}}}},
+	})
+	if err != nil {
+		return "", err
+	}
+	var recent []struct {
+		N      int64     `bson:"n"`
+		Newest time.Time `bson:"newest"`
+	}
+	if err := cur.All(ctx, &recent); err != nil {
+		return "", err
+	}
+	for _, r := range recent {
+		token += fmt.Sprintf(" u%d@%d", r.N, r.Newest.UnixMilli())
+	}
+	return token, nil
+}
+
+// probeRows reads each sampled row's _updated_at by _id ("-": gone).
+func (p *Provider) probeRows(ctx context.Context, class string, b *probeBasis) (string, error) {
+	coll := p.d.Store.Collection(class)
+	var sb strings.Builder
+	for _, id := range b.ids {
+		var row struct {
+			UpdatedAt time.Time `bson:"_updated_at"`
+		}
+		// One lookup per id: FerretDB 1.24 serves only a lone _id
+		// equality from its index ($in scans the collection).
+		err := coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: "_updated_at", Value: 1}})).Decode(&row)
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			sb.WriteString(" -")
+		case err != nil:
+			return "", err
+		default:
+			fmt.Fprintf(&sb, " %d", row.UpdatedAt.UnixMilli())
+		}
+	}
+	return sb.String(), nil
+}
+
+// sampledRows reads the objectIds and the newest updatedAt of the rows in
+// get_sample_objects' result (columns + rows, or objects).
+func sampledRows(result []byte) (ids []string, newest time.Time) {
+	var out struct {
+		Columns []string         `json:"columns"`
+		Rows    [][]any          `json:"rows"`
+		Samples []map[string]any `json:"samples"`
+	}
+	if json.Unmarshal(result, &out) != nil {
+		return nil, time.Time{}
+	}
+	rows := out.Samples
+	for _, r := range out.Rows {
+		obj := map[string]any{}
+		for i, c := range out.Columns {
+			if i < len(r) {
+				obj[c] = r[i]
+			}
+		}
+		rows = append(rows, obj)
+	}
+	for _, r := range rows {
+		if id, ok := r["objectId"].(string); ok {
+			ids = append(ids, id)
+		}
+		if s, ok := r["updatedAt"].(string); ok {
+			if t, err := time.Parse(time.RFC3339Nano, s); err == nil && t.After(newest) {
+				newest = t
+			}
+		}
+	}
+	return ids, newest
+}
+
+// updatedAtIndexed says whether the class's collection has an index led by
+// _updated_at that the engine uses for a range (FerretDB 1.x, whose SQLite
+// backend serves every query but a lone _id lookup by a scan, does not).
+func (p *Provider) updatedAtIndexed(ctx context.Context, class string) bool {
+	if p.engineScansAll(ctx) {
+		return false
+	}
+	specs, err := p.d.Store.Collection(class).Indexes().ListSpecifications(ctx)
+	if err != nil {
+		return false
+	}
+	for _, s := range specs {
+		var keys bson.D
+		if bson.Unmarshal(s.KeysDocument, &keys) == nil && len(keys) > 0 && keys[0].Key == "_updated_at" {
+			return true
+		}
+	}
+	return false
+}
+
+// engineScansAll says whether the database is FerretDB 1.x: its buildInfo
+// carries ferretdbVersion (FerretDB 2 reports a ferretdb document instead).
+// Asked once; an error counts as no.
+func (p *Provider) engineScansAll(ctx context.Context) bool {
+	p.engineOnce.Do(func() {
+		var info bson.M
+		if err := p.d.Store.DB.RunCommand(ctx, bson.D{{Key: "buildInfo", Value: 1}}).Decode(&info); err == nil {
+			_, p.ferretdb1 = info["ferretdbVersion"]
+		}
+	})
+	return p.ferretdb1
 }
 
 // Watch implements server.SubscriptionSource with a MongoDB change stream on

@@ -16,7 +16,8 @@ import (
 
 // SubscriptionSource is what the subscription manager needs from the
 // resources layer: which class a URI watches, a fingerprint of what this
-// server's scope can read of a class, and (where the database has them)
+// server's scope can read of a class, a cheap probe that says whether
+// taking a new fingerprint is worthwhile, and (where the database has them)
 // change events.
 type SubscriptionSource interface {
 	// ResolveSubscription validates a URI for resources/subscribe and returns
@@ -26,13 +27,37 @@ type SubscriptionSource interface {
 	ResolveSubscription(ctx context.Context, uri string) (class, aspect string, err error)
 	// Snapshot fingerprints every aspect of a class as this server's policy
 	// (hidden classes, filters, tenant, ACL scope) lets it read the class: a
-	// write the scope cannot read leaves every fingerprint unchanged.
-	Snapshot(ctx context.Context, class string) (map[string]string, error)
+	// write the scope cannot read leaves every fingerprint unchanged. Its
+	// cost may grow with the class (it counts under the scope).
+	Snapshot(ctx context.Context, class string) (Fingerprint, error)
+	// Probe recomputes the change token of a fingerprint's Basis. It is
+	// unscoped and never reaches a client: it only decides whether a new
+	// Snapshot is taken, so a hidden write may cost a Snapshot but never
+	// sends a notification. Its cost should not grow with the class
+	// (README "How a subscription watches a class": what each engine allows).
+	Probe(ctx context.Context, class string, basis any) (string, error)
 	// Watch opens a change stream on the class's collection. Each change
 	// sends on the returned channel (coalescing); the channel is closed when
 	// the stream ends. ErrWatchUnsupported (or any error) at open means the
 	// database has no change streams here: the manager polls instead.
 	Watch(ctx context.Context, class string) (<-chan struct{}, error)
+}
+
+// Fingerprint is a class as this server's scope reads it, and the probe
+// token taken with it.
+type Fingerprint struct {
+	// Aspects maps each aspect ("count", "samples") to a hash of what the
+	// scope reads; only a change here notifies subscribers.
+	Aspects map[string]string
+	// Newest is the newest updatedAt among the rows the scope read (zero:
+	// none or unknown). A baseline taken after a subscriber was already
+	// acknowledged treats a row written since as a change (Subscriptions).
+	Newest time.Time
+	// Probe is the change token of the class when the fingerprint was
+	// taken; "" means the source has no probe and every poll takes a
+	// Snapshot. Basis is what Probe needs to recompute it (opaque here).
+	Probe string
+	Basis any
 }
 
 // ErrWatchUnsupported is returned by SubscriptionSource.Watch where change
@@ -55,8 +80,14 @@ type SubscriptionLimits struct {
 	// update back.
 	MaxDelay time.Duration
 	// SafetyPoll is the fingerprint interval while a change stream is open
-	// (it catches changes a stream could miss, e.g. after a resume failure).
+	// (it catches changes a stream could miss, e.g. after a resume failure),
+	// and the shortest interval between full fingerprints while polling
+	// with a probe (they catch what the probe cannot see on this engine).
 	SafetyPoll time.Duration
+	// StartWait is how long resources/subscribe waits for a new watcher's
+	// baseline fingerprint before answering anyway; the baseline then
+	// completes in the background.
+	StartWait time.Duration
 }
 
 // DefaultSubscriptionLimits are the limits used when none are given.
@@ -67,14 +98,32 @@ var DefaultSubscriptionLimits = SubscriptionLimits{
 	Debounce:     250 * time.Millisecond,
 	MaxDelay:     2 * time.Second,
 	SafetyPoll:   30 * time.Second,
+	StartWait:    time.Second,
 }
 
-// snapshotTimeout bounds one fingerprint of a class.
-const snapshotTimeout = 10 * time.Second
+// snapshotTimeout bounds one fingerprint of a class. It is generous: a
+// fingerprint runs in the background (resources/subscribe waits at most
+// StartWait for it), one at a time per class, and counting a large class
+// under an ACL scope on an engine that scans (FerretDB 1.24: seconds at 20k
+// rows, a minute on a loaded machine) must still finish.
+const snapshotTimeout = 3 * time.Minute
+
+// stopTimeout bounds how long stopping a watcher waits for its goroutine
+// (its context is cancelled, so a database call in flight returns soon).
+const stopTimeout = 10 * time.Second
 
 // maxPollInterval caps how far the polling interval stretches for a class
-// whose fingerprint is slow.
+// whose probe (or, without one, fingerprint) is slow.
 const maxPollInterval = time.Minute
+
+// maxRecheckInterval caps how far the interval between full fingerprints
+// stretches while polling with a probe.
+const maxRecheckInterval = 10 * time.Minute
+
+// baselineSkew is how far before a subscriber's acknowledgement a row's
+// updatedAt may lie and still count as written after it, when the baseline
+// was taken late (writers' clocks differ from this server's).
+const baselineSkew = 2 * time.Second
 
 // subscriber is the part of the manager a Session talks to.
 type subscriber interface {
@@ -85,7 +134,8 @@ type subscriber interface {
 // Subscriptions tracks resources/subscribe per session and watches each
 // subscribed class once, however many sessions subscribe to it: through a
 // change stream where the database supports it, otherwise by polling a
-// fingerprint (count and newest updatedAt under the server's scope). Bursts
+// cheap probe and taking a fingerprint under the server's scope only when
+// the probe moved (and every SafetyPoll or so). Bursts
 // are debounced into one notifications/resources/updated per URI, sent to
 // the session's unsolicited stream (stdout on stdio, the GET stream on HTTP).
 type Subscriptions struct {
@@ -135,6 +185,9 @@ func NewSubscriptions(src SubscriptionSource, limits SubscriptionLimits, log zer
 	}
 	if limits.SafetyPoll <= 0 {
 		limits.SafetyPoll = d.SafetyPoll
+	}
+	if limits.StartWait <= 0 {
+		limits.StartWait = d.StartWait
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Subscriptions{src: src, limits: limits, log: log, ctx: ctx, cancel: cancel, clock: realClock{},
@@ -207,42 +260,68 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 		m.mu.Unlock()
 		return toolerror.InvalidParams("Subscription limit reached: at most %d resources per session; unsubscribe from one first", m.limits.PerSession)
 	}
-	_, watched := m.watchers[class]
+	w := m.watchers[class]
+	if w == nil && m.ctx.Err() == nil {
+		w = m.startWatcher(class)
+		m.watchers[class] = w
+	}
+	if w != nil {
+		w.waiting++ // not reaped while this subscriber waits for it
+	}
 	m.mu.Unlock()
+	if w == nil {
+		return toolerror.InvalidParams("The server is shutting down")
+	}
 
-	// A new watcher takes its baseline before the subscription is
-	// acknowledged, so a write right after the acknowledgement is seen as a
-	// change.
-	var nw *classWatcher
-	if !watched {
-		if nw, err = m.startWatcher(class); err != nil {
-			m.log.Warn().Err(err).Str("class", class).Msg("cannot watch class for subscriptions")
-			return toolerror.InvalidParams("Cannot watch %s right now (the database did not answer); try again later", class)
-		}
+	// A new watcher takes its baseline fingerprint first. Waiting for it
+	// (up to StartWait) means a write right after the acknowledgement is
+	// seen as a change; a slow baseline (a large class on an engine where
+	// counting scans) does not hold the answer back: it completes in the
+	// background, and a row the scope reads written since the
+	// acknowledgement counts as a change (run).
+	wait := time.NewTimer(m.limits.StartWait)
+	defer wait.Stop()
+	select {
+	case <-w.ready:
+	case <-wait.C:
+	case <-ctx.Done():
 	}
 
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	w.waiting--
+	if err := ctx.Err(); err != nil {
+		// The call was cancelled while waiting: no subscription.
+		if idle := m.reapLocked(); len(idle) > 0 {
+			go stopAll(idle)
+		}
+		return err
+	}
+	if w.startErr != nil {
+		m.log.Warn().Err(w.startErr).Str("class", class).Msg("cannot watch class for subscriptions")
+		return toolerror.InvalidParams("Cannot watch %s right now (the database did not answer); try again later", class)
+	}
 	if !m.live[id] {
 		// The session ended while the watcher was being set up.
-		if nw != nil {
-			go nw.stop()
+		if idle := m.reapLocked(); len(idle) > 0 {
+			go stopAll(idle)
 		}
 		return toolerror.InvalidParams("The session has ended")
 	}
-	if nw != nil {
-		if _, ok := m.watchers[class]; ok || m.ctx.Err() != nil {
-			go nw.stop() // lost a race with another subscriber
-		} else {
-			m.watchers[class] = nw
-			go nw.run()
-		}
+	if !w.based && w.ackedEarly.IsZero() {
+		w.ackedEarly = m.clock.Now()
 	}
 	if m.bySession[id] == nil {
 		m.bySession[id] = map[string]subTarget{}
 	}
 	m.bySession[id][uri] = subTarget{class: class, aspect: aspect}
 	return nil
+}
+
+func stopAll(ws []*classWatcher) {
+	for _, w := range ws {
+		w.stop()
+	}
 }
 
 func (m *Subscriptions) unsubscribe(sess *Session, uri string) {
@@ -283,7 +362,7 @@ func (m *Subscriptions) reapLocked() []*classWatcher {
 	}
 	var idle []*classWatcher
 	for c, w := range m.watchers {
-		if !needed[c] {
+		if !needed[c] && w.waiting == 0 {
 			delete(m.watchers, c)
 			idle = append(idle, w)
 			m.log.Info().Str("class", c).Msg("stopped watching class: no subscriber left")
@@ -339,68 +418,135 @@ type classWatcher struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
-	last   map[string]string
 	events <-chan struct{}
+
+	// ready is closed once the first Snapshot has returned: with the
+	// baseline (based), or with startErr when it failed before any
+	// subscriber was acknowledged.
+	ready chan struct{}
+	// Under m.mu: based, startErr, and ackedEarly, the time the first
+	// subscriber was acknowledged before the baseline was taken.
+	based      bool
+	startErr   error
+	ackedEarly time.Time
+	// waiting counts subscribe calls waiting for the baseline (under m.mu):
+	// such a watcher is not reaped.
+	waiting int
 }
 
-func (m *Subscriptions) startWatcher(class string) (*classWatcher, error) {
+// startWatcher starts a class's watcher goroutine, which opens the change
+// stream (if any), takes the baseline and then watches. Called with m.mu
+// held; the caller registers it.
+func (m *Subscriptions) startWatcher(class string) *classWatcher {
 	ctx, cancel := context.WithCancel(m.ctx)
-	w := &classWatcher{m: m, class: class, ctx: ctx, cancel: cancel, done: make(chan struct{})}
-	events, err := m.src.Watch(ctx, class)
-	if err == nil {
-		w.events = events
-	} else if !errors.Is(err, ErrWatchUnsupported) {
-		m.log.Debug().Err(err).Str("class", class).Msg("change stream unavailable; polling")
-	}
-	sctx, scancel := context.WithTimeout(ctx, snapshotTimeout)
-	defer scancel()
-	last, err := m.src.Snapshot(sctx, class)
-	if err != nil {
-		cancel()
-		return nil, err
-	}
-	w.last = last
-	mode := "change stream"
-	if w.events == nil {
-		mode = "polling every " + m.limits.PollInterval.String()
-	}
-	m.log.Info().Str("class", class).Str("mode", mode).Msg("watching class for resource subscriptions")
-	return w, nil
+	w := &classWatcher{m: m, class: class, ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+	go w.run()
+	return w
 }
 
 func (w *classWatcher) stop() {
 	w.cancel()
 	select {
 	case <-w.done:
-	case <-time.After(snapshotTimeout):
+	case <-time.After(stopTimeout):
 	}
 }
 
-// run fingerprints the class on a timer (and after change events), and
-// fires once a change has been followed by Debounce of quiet, or MaxDelay
-// after the first change of a burst.
+// open starts the change stream, if the database has one.
+func (w *classWatcher) open() {
+	events, err := w.m.src.Watch(w.ctx, w.class)
+	switch {
+	case err == nil:
+		w.events = events
+	case !errors.Is(err, ErrWatchUnsupported):
+		w.m.log.Debug().Err(err).Str("class", w.class).Msg("change stream unavailable; polling")
+	}
+	mode := "change stream"
+	if w.events == nil {
+		mode = "polling every " + w.m.limits.PollInterval.String()
+	}
+	w.m.log.Info().Str("class", w.class).Str("mode", mode).Msg("watching class for resource subscriptions")
+}
+
+// baselineFailed decides what a failed first fingerprint means: with no
+// subscriber acknowledged yet, the subscribe calls fail and the watcher
+// goes away (false); otherwise it keeps trying, as after any failure.
+func (w *classWatcher) baselineFailed(err error) (keepTrying bool) {
+	m := w.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !w.ackedEarly.IsZero() {
+		return true
+	}
+	w.startErr = err
+	if m.watchers[w.class] == w {
+		delete(m.watchers, w.class)
+	}
+	close(w.ready)
+	return false
+}
+
+// baselineTaken records the baseline (run closes ready once its timer is
+// armed) and says whether a row the scope
+// reads was written after the first subscriber was acknowledged (the
+// baseline came late): that counts as a change. A write the scope cannot
+// read is never in the fingerprint, so it cannot trigger this either.
+func (w *classWatcher) baselineTaken(fp Fingerprint) (changedSinceAck bool) {
+	m := w.m
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w.based = true
+	if w.ackedEarly.IsZero() || fp.Newest.IsZero() {
+		return false
+	}
+	return !fp.Newest.Before(w.ackedEarly.Add(-baselineSkew))
+}
+
+// run takes the baseline, then fingerprints the class on a timer (and after
+// change events), and fires once a change has been followed by Debounce of
+// quiet, or MaxDelay after the first change of a burst.
 func (w *classWatcher) run() {
 	defer close(w.done)
+	w.open()
 	lim := w.m.limits
-	// A fingerprint costs a count and a small find under the policy. Polling
-	// is bounded: one poller per class whatever the number of subscribers,
-	// one snapshot in flight, and the interval stretches so that polling
-	// takes at most a fifth of the time (a class whose fingerprint takes
-	// 600 ms is polled every 3 s, not every second), up to maxPollInterval.
-	var cost time.Duration
+	// Polling is bounded: one poller per class whatever the number of
+	// subscribers, one probe or snapshot in flight. A poll costs the probe
+	// (flat where the engine allows it) and, only when the probe moved, a
+	// fingerprint under the policy (a count and a small find); without a
+	// probe every poll is a fingerprint. The interval stretches so that
+	// polling takes at most a fifth of the time (a class whose poll takes
+	// 600 ms is polled every 3 s, not every second), up to maxPollInterval;
+	// full fingerprints taken to catch what the probe cannot see take at
+	// most a twentieth, at least SafetyPoll apart, up to maxRecheckInterval.
+	var pollCost, snapCost time.Duration
+	var last *Fingerprint
+	var lastSnap time.Time
 	idle := func() time.Duration {
 		if w.events != nil {
 			return lim.SafetyPoll
 		}
-		d := max(lim.PollInterval, 5*cost)
+		d := max(lim.PollInterval, 5*pollCost)
 		return min(d, max(lim.PollInterval, maxPollInterval))
 	}
+	recheck := func() time.Duration {
+		return min(max(lim.SafetyPoll, 20*snapCost), max(lim.SafetyPoll, maxRecheckInterval))
+	}
 	clk := w.m.clock
-	timer := clk.NewTimer(idle())
-	defer timer.Stop()
-	due := clk.Now().Add(idle())
+	// The timer is armed only once the baseline pass is done (a test's
+	// fake clock must not see it before).
+	var timer clockTimer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	var due time.Time
 	schedule := func(d time.Duration) {
-		timer.Reset(d)
+		if timer == nil {
+			timer = clk.NewTimer(d)
+		} else {
+			timer.Reset(d)
+		}
 		due = clk.Now().Add(d)
 	}
 	stepped := func() {
@@ -411,7 +557,16 @@ func (w *classWatcher) run() {
 	pending := map[string]bool{}
 	var firstChange, lastChange time.Time
 	failures := 0
+	first := true // the baseline pass runs at once
+	readyClosed := false
 	for {
+		var tick <-chan time.Time
+		if timer != nil {
+			tick = timer.C()
+		}
+		if first {
+			tick = closedTick
+		}
 		select {
 		case <-w.ctx.Done():
 			return
@@ -427,35 +582,71 @@ func (w *classWatcher) run() {
 			if due.Sub(clk.Now()) > lim.Debounce {
 				schedule(lim.Debounce)
 			}
+			if last != nil {
+				last.Probe = "" // an event: take a fingerprint, whatever the probe says
+			}
 			stepped()
 			continue
-		case <-timer.C():
+		case <-tick:
 		}
 		sctx, cancel := context.WithTimeout(w.ctx, snapshotTimeout)
 		began := clk.Now()
-		snap, err := w.m.src.Snapshot(sctx, w.class)
+		probed := false
+		if last != nil && last.Probe != "" && w.events == nil && began.Sub(lastSnap) < recheck() {
+			token, err := w.m.src.Probe(sctx, w.class, last.Basis)
+			pollCost = clk.Now().Sub(began)
+			probed = err == nil && token == last.Probe
+			if err != nil {
+				w.m.log.Debug().Err(err).Str("class", w.class).Msg("subscription probe failed; taking a fingerprint")
+			}
+		}
+		var snap Fingerprint
+		var err error
+		if !probed {
+			began = clk.Now()
+			snap, err = w.m.src.Snapshot(sctx, w.class)
+			snapCost = clk.Now().Sub(began)
+			w.m.log.Debug().Str("class", w.class).Dur("took", snapCost).Bool("baseline", last == nil).Msg("subscription fingerprint taken")
+			if last == nil || last.Probe == "" || w.events != nil {
+				pollCost = snapCost
+			}
+		}
 		cancel()
 		now := clk.Now()
-		cost = now.Sub(began)
 		switch {
 		case w.ctx.Err() != nil:
 			return
+		case probed: // the probe did not move: nothing changed
 		case err != nil:
+			if last == nil && !w.baselineFailed(err) {
+				return
+			}
 			failures++
 			if failures == 1 || failures%60 == 0 {
 				w.m.log.Warn().Err(err).Str("class", w.class).Int("failures", failures).Msg("subscription watch: cannot fingerprint class")
 				w.m.notifySessions(w.class, mcp.LoggingLevelWarning, map[string]any{"event": "subscription_watch_failed", "class": w.class})
 			}
+		case last == nil:
+			failures = 0
+			lastSnap = now
+			if w.baselineTaken(snap) {
+				for aspect := range snap.Aspects {
+					pending[aspect] = true
+				}
+				firstChange, lastChange = now, now
+			}
+			last = &snap
 		default:
 			failures = 0
+			lastSnap = now
 			changed := false
-			for aspect, fp := range snap {
-				if w.last[aspect] != fp {
+			for aspect, fp := range snap.Aspects {
+				if last.Aspects[aspect] != fp {
 					pending[aspect] = true
 					changed = true
 				}
 			}
-			w.last = snap
+			last = &snap
 			if changed {
 				if firstChange.IsZero() {
 					firstChange = now
@@ -473,9 +664,24 @@ func (w *classWatcher) run() {
 		} else {
 			schedule(idle())
 		}
+		if last != nil && !readyClosed {
+			close(w.ready) // the baseline is taken and the timer armed
+			readyClosed = true
+		}
+		if first {
+			first = false // the tests' steps count timer and event passes only
+			continue
+		}
 		stepped()
 	}
 }
+
+// closedTick makes the watcher's first pass (the baseline) run at once.
+var closedTick = func() <-chan time.Time {
+	ch := make(chan time.Time)
+	close(ch)
+	return ch
+}()
 
 // clock is the time source of the subscription watchers.
 type clock interface {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"strings"
 	"sync"
@@ -19,15 +20,55 @@ import (
 // class with a channel in events has a change stream: the test sends each
 // change event itself (the channel is unbuffered, so a send returns once the
 // watcher has taken the event).
+//
+// A class with a probe token (setProbe) has a probe: the watcher takes a
+// fingerprint only when the token moved (or a recheck is due). A class with
+// a gate in hold takes its fingerprints only when the test lets one through
+// (a slow baseline); one with an error in fail fails them.
 type fakeSource struct {
 	mu     sync.Mutex
 	fp     map[string]map[string]string
+	newest map[string]time.Time
+	probe  map[string]string
 	events map[string]chan struct{}
+	hold   map[string]chan struct{}
+	fail   map[string]error
 	snaps  map[string]int
+	probes map[string]int
 }
 
 func newFakeSource() *fakeSource {
-	return &fakeSource{fp: map[string]map[string]string{}, events: map[string]chan struct{}{}, snaps: map[string]int{}}
+	return &fakeSource{fp: map[string]map[string]string{}, newest: map[string]time.Time{}, probe: map[string]string{},
+		events: map[string]chan struct{}{}, hold: map[string]chan struct{}{}, fail: map[string]error{},
+		snaps: map[string]int{}, probes: map[string]int{}}
+}
+
+func (f *fakeSource) setProbe(class, token string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probe[class] = token
+}
+
+func (f *fakeSource) setNewest(class string, t time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.newest[class] = t
+}
+
+func (f *fakeSource) Probe(_ context.Context, class string, basis any) (string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes[class]++
+	if basis != class {
+		return "", errors.New("the basis is not the snapshot's")
+	}
+	return f.probe[class], nil
+}
+
+func (f *fakeSource) probed(class string) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.probes[class]
 }
 
 func (f *fakeSource) ResolveSubscription(_ context.Context, uri string) (string, string, error) {
@@ -47,13 +88,26 @@ func (f *fakeSource) set(class, aspect, v string) {
 	f.fp[class][aspect] = v
 }
 
-func (f *fakeSource) Snapshot(_ context.Context, class string) (map[string]string, error) {
+func (f *fakeSource) Snapshot(ctx context.Context, class string) (Fingerprint, error) {
+	f.mu.Lock()
+	gate := f.hold[class]
+	f.mu.Unlock()
+	if gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			return Fingerprint{}, ctx.Err()
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.snaps[class]++
+	if err := f.fail[class]; err != nil {
+		return Fingerprint{}, err
+	}
 	out := map[string]string{}
 	maps.Copy(out, f.fp[class])
-	return out, nil
+	return Fingerprint{Aspects: out, Newest: f.newest[class], Probe: f.probe[class], Basis: class}, nil
 }
 
 func (f *fakeSource) Watch(_ context.Context, class string) (<-chan struct{}, error) {
@@ -241,7 +295,8 @@ func (c *fakeClock) event(ch chan struct{}) {
 }
 
 var testLimits = SubscriptionLimits{PerSession: 3, Sessions: 2, PollInterval: 20 * time.Millisecond,
-	Debounce: 60 * time.Millisecond, MaxDelay: 300 * time.Millisecond, SafetyPoll: time.Hour}
+	Debounce: 60 * time.Millisecond, MaxDelay: 300 * time.Millisecond, SafetyPoll: time.Hour,
+	StartWait: 50 * time.Millisecond}
 
 func newTestManager(t *testing.T, src SubscriptionSource) (*Subscriptions, *mcpserver.MCPServer, *fakeClock) {
 	t.Helper()
@@ -481,5 +536,139 @@ func TestSubscriptionChangeStream(t *testing.T) {
 	}
 	if in, _ := clk.armedIn(); in != testLimits.PollInterval {
 		t.Fatalf("after the stream ended the next fingerprint is due in %v, want the poll interval (%v)", in, testLimits.PollInterval)
+	}
+}
+
+func TestSubscriptionProbeGatesFingerprints(t *testing.T) {
+	// With a probe, a poll costs the probe only; a fingerprint is taken when
+	// the token moves, and the fingerprint alone decides who hears of it.
+	src := newFakeSource()
+	src.set("Song", "count", "1")
+	src.setProbe("Song", "p1")
+	m, s, clk := newTestManager(t, src)
+	a := newTestSession(t, s, "a")
+	if err := m.subscribe(context.Background(), a, "Song/count"); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		clk.tick()
+	}
+	if n, p := src.snapshots("Song"), src.probed("Song"); n != 1 || p != 10 {
+		t.Fatalf("10 quiet polls took %d fingerprints and %d probes, want the baseline and 10 probes", n, p)
+	}
+	// A write the scope cannot read moves the probe (it is unscoped) but not
+	// the fingerprint: one more fingerprint, no notification.
+	src.setProbe("Song", "p2")
+	for range 5 {
+		clk.tick()
+	}
+	if got := updates(a); len(got) != 0 {
+		t.Fatalf("a hidden write notified %v", got)
+	}
+	if n := src.snapshots("Song"); n != 2 {
+		t.Fatalf("%d fingerprints, want one more after the probe moved", n)
+	}
+	// A visible write moves both.
+	src.setProbe("Song", "p3")
+	src.set("Song", "count", "2")
+	clk.tick() // the probe moved: fingerprint, changed
+	clk.tick() // quiet: notifies
+	if got := updates(a); len(got) != 1 || got[0] != "Song/count" {
+		t.Fatalf("a visible write: %v", got)
+	}
+	// What the probe cannot see on this engine is caught by the full
+	// fingerprint taken at least every SafetyPoll.
+	src.set("Song", "count", "3")
+	clk.advance(testLimits.SafetyPoll)
+	clk.tick()
+	if got := updates(a); len(got) != 1 {
+		t.Fatalf("a change the probe missed, after the recheck interval: %v", got)
+	}
+}
+
+func TestSubscriptionSlowBaseline(t *testing.T) {
+	// A baseline slower than StartWait does not hold resources/subscribe
+	// back; a row the scope reads written after the acknowledgement (its
+	// updatedAt is in the fingerprint) counts as a change once the baseline
+	// arrives, an older one does not.
+	for _, tc := range []struct {
+		name   string
+		newest time.Duration // the newest readable row, relative to the acknowledgement
+		want   int
+	}{
+		{"written after the acknowledgement", time.Second, 1},
+		{"written just before (clock skew)", -time.Second, 1},
+		{"written well before", -time.Minute, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newFakeSource()
+			src.set("Song", "count", "1")
+			gate := make(chan struct{})
+			src.hold["Song"] = gate
+			m, s, clk := newTestManager(t, src)
+			a := newTestSession(t, s, "a")
+			if err := m.subscribe(context.Background(), a, "Song/count"); err != nil {
+				t.Fatalf("a slow baseline failed the subscription: %v", err)
+			}
+			src.setNewest("Song", clk.Now().Add(tc.newest))
+			close(gate)
+			clk.tick()
+			clk.tick()
+			if got := updates(a); len(got) != tc.want {
+				t.Fatalf("got %v, want %d update(s)", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestSubscriptionBaselineFailure(t *testing.T) {
+	// A baseline that fails before the acknowledgement fails the
+	// subscription and the watcher goes away; one that fails after it is
+	// retried like any poll.
+	src := newFakeSource()
+	src.fail["Song"] = errors.New("database down")
+	m, s, clk := newTestManager(t, src)
+	a := newTestSession(t, s, "a")
+	if _, ok := toolerror.As(m.subscribe(context.Background(), a, "Song/count")); !ok {
+		t.Fatal("a failed baseline must fail the subscription")
+	}
+	if _, classes := m.Stats(); len(classes) != 0 {
+		t.Fatalf("a failed watcher is still registered: %v", classes)
+	}
+
+	gate := make(chan struct{})
+	src.hold["Song"] = gate
+	if err := m.subscribe(context.Background(), a, "Song/count"); err != nil {
+		t.Fatalf("a slow baseline failed the subscription: %v", err)
+	}
+	close(gate) // the baseline fails now, after the acknowledgement
+	clk.tick()  // retried: fails again
+	src.mu.Lock()
+	delete(src.fail, "Song")
+	src.fp["Song"] = map[string]string{"count": "1"}
+	src.mu.Unlock()
+	clk.tick() // the baseline
+	src.set("Song", "count", "2")
+	clk.tick()
+	clk.tick()
+	if got := updates(a); len(got) != 1 {
+		t.Fatalf("after a late baseline: %v", got)
+	}
+}
+
+func TestSubscriptionCancelledWhileWaiting(t *testing.T) {
+	// A subscribe call cancelled while the baseline is being taken
+	// subscribes nothing, and the watcher nobody needs goes away.
+	src := newFakeSource()
+	src.hold["Song"] = make(chan struct{})
+	m, s, _ := newTestManager(t, src)
+	a := newTestSession(t, s, "a")
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := m.subscribe(ctx, a, "Song/count"); !errors.Is(err, context.Canceled) {
+		t.Fatalf("got %v, want the cancellation", err)
+	}
+	if n, classes := m.Stats(); n != 0 || len(classes) != 0 {
+		t.Fatalf("after a cancelled subscribe: %d sessions, watchers %v", n, classes)
 	}
 }
