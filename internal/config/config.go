@@ -318,12 +318,43 @@ func splitURI(uri string) (scheme, userinfo, hosts, path string) {
 	if !ok {
 		return "", "", "", ""
 	}
-	rest, _, _ = strings.Cut(rest, "?")
-	if i := strings.LastIndex(rest, "@"); i >= 0 {
+	if i := userinfoEnd(rest); i >= 0 {
 		userinfo, rest = rest[:i], rest[i+1:]
 	}
+	rest, _, _ = strings.Cut(rest, "?")
 	hosts, path, _ = strings.Cut(rest, "/")
 	return scheme, userinfo, hosts, path
+}
+
+// userinfoEnd is the index of the @ that ends the user info (-1: none): the
+// first @ followed by what hosts and a database name can be (no @, / or ?
+// before the path's /, no @ or / in the path; the options may hold
+// anything, appName=me@home). The driver takes a ? in a password, so the
+// query cannot be cut off before the user info is found; a password with an
+// unescaped @ or / (which the driver refuses) still stays in the user info.
+// When no @ qualifies, the last one is taken, so that nothing of a password
+// is ever read as a host.
+func userinfoEnd(rest string) int {
+	for i := 0; i < len(rest); i++ {
+		if rest[i] == '@' && hostsAndPath(rest[i+1:]) {
+			return i
+		}
+	}
+	return strings.LastIndex(rest, "@")
+}
+
+// hostsAndPath reports whether s can be what follows the user info:
+// hosts[/database][?options].
+func hostsAndPath(s string) bool {
+	i := strings.IndexAny(s, "/?@")
+	if i < 0 {
+		return true
+	}
+	if s[i] != '/' {
+		return false
+	}
+	path, _, _ := strings.Cut(s[i+1:], "?")
+	return !strings.ContainsAny(path, "@/")
 }
 
 // RedactedURI is the connection string with any password and the options
