@@ -55,6 +55,10 @@ func TestCommandLineMistakes(t *testing.T) {
 			"configuration error: PARSE_MCP_MONGODB_URI: not a valid connection string: unescaped @ sign in user info (percent-encode"},
 		{"bad escape in the password", "mongodb://reader:ss%zzs@db.example.com/parse", nil,
 			"PARSE_MCP_MONGODB_URI: not a valid connection string: invalid password"},
+		// An option may hold a secret (the client key's password): a bad
+		// escape in it is not quoted either.
+		{"bad escape in an option", "mongodb://db.example.com/parse?tls=true&tlsCertificateKeyFilePassword=ss%zzs", nil,
+			"PARSE_MCP_MONGODB_URI: not a valid connection string: invalid option value"},
 		{"bad option", "mongodb://db.example.com/parse?maxPoolSize=many", nil,
 			`PARSE_MCP_MONGODB_URI: not a valid connection string: invalid value for "maxPoolSize": "many" (check the connection string)`},
 	} {

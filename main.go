@@ -529,9 +529,14 @@ func uriSyntaxError(err error) (string, bool) {
 	msg := err.Error()
 	for _, prefix := range []string{"error parsing uri: ", "error validating uri: "} {
 		if _, problem, found := strings.Cut(msg, prefix); found {
-			if strings.HasPrefix(problem, "invalid password") {
+			switch {
+			case strings.HasPrefix(problem, "invalid password"):
 				// The driver quotes the bad escape, i.e. part of the password.
 				problem = "invalid password: a % not followed by two hex digits"
+			case strings.HasPrefix(problem, "invalid option value"):
+				// The driver quotes the whole value, which may be a secret
+				// (tlsCertificateKeyFilePassword, authMechanismProperties).
+				problem = "invalid option value: a % not followed by two hex digits"
 			}
 			return problem, true
 		}
