@@ -354,4 +354,11 @@ func TestParseServerURL(t *testing.T) {
 			t.Errorf("ParseServerURL(%q) error %v, want ok=%v", raw, err, ok)
 		}
 	}
+	// The refusal of a URL with user info is printed at start-up: it does
+	// not quote the password (parsable or not).
+	for _, raw := range []string{"https://admin:hunter2@parse.example.com/parse", "https://admin:hunter2@parse.example.com:x/parse", "ftp://admin:hunter2@parse.example.com/parse", "https://admin:hun/ter2@parse.example.com/parse", "https://admin:hun?ter2@parse.example.com/parse"} {
+		if _, err := ParseServerURL(raw); err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ter2") {
+			t.Errorf("ParseServerURL(%q) error %v: want a refusal without the password", raw, err)
+		}
+	}
 }

@@ -38,16 +38,32 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(Masked) }
 func ParseServerURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimRight(raw, "/"))
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a URL", raw)
+		return nil, fmt.Errorf("%q is not a URL", withoutUserInfo(raw))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q must start with http:// or https://", raw)
+		return nil, fmt.Errorf("%q must start with http:// or https://", withoutUserInfo(raw))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%q has no host", raw)
+		return nil, fmt.Errorf("%q has no host", withoutUserInfo(raw))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%q must not carry user info, a query or a fragment", raw)
+		return nil, fmt.Errorf("%q must not carry user info, a query or a fragment", withoutUserInfo(raw))
 	}
 	return u, nil
+}
+
+// withoutUserInfo is a URL as a refusal quotes it: everything up to its
+// last @ (user info, a password typically, which may hold a / or ? of its
+// own) replaced by Masked.
+func withoutUserInfo(raw string) string {
+	scheme, rest, ok := strings.Cut(raw, "://")
+	if !ok {
+		scheme, rest = "", raw
+	} else {
+		scheme += "://"
+	}
+	if i := strings.LastIndex(rest, "@"); i >= 0 {
+		return scheme + Masked + rest[i:]
+	}
+	return raw
 }
