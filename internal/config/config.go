@@ -464,7 +464,7 @@ func (c *Config) validateBridge() error {
 	if c.LiveQueryURL != "" {
 		u, err := url.Parse(c.LiveQueryURL)
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.User != nil {
-			return &Error{"PARSE_MCP_LIVEQUERY_URL", fmt.Sprintf("%q is not a ws:// or wss:// URL", c.LiveQueryURL), "use the LiveQuery server's address, e.g. ws://127.0.0.1:1337/"}
+			return &Error{"PARSE_MCP_LIVEQUERY_URL", fmt.Sprintf("%q is not a ws:// or wss:// URL", withoutUserInfo(c.LiveQueryURL)), "use the LiveQuery server's address, e.g. ws://127.0.0.1:1337/"}
 		}
 	}
 	return nil

@@ -361,4 +361,10 @@ func TestParseServerURL(t *testing.T) {
 			t.Errorf("ParseServerURL(%q) error %v: want a refusal without the password", raw, err)
 		}
 	}
+	c := valid()
+	c.ServerURL, c.ApplicationID, c.MasterKey = "http://127.0.0.1:1337/parse", "app", NewSecret("m")
+	c.LiveQueryURL = "wss://admin:hunter2@lq.example.com/"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "PARSE_MCP_LIVEQUERY_URL") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("PARSE_MCP_LIVEQUERY_URL with user info: %v", err)
+	}
 }
