@@ -286,6 +286,20 @@ type callState struct {
 	hiddenRefused bool
 }
 
+// AsToolCall is ctx for running tool's handler on class outside a tools/call
+// (a subscription's fingerprint, the class check of resources/subscribe):
+// the class gate and the read scope then check the tool's own CLP operation
+// (count for count_objects), as the middleware would, where a context
+// without a call checks find. Nothing recorded on it reaches an audit event.
+// An unknown tool leaves ctx unchanged.
+func (e *Engine) AsToolCall(ctx context.Context, tool, class string) context.Context {
+	info, ok := e.tools[tool]
+	if !ok {
+		return ctx
+	}
+	return context.WithValue(ctx, callStateKey{}, &callState{tool: info, op: Operation(info), class: class})
+}
+
 func callStateOf(ctx context.Context) *callState {
 	ci, _ := ctx.Value(callStateKey{}).(*callState)
 	return ci

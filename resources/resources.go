@@ -181,6 +181,14 @@ func URI(class, kind string) string { return Scheme + class + "/" + kind }
 // must be one this session may see (hidden, internal and unknown classes are
 // refused alike, with "did you mean" drawn from visible classes only).
 func (p *Provider) Parse(ctx context.Context, uri string) (string, Kind, error) {
+	return p.parse(ctx, uri, false)
+}
+
+// parse is Parse; asTool checks the class gate with the CLP operation of
+// the kind's tool (count for /count) instead of find: resources/subscribe
+// does, since no tools/call (and no middleware) follows it. A read leaves
+// that check to the middleware around the tool, which audits it.
+func (p *Provider) parse(ctx context.Context, uri string, asTool bool) (string, Kind, error) {
 	className, kind, ok := parseURI(uri)
 	if !ok {
 		return "", Kind{}, toolerror.InvalidParams("Invalid resource URI: expected parse://{className}/schema, /count or /samples with a Parse class name")
@@ -192,6 +200,9 @@ func (p *Provider) Parse(ctx context.Context, uri string) (string, Kind, error) 
 	schema, err := p.d.Store.Schema.Get(ctx)
 	if err != nil {
 		return "", Kind{}, err
+	}
+	if asTool {
+		ctx = p.d.Policy.AsToolCall(ctx, k.Tool, className)
 	}
 	if _, err := p.d.Policy.ResolveClass(ctx, schema, className); err != nil {
 		if te, ok := toolerror.As(err); ok {

@@ -30,7 +30,10 @@ func (p *Provider) ResolveSubscription(ctx context.Context, uri string) (class, 
 	if err := p.d.Policy.AllowRequest(ctx); err != nil {
 		return "", "", toolerror.InvalidParams("%s", err.Error())
 	}
-	class, k, err := p.Parse(ctx, uri)
+	// The class gate checks the kind's own CLP operation (count for
+	// /count), as a read of the resource does: a count the identity may
+	// not read is not watched either.
+	class, k, err := p.parse(ctx, uri, true)
 	if err != nil {
 		return "", "", err
 	}
@@ -68,7 +71,16 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (server.Fingerpri
 		t := server.FindTool(p.d, k.Tool)
 		args := tools.Args{"class_name": class}
 		maps.Copy(args, k.Args)
-		v, err := t.Handler.Call(ctx, p.d, args)
+		// Under the tool's own CLP operation and its scope (count for
+		// count_objects), as a tools/call of it runs.
+		v, err := t.Handler.Call(p.d.Policy.AsToolCall(ctx, k.Tool, class), p.d, args)
+		if te, ok := toolerror.As(err); ok && te.Code == toolerror.AccessDenied {
+			// The identity may not run this kind's tool on the class (a
+			// CLP that allows find but not count): nobody is subscribed
+			// to it (ResolveSubscription refuses), the others still are.
+			fp.Aspects[k.Name] = "denied"
+			continue
+		}
 		if err != nil {
 			return server.Fingerprint{}, fmt.Errorf("%s %s: %w", k.Tool, class, err)
 		}
