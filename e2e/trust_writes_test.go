@@ -365,3 +365,34 @@ func TestTrustSubPipelineNestedUnwind(t *testing.T) {
 		}
 	}
 }
+
+// TestTrustDottedClassNameKey: a dotted update key whose last segment is
+// className ({"meta.k.className": "Vault"}) writes an object naming that
+// class into the stored Object field. The reader redacts an untyped object
+// naming a hidden class and shows one naming a missing class, so accepting
+// the key made the write result an oracle for which hidden classes exist.
+// The key is checked as the nested value it becomes: hidden and missing are
+// refused alike, dry run or not, and nothing is written.
+func TestTrustDottedClassNameKey(t *testing.T) {
+	db, uri := writeDB(t, writeOutSchemas()...)
+	insert(t, db, "Doc", bson.D{{Key: "_id", Value: "d1"}, {Key: "title", Value: "x"}, {Key: "meta", Value: bson.D{{Key: "a", Value: int32(1)}}}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	for _, key := range []string{"meta.k.className", "meta.className"} {
+		for _, dry := range []bool{true, false} {
+			var answers []string
+			for _, cls := range []string{"Vault", "Nowhere"} {
+				args := map[string]any{"class_name": "Doc", "object_id": "d1", "fields": map[string]any{key: cls}, "dry_run": dry}
+				msg := callErr(t, c, "update_object", args, "invalid_argument")
+				answers = append(answers, strings.ReplaceAll(msg, cls, "<C>"))
+			}
+			if answers[0] != answers[1] {
+				t.Errorf("%s dry_run=%v: hidden answers %q, missing %q", key, dry, answers[0], answers[1])
+			}
+		}
+	}
+	if meta, _ := stored(t, db, "Doc", "d1")["meta"].(bson.D); len(meta) != 1 {
+		t.Errorf("a refused write changed meta: %v", meta)
+	}
+	// A visible class is fine: the key is data about a class the session sees.
+	callOK(t, c, "update_object", map[string]any{"class_name": "Doc", "object_id": "d1", "fields": map[string]any{"meta.k.className": "Memo"}})
+}

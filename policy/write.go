@@ -149,7 +149,16 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 			// not name the target (SECURITY.md "Hidden references").
 			return nil, nil, toolerror.New(toolerror.InvalidArgument, "%s points to a class that does not exist or is not accessible", name)
 		}
-		if err := e.checkWriteValue(schema, cls, name, v, 0); err != nil {
+		checked := v
+		if dotted {
+			// The value lands inside the stored object at the path: a
+			// sub-key named className makes the object there one that
+			// names a class ({"meta.k.className": "Hidden"}), which the
+			// reader redacts for a hidden class only. Check it as the
+			// nested value it becomes (SECURITY.md "Writes").
+			checked = nestUnder(strings.Split(key, ".")[1:], v)
+		}
+		if err := e.checkWriteValue(schema, cls, name, checked, 0); err != nil {
 			return nil, nil, err
 		}
 		if cls.Field(name) == nil && !isDeleteValue(v) && v != nil && !slices.Contains(added, name) {
@@ -198,6 +207,15 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		}
 	}
 	return fields, acl, nil
+}
+
+// nestUnder is v as the object the path segs builds around it:
+// ["k", "className"], "X" → {"k": {"className": "X"}}.
+func nestUnder(segs []string, v any) any {
+	for i := len(segs) - 1; i >= 0; i-- {
+		v = map[string]any{segs[i]: v}
+	}
+	return v
 }
 
 func isDeleteValue(v any) bool {
