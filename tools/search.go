@@ -246,7 +246,9 @@ type searchScope struct {
 	// for the engines' pre-filters; nil without a tenant scope.
 	tenant bson.D
 	// policyOnly reports that no policy part (canonical/agent filters,
-	// tenant) and no identity scope restricts the class.
+	// tenant), no identity scope and no hidden-reference exclusion on the
+	// searched fields restricts the class: only then may an engine that
+	// cannot apply the filter ($searchMeta) count it.
 	policyOnly bool
 }
 
@@ -262,7 +264,8 @@ func newSearchScope(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *p
 	s := &searchScope{schema: schema, cls: cls, where: where, filter: t.Filter}
 	// Searched fields holding a reference to a hidden class are left out:
 	// matching on them would test the hidden id (as $text does, indexmeta.go).
-	if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, fields); nh != nil {
+	nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, fields)
+	if nh != nil {
 		s.filter = andFilters(s.filter, nh)
 	}
 	if tf := d.Policy.TenantField(cls.Name); tf != "" && d.Config != nil && d.Config.TenantID != "" {
@@ -276,7 +279,9 @@ func newSearchScope(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *p
 	if err != nil {
 		return nil, err
 	}
-	s.policyOnly = len(policyWhere) == 0 && d.Policy.MasterPosture()
+	// $searchMeta would count (and show as string facet keys) the rows
+	// whose searched field holds a hidden reference, which never match.
+	s.policyOnly = len(policyWhere) == 0 && d.Policy.MasterPosture() && nh == nil
 	return s, nil
 }
 

@@ -179,3 +179,29 @@ func TestSnippet(t *testing.T) {
 		t.Fatal("short text changed")
 	}
 }
+
+// TestSearchScopeAtlasFacetsOnlyWithoutHiddenRefs: $searchMeta cannot
+// apply the not-a-hidden-reference conjunct, so atlas_faceted_search may
+// count on it only when the searched fields get none (a Number facet);
+// a String facet field or a text query could show a "VaultSecret$id" as a
+// facet key and count rows the search never matches.
+func TestSearchScopeAtlasFacetsOnlyWithoutHiddenRefs(t *testing.T) {
+	d := testDeps(t, "classes:\n  VaultSecret: {hidden: true}\n")
+	schema := testSchema()
+	for _, c := range []struct {
+		fields []string
+		want   bool
+	}{
+		{[]string{"plays"}, true},
+		{[]string{"genre"}, false},
+		{[]string{"title", "plays"}, false},
+	} {
+		s, err := newSearchScope(t.Context(), d, schema, schema.Class("Song"), nil, c.fields)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.policyOnly != c.want {
+			t.Errorf("fields %v: policyOnly %v, want %v (filter %v)", c.fields, s.policyOnly, c.want, s.filter)
+		}
+	}
+}
