@@ -212,8 +212,8 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 // nestUnder is v as the object the path segs builds around it:
 // ["k", "className"], "X" → {"k": {"className": "X"}}.
 func nestUnder(segs []string, v any) any {
-	for i := len(segs) - 1; i >= 0; i-- {
-		v = map[string]any{segs[i]: v}
+	for _, seg := range slices.Backward(segs) {
+		v = map[string]any{seg: v}
 	}
 	return v
 }
