@@ -239,6 +239,20 @@ func TestOrderedArgument(t *testing.T) {
 	if err != nil || sp[0].(bson.D)[0].Value.(bson.D)[0].Key != "z" {
 		t.Fatalf("string pipeline: %v %v", sp, err)
 	}
+	// A pipeline sent as one object (the ordered decoder makes it a bson.D)
+	// is refused in JSON words, not with a Go type name.
+	for _, raw := range []string{`{"pipeline":{"$match":{}}}`, `{"pipeline":[{"$limit":1}]}`} {
+		_, err := PipelineArg(withRawArguments(context.Background(), json.RawMessage(raw)), Args{}, "pipeline")
+		if strings.Contains(raw, "[") {
+			if err != nil {
+				t.Fatalf("%s: %v", raw, err)
+			}
+			continue
+		}
+		if err == nil || err.Error() != "pipeline must be an array of stages, got an object" {
+			t.Fatalf("%s: %v", raw, err)
+		}
+	}
 	// Without raw arguments PipelineArg falls back to the decoded map.
 	got, err := PipelineArg(context.Background(), Args{"pipeline": []any{map[string]any{"$limit": 1.0}}}, "pipeline")
 	if err != nil || len(got) != 1 {

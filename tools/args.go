@@ -8,6 +8,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // Args are a tool call's arguments as decoded JSON. The getters return
@@ -219,9 +220,10 @@ func jsonType(v any) string {
 		return "a number"
 	case bool:
 		return "a boolean"
-	case []any:
+	case []any, bson.A:
 		return "an array"
-	case map[string]any:
+	case map[string]any, bson.D, bson.M:
+		// bson.D: arguments decoded in key order (pipelines, where).
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
