@@ -289,11 +289,16 @@ func boolean(path string, v any) (bool, error) {
 
 func integer(path string, v any, lo, hi int) (int, error) {
 	f, ok := v.(float64)
-	if !ok || f != math.Trunc(f) {
+	if !ok {
 		return 0, perr(path, "must be a whole number, got %s", describeValue(v))
 	}
+	// 'f', -1: the number as the operator wrote it (1.5, 1000000000), not
+	// "a number" or 1e+09.
+	if f != math.Trunc(f) {
+		return 0, perr(path, "must be a whole number, got %s", strconv.FormatFloat(f, 'f', -1, 64))
+	}
 	if f < float64(lo) || f > float64(hi) {
-		return 0, perr(path, "must be between %d and %d, got %v", lo, hi, f)
+		return 0, perr(path, "must be between %d and %d, got %s", lo, hi, strconv.FormatFloat(f, 'f', -1, 64))
 	}
 	return int(f), nil
 }
