@@ -46,6 +46,16 @@ type toolSummary struct {
 
 func listTools(_ context.Context, d *Deps, in listToolsIn) (*listToolsOut, error) {
 	category := in.Category
+	if category != "" && !knownCategory(category) {
+		// An empty list would read as "no such tools here"; a misspelt
+		// category ("writes", "read") is a mistake the model can fix.
+		names := make([]string, 0, len(policy.Categories))
+		for c := range policy.Categories {
+			names = append(names, string(c))
+		}
+		sort.Strings(names)
+		return nil, invalid("category must be one of %s, got %q", strings.Join(names, ", "), truncate(category, 40))
+	}
 	list := []toolSummary{}
 	cats := map[policy.Category]string{}
 	runsActions := false
@@ -66,4 +76,15 @@ func listTools(_ context.Context, d *Deps, in listToolsIn) (*listToolsOut, error
 		out.Actions = d.permittedActions()
 	}
 	return out, nil
+}
+
+// knownCategory reports whether name is a tool category (any case, as the
+// filter compares).
+func knownCategory(name string) bool {
+	for c := range policy.Categories {
+		if strings.EqualFold(name, string(c)) {
+			return true
+		}
+	}
+	return false
 }
