@@ -3,7 +3,9 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"math"
 	"os"
@@ -11,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	yaml "go.yaml.in/yaml/v3"
@@ -62,7 +65,9 @@ func Parse(b []byte, isJSON bool) (*File, error) {
 	if isJSON || (len(trimmed) > 0 && trimmed[0] == '{') {
 		dec := json.NewDecoder(bytes.NewReader(trimmed))
 		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("not valid JSON: %v", err)
+			// The offset is into trimmed; the operator counts lines in b.
+			lead := len(b) - len(bytes.TrimLeftFunc(b, unicode.IsSpace))
+			return nil, fmt.Errorf("not valid JSON: %s", jsonErrorAt(b, lead, err))
 		}
 		if dec.More() {
 			return nil, fmt.Errorf("not valid JSON: data after the top-level object")
@@ -870,4 +875,29 @@ func decodeACL(path string, v any) (map[string]any, error) {
 		out[en] = perm
 	}
 	return out, nil
+}
+
+// jsonErrorAt words a JSON decoding error with the line and column it
+// happened at in b (encoding/json gives only a byte offset, relative to the
+// document that starts lead bytes into b).
+func jsonErrorAt(b []byte, lead int, err error) string {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return "the document ends early (an unclosed { or [ or string?)"
+	}
+	if off < 0 {
+		return err.Error()
+	}
+	// Offset counts the bytes read, the offending one included.
+	pos := min(lead+max(int(off)-1, 0), len(b))
+	line := 1 + bytes.Count(b[:pos], []byte("\n"))
+	col := pos - bytes.LastIndexByte(b[:pos], '\n')
+	return fmt.Sprintf("line %d, column %d: %v", line, col, err)
 }

@@ -59,6 +59,15 @@ func TestParseErrorsHaveExactPaths(t *testing.T) {
 			t.Errorf("%s\n got: %v\nwant: %s", c.doc, err, c.want)
 		}
 	}
+	// A JSON syntax error says where it is, counted in the file as written.
+	for _, c := range []struct{ doc, want string }{
+		{"\n\n{\"classes\": {\"Song\": {\"hidden\": true,}}}", "not valid JSON: line 3, column 38: invalid character '}' looking for beginning of object key string"},
+		{`{"classes": {"Song": {}`, "not valid JSON: the document ends early (an unclosed { or [ or string?)"},
+	} {
+		if _, err := Parse([]byte(c.doc), true); err == nil || err.Error() != c.want {
+			t.Errorf("%q\n got: %v\nwant: %s", c.doc, err, c.want)
+		}
+	}
 	// JSON, same paths.
 	_, err := Parse([]byte(`{"classes":{"Song":{"agent_feilds":[]}}}`), true)
 	if err == nil || err.Error() != "classes.Song.agent_feilds: unknown key (did you mean agent_fields?)" {
