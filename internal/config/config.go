@@ -153,13 +153,52 @@ func Load() (*Config, error) {
 			return nil, &Error{Variable: v.variable, Problem: "0 is out of range", Fix: v.fix}
 		}
 	}
+	var gateErr error
+	gate := func(name string) bool {
+		on, err := readGate(name)
+		if gateErr == nil {
+			gateErr = err
+		}
+		return on
+	}
 	c.Gates = Gates{
-		WriteTools: Truthy(os.Getenv("PARSE_AGENT_ALLOW_WRITE_TOOLS")),
-		RawCRUD:    Truthy(os.Getenv("PARSE_AGENT_ALLOW_RAW_CRUD")),
-		SchemaOps:  Truthy(os.Getenv("PARSE_AGENT_ALLOW_SCHEMA_OPS")),
-		RawSchema:  Truthy(os.Getenv("PARSE_AGENT_ALLOW_RAW_SCHEMA")),
+		WriteTools: gate("PARSE_AGENT_ALLOW_WRITE_TOOLS"),
+		RawCRUD:    gate("PARSE_AGENT_ALLOW_RAW_CRUD"),
+		SchemaOps:  gate("PARSE_AGENT_ALLOW_SCHEMA_OPS"),
+		RawSchema:  gate("PARSE_AGENT_ALLOW_RAW_SCHEMA"),
+	}
+	if gateErr != nil {
+		return nil, gateErr
 	}
 	return &c, nil
+}
+
+// gateValue is v for an error message, cut short: a gate value is a word,
+// and anything long is not worth echoing.
+func gateValue(v string) string {
+	if r := []rune(v); len(r) > 20 {
+		return string(r[:20]) + "…"
+	}
+	return v
+}
+
+// readGate reads one PARSE_AGENT_ALLOW_* kill switch. Unset, empty or an
+// unsubstituted placeholder is off; a value that is neither a yes nor a no
+// word ("ture", "maybe") is refused: read as off, it would leave an operator
+// who meant on looking at refusals that tell them to set what they set.
+func readGate(name string) (bool, error) {
+	v := strings.TrimSpace(os.Getenv(name))
+	if v == "" || IsPlaceholder(v) {
+		return false, nil
+	}
+	if Truthy(v) {
+		return true, nil
+	}
+	switch strings.ToLower(v) {
+	case "0", "false", "no", "off":
+		return false, nil
+	}
+	return false, &Error{Variable: name, Problem: fmt.Sprintf("cannot read %q as on or off", gateValue(v)), Fix: "use true or false (also 1/0, yes/no, on/off), or leave it unset for off"}
 }
 
 // parseFix says what a variable of envconfig's type name takes.

@@ -201,6 +201,37 @@ func TestLoadSaysWhatAValueTakes(t *testing.T) {
 	}
 }
 
+// TestLoadReadsGates: a write kill switch is on for a yes word, off when
+// unset, empty, a placeholder or a no word, and a typo is refused naming the
+// variable rather than read as off.
+func TestLoadReadsGates(t *testing.T) {
+	for _, tc := range []struct {
+		value string
+		on    bool
+		err   string
+	}{
+		{"true", true, ""}, {"YES", true, ""}, {"1", true, ""}, {" on ", true, ""},
+		{"", false, ""}, {"false", false, ""}, {"0", false, ""}, {"Off", false, ""}, {"no", false, ""},
+		{"${user_config.allow_writes}", false, ""},
+		{"ture", false, `PARSE_AGENT_ALLOW_WRITE_TOOLS: cannot read "ture" as on or off (use true or false (also 1/0, yes/no, on/off), or leave it unset for off)`},
+		{"maybe", false, `PARSE_AGENT_ALLOW_WRITE_TOOLS: cannot read "maybe" as on or off`},
+	} {
+		t.Run(tc.value, func(t *testing.T) {
+			t.Setenv("PARSE_AGENT_ALLOW_WRITE_TOOLS", tc.value)
+			c, err := Load()
+			if tc.err != "" {
+				if err == nil || !strings.HasPrefix(err.Error(), tc.err) {
+					t.Fatalf("Load() = %v, want %s", err, tc.err)
+				}
+				return
+			}
+			if err != nil || c.Gates.WriteTools != tc.on {
+				t.Fatalf("Load() = %+v, %v; want on=%v", c, err, tc.on)
+			}
+		})
+	}
+}
+
 // TestLoadRefusesZeroCaps: a cap set to 0 in the environment is refused,
 // not silently read as its default (0 means "default" only in code).
 func TestLoadRefusesZeroCaps(t *testing.T) {
