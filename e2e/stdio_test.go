@@ -250,6 +250,8 @@ func TestBadConfigurationExitCodes(t *testing.T) {
 		{"two identities", []string{"PARSE_MCP_ACL_USER=abc", "PARSE_MCP_ACL_ROLE=Admin"}, nil, 2, "PARSE_MCP_ACL_USER", ""},
 		{"bad workers", []string{"PARSE_MCP_WORKERS=lots"}, nil, 2, "PARSE_MCP_WORKERS", ""},
 		{"bad demo switch", []string{"PARSE_MCP_DEMO=maybe"}, nil, 2, "PARSE_MCP_DEMO", ""},
+		{"typo in a write gate", []string{"PARSE_AGENT_ALLOW_WRITE_TOOLS=ture"}, nil, 2, "PARSE_AGENT_ALLOW_WRITE_TOOLS", ""},
+		{"zero sessions", []string{"PARSE_MCP_HTTP_MAX_SESSIONS=0"}, nil, 2, "PARSE_MCP_HTTP_MAX_SESSIONS", ""},
 		{"blank URI, demo off", []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO=false"}, nil, 2, "PARSE_MCP_DEMO=true", ""},
 		{"placeholder URI", []string{"PARSE_MCP_MONGODB_URI=${user_config.mongodb_uri}"}, nil, 2, "PARSE_MCP_MONGODB_URI: is required", ""},
 		{"public bind without key", []string{"PARSE_MCP_HTTP_ADDR=0.0.0.0:0"}, nil, 2, "PARSE_MCP_API_KEY", ""},
