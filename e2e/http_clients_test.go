@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 )
@@ -171,5 +172,13 @@ func TestHTTPNamedKeysAreClients(t *testing.T) {
 	}
 	if m := mine.rpc("p", "ping", ""); m["result"] == nil {
 		t.Fatalf("alice's own session: %v", m)
+	}
+	// The audit event says which named key made each call, by name only.
+	logs := h.stderr.String()
+	if !strings.Contains(logs, `"api_key":"alice"`) || !strings.Contains(logs, `"api_key":"bob"`) {
+		t.Fatalf("tool_call events do not name the API key:\n%s", logs)
+	}
+	if strings.Contains(logs, alice) || strings.Contains(logs, bob) {
+		t.Fatal("a key's secret is in the log")
 	}
 }

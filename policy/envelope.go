@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -190,6 +191,11 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	}
 	if s := mcpserver.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))
+	}
+	if name := callinfo.From(ctx).Credential; name != "" {
+		// Who did it, for an operator who handed out named keys: the key's
+		// name from PARSE_MCP_API_KEYS, never the key.
+		ev = ev.Str("api_key", truncateText(name, 64))
 	}
 	if ci := callStateOf(ctx); ci != nil && ci.write != nil {
 		w := ci.write
