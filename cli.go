@@ -1,11 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"strings"
+	"unicode"
+
+	"golang.org/x/term"
 
 	"github.com/parse-mcp/parse-mcp/server"
 )
@@ -70,11 +76,55 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 	}
 	sess := server.NewSession("cli")
 	d := a.dispatcher
-	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"parse-mcp-cli","version":"1"}}}`
+	// At a terminal the operator is the person a confirmation asks: the CLI
+	// declares elicitation like a desktop client and answers the server's
+	// question (elicitation/create) from the terminal, so the write runs
+	// through the same confirmation path, binding and audit as over MCP.
+	// Piped or scripted, nobody can answer: no elicitation is declared and
+	// such a write is refused with confirmation_unavailable.
+	capabilities := `{}`
+	var answer func(message string) bool
+	if stdin, ok := stdinTerminal(); ok {
+		capabilities = `{"elicitation":{}}`
+		in := bufio.NewReader(stdin)
+		answer = func(message string) bool {
+			fmt.Fprintf(stderr, "%s [y/N] ", printable(message))
+			line, _ := in.ReadString('\n')
+			switch strings.ToLower(strings.TrimSpace(line)) {
+			case "y", "yes":
+				return true
+			}
+			return false
+		}
+	}
+	var sink func([]byte)
+	sink = func(msg []byte) {
+		var m struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params struct {
+				Message string `json:"message"`
+			} `json:"params"`
+		}
+		if answer == nil || json.Unmarshal(msg, &m) != nil || m.Method != "elicitation/create" || len(m.ID) == 0 {
+			return
+		}
+		// The tool call waits for this reply inside d.Handle: answer from
+		// another goroutine.
+		go func() {
+			result := map[string]any{"action": "decline"}
+			if answer(m.Params.Message) {
+				result = map[string]any{"action": "accept", "content": map[string]any{"confirm": true}}
+			}
+			reply, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": m.ID, "result": result})
+			d.Handle(ctx, sess, reply, sink)
+		}()
+	}
+	init := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":` + capabilities + `,"clientInfo":{"name":"parse-mcp-cli","version":"1"}}}`
 	d.Handle(ctx, sess, []byte(init), func([]byte) {})
 	d.Handle(ctx, sess, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), func([]byte) {})
 	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": cmd[1], "arguments": args}})
-	resp := d.Handle(ctx, sess, req, func([]byte) {})
+	resp := d.Handle(ctx, sess, req, sink)
 	var msg struct {
 		Result *struct {
 			Content []struct {
@@ -124,6 +174,24 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 	}
 	fmt.Fprintln(stdout, string(unescapeHTML(out)))
 	return exitOK
+}
+
+// stdinTerminal is the standard input when it is a terminal a person types
+// at.
+func stdinTerminal() (io.Reader, bool) {
+	return os.Stdin, term.IsTerminal(int(os.Stdin.Fd()))
+}
+
+// printable is s without control characters (escape sequences included)
+// other than newlines and tabs: a question shown on the operator's terminal
+// quotes values from the database.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
+			return r
+		}
+		return -1
+	}, s)
 }
 
 // indentResult indents a tool result for a person, keeping its member order,
