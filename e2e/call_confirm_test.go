@@ -55,8 +55,7 @@ func TestCallConfirmsAtTheTerminal(t *testing.T) {
 		time.Sleep(100 * time.Millisecond) // the reader drains the last output
 		screen.mu.Lock()
 		defer screen.mu.Unlock()
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
+		if ee, ok := errors.AsType[*exec.ExitError](err); ok {
 			return screen.buf.String(), ee.ExitCode()
 		}
 		return screen.buf.String(), 0
