@@ -6,8 +6,6 @@ import (
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/creack/pty"
 )
 
 // TestCallConfirmsAtTheTerminal: `parse-mcp call` at a terminal is a client
@@ -21,25 +19,7 @@ func TestCallConfirmsAtTheTerminal(t *testing.T) {
 		t.Helper()
 		cmd := exec.Command(binary, "call", "delete_object", `{"class_name":"Memo","object_id":"`+id+`"}`)
 		cmd.Env = environment
-		tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-		if err != nil {
-			t.Fatalf("starting under a pty: %v", err)
-		}
-		defer tty.Close()
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		defer func() { _ = cmd.Process.Kill() }()
-		screen := &ptyScreen{}
-		go func() {
-			b := make([]byte, 4096)
-			for {
-				n, err := tty.Read(b)
-				screen.add(b[:n])
-				if err != nil {
-					return
-				}
-			}
-		}()
+		tty, screen, exited := startInPTY(t, cmd)
 		question := screen.expect(t, "[y/N] ")
 		if !strings.Contains(question, "Memo") || !strings.Contains(question, id) {
 			t.Errorf("the question does not say what would be deleted:\n%s", question)
@@ -47,6 +27,7 @@ func TestCallConfirmsAtTheTerminal(t *testing.T) {
 		if _, err := tty.Write([]byte(typed + "\r")); err != nil {
 			t.Fatal(err)
 		}
+		var err error
 		select {
 		case err = <-exited:
 		case <-time.After(60 * time.Second):

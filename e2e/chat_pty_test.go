@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"sync"
@@ -27,6 +28,35 @@ func (s *ptyScreen) add(p []byte) {
 	s.mu.Lock()
 	s.buf.Write(p)
 	s.mu.Unlock()
+}
+
+// startInPTY starts cmd on a pseudo-terminal, as a person runs it, and
+// collects what it writes there; exited receives cmd.Wait's result. The
+// test's cleanup kills the process and closes the terminal.
+func startInPTY(t *testing.T, cmd *exec.Cmd) (*os.File, *ptyScreen, <-chan error) {
+	t.Helper()
+	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
+	if err != nil {
+		t.Fatalf("starting under a pty: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = tty.Close()
+	})
+	screen := &ptyScreen{}
+	go func() {
+		b := make([]byte, 4096)
+		for {
+			n, err := tty.Read(b)
+			screen.add(b[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	return tty, screen, exited
 }
 
 // expect waits until want appears after the mark, then moves the mark past
@@ -85,25 +115,7 @@ func TestChatTerminal(t *testing.T) {
 
 	cmd := exec.Command(binary, "--demo", "chat")
 	cmd.Env = env(demoEnv(dir, m)...)
-	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-	if err != nil {
-		t.Fatalf("starting under a pty: %v", err)
-	}
-	defer tty.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() { _ = cmd.Process.Kill() }()
-	screen := &ptyScreen{}
-	go func() {
-		b := make([]byte, 4096)
-		for {
-			n, err := tty.Read(b)
-			screen.add(b[:n])
-			if err != nil {
-				return
-			}
-		}
-	}()
+	tty, screen, exited := startInPTY(t, cmd)
 	send := func(s string) {
 		t.Helper()
 		if _, err := tty.Write([]byte(s)); err != nil {
@@ -211,22 +223,9 @@ func TestChatEndsOnSignalAtPrompt(t *testing.T) {
 			cmd := exec.Command(binary, "--demo", "chat")
 			cmd.Env = env(demoEnv(dir, m)...)
 			screen := &ptyScreen{}
+			var exited <-chan error
 			if tc.tty {
-				tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 120})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer tty.Close()
-				go func() {
-					b := make([]byte, 4096)
-					for {
-						n, err := tty.Read(b)
-						screen.add(b[:n])
-						if err != nil {
-							return
-						}
-					}
-				}()
+				_, screen, exited = startInPTY(t, cmd)
 			} else {
 				stdin, err := cmd.StdinPipe()
 				if err != nil {
@@ -237,10 +236,11 @@ func TestChatEndsOnSignalAtPrompt(t *testing.T) {
 				if err := cmd.Start(); err != nil {
 					t.Fatal(err)
 				}
+				waited := make(chan error, 1)
+				go func() { waited <- cmd.Wait() }()
+				defer func() { _ = cmd.Process.Kill() }()
+				exited = waited
 			}
-			exited := make(chan error, 1)
-			go func() { exited <- cmd.Wait() }()
-			defer func() { _ = cmd.Process.Kill() }()
 			screen.expect(t, "Ctrl-D exits.")
 			time.Sleep(200 * time.Millisecond) // at the prompt, reading
 			if err := cmd.Process.Signal(tc.sig); err != nil {
