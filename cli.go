@@ -9,10 +9,10 @@ import (
 	"io"
 	"os"
 	"strings"
-	"unicode"
 
 	"golang.org/x/term"
 
+	"github.com/parse-mcp/parse-mcp/internal/chat"
 	"github.com/parse-mcp/parse-mcp/server"
 )
 
@@ -88,7 +88,11 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 		capabilities = `{"elicitation":{}}`
 		in := bufio.NewReader(stdin)
 		answer = func(message string) bool {
-			fmt.Fprintf(stderr, "%s [y/N] ", printable(message))
+			// The question quotes values from the database: shown through
+			// the chat's terminal filter (no escape sequences, no bidi
+			// overrides).
+			fmt.Fprint(chat.SafeText(stderr), message)
+			fmt.Fprint(stderr, " [y/N] ")
 			line, _ := in.ReadString('\n')
 			switch strings.ToLower(strings.TrimSpace(line)) {
 			case "y", "yes":
@@ -180,18 +184,6 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 // at.
 func stdinTerminal() (io.Reader, bool) {
 	return os.Stdin, term.IsTerminal(int(os.Stdin.Fd()))
-}
-
-// printable is s without control characters (escape sequences included)
-// other than newlines and tabs: a question shown on the operator's terminal
-// quotes values from the database.
-func printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\t' || !unicode.IsControl(r) {
-			return r
-		}
-		return -1
-	}, s)
 }
 
 // indentResult indents a tool result for a person, keeping its member order,
