@@ -54,8 +54,30 @@ type Config struct {
 	// ConfirmSecret signs 2026-07-28 confirmation tokens over HTTP (empty:
 	// a secret stored once in the database, shared by every process).
 	ConfirmSecret Secret `envconfig:"PARSE_MCP_CONFIRM_SECRET"`
-	LogLevel      string `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`
-	LogFile       string `envconfig:"PARSE_MCP_LOG_FILE"`
+	// Per-request identity over HTTP (README "Serve a team"): the modes
+	// tried in order on every /mcp request (keys, parse-session, jwt,
+	// oauth; internal/authn). Empty: one identity per process, from the
+	// environment, as over stdio.
+	HTTPAuth string `envconfig:"PARSE_MCP_HTTP_AUTH"`
+	// IdentityCache is how long a resolved per-request identity is reused:
+	// a deleted or expired session stops working within it.
+	IdentityCache time.Duration `envconfig:"PARSE_MCP_IDENTITY_CACHE" default:"30s"`
+	// The jwt mode: keys from a JWKS URL or one HS256 secret; issuer and
+	// audience are required.
+	JWTJWKSURL  string `envconfig:"PARSE_MCP_JWT_JWKS_URL"`
+	JWTSecret   Secret `envconfig:"PARSE_MCP_JWT_SECRET"`
+	JWTIssuer   string `envconfig:"PARSE_MCP_JWT_ISSUER"`
+	JWTAudience string `envconfig:"PARSE_MCP_JWT_AUDIENCE"`
+	// PublicURL is the address clients reach this server at, for the oauth
+	// mode's metadata, issuer and resource indicator.
+	PublicURL string `envconfig:"PARSE_MCP_PUBLIC_URL"`
+	// LimitsStore keeps rate windows and spent confirmations: "memory" (one
+	// process) or "mongodb" (shared by every process; LimitsURI, else the
+	// app's database).
+	LimitsStore string `envconfig:"PARSE_MCP_LIMITS_STORE" default:"memory"`
+	LimitsURI   Secret `envconfig:"PARSE_MCP_LIMITS_URI"`
+	LogLevel    string `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`
+	LogFile     string `envconfig:"PARSE_MCP_LOG_FILE"`
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
 	Workers int `envconfig:"PARSE_MCP_WORKERS" default:"16"`
