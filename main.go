@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/parse-mcp/parse-mcp/internal/version"
 	"io"
 	"net"
 	"os"
@@ -199,7 +200,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 }
 
 // commit is the source revision, stamped by `make release`
-// (-ldflags "-X main.commit=…"); the version is server.Version, stamped the
+// (-ldflags "-X main.commit=…"); the version is version.Version, stamped the
 // same way. A plain `go build` in a git checkout falls back to the revision
 // Go records in the build info.
 var commit string
@@ -223,7 +224,7 @@ func versionLine() string {
 	} else if dirty {
 		rev += "-dirty"
 	}
-	return fmt.Sprintf("parse-mcp %s (commit %s, %s %s/%s)", server.Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
+	return fmt.Sprintf("parse-mcp %s (commit %s, %s %s/%s)", version.Version, rev, runtime.Version(), runtime.GOOS, runtime.GOARCH)
 }
 
 // checkCommand checks a command's arguments; fs holds the global flags, which

@@ -1,16 +1,15 @@
 package main
 
 import (
+	"github.com/parse-mcp/parse-mcp/internal/version"
 	"regexp"
 	"testing"
-
-	"github.com/parse-mcp/parse-mcp/server"
 )
 
 // TestVersionLine: --version names the version, the commit (stamped by
 // `make release`, else Go's build info, else "unknown") and the platform.
 func TestVersionLine(t *testing.T) {
-	re := regexp.MustCompile(`^parse-mcp ` + regexp.QuoteMeta(server.Version) + ` \(commit \S+, go\S+ \w+/\w+\)$`)
+	re := regexp.MustCompile(`^parse-mcp ` + regexp.QuoteMeta(version.Version) + ` \(commit \S+, go\S+ \w+/\w+\)$`)
 	if got := versionLine(); !re.MatchString(got) {
 		t.Errorf("versionLine() = %q", got)
 	}

@@ -267,14 +267,21 @@ func firstN(s []string, n int) []string {
 func renderRecent(_ context.Context, _ *Provider, v *Values) (string, error) {
 	c := v.Get("class_name")
 	n, _ := strconv.Atoi(v.Get("limit"))
+	// A limit out of range is bounded, and the prompt says so: the person
+	// who asked for 500 learns why they see 100.
+	var bounded string
 	switch {
-	case n <= 0:
+	case n < 0:
+		bounded = fmt.Sprintf("(limit %d is not a count: the default, %d, is used.)", n, RecentDefault)
+		n = RecentDefault
+	case n == 0:
 		n = RecentDefault
 	case n > RecentMax:
+		bounded = fmt.Sprintf("(limit %d is more than this prompt shows: at most %d.)", n, RecentMax)
 		n = RecentMax
 	}
 	return strings.Join([]string{
-		fmt.Sprintf("Show the recent activity in %s: the %d most recently updated objects.", c, n),
+		strings.TrimSpace(fmt.Sprintf("Show the recent activity in %s: the %d most recently updated objects. %s", c, n, bounded)),
 		"",
 		"Call " + call("query_class", map[string]any{"class_name": c, "order": "-updatedAt", "limit": n}) + ".",
 		"For each object say whether it was created or only updated recently (compare createdAt with updatedAt), " +

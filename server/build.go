@@ -5,6 +5,7 @@ package server
 
 import (
 	"context"
+	"github.com/parse-mcp/parse-mcp/internal/version"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -13,9 +14,6 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
-
-// Version is reported in initialize.
-var Version = "0.1.0"
 
 // Instructions tell the model, once per session, how to work with the server.
 const Instructions = "parse-mcp gives read access to a Parse Server app's database. Start with get_all_schemas or get_schema; " +
@@ -71,7 +69,7 @@ func Build(o Options) *mcpserver.MCPServer {
 	if o.Subscriptions != nil {
 		opts = append(opts, mcpserver.WithResourceCapabilities(true, false))
 	}
-	s := mcpserver.NewMCPServer("parse-mcp", Version, append(opts, o.ServerOptions...)...)
+	s := mcpserver.NewMCPServer("parse-mcp", version.Version, append(opts, o.ServerOptions...)...)
 	installLogging(s, hooks)
 	if o.Subscriptions != nil {
 		o.Subscriptions.attach(s, hooks)

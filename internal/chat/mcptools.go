@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/parse-mcp/parse-mcp/internal/version"
 	"strings"
 	"sync/atomic"
 
@@ -73,7 +74,7 @@ func (m *MCPToolbox) Tools(ctx context.Context) ([]ToolSpec, string, error) {
 	res, err := m.rpc(ctx, "initialize", map[string]any{
 		"protocolVersion": mcpProtocolVersion,
 		"capabilities":    map[string]any{},
-		"clientInfo":      map[string]any{"name": "parse-mcp-chat", "version": server.Version},
+		"clientInfo":      map[string]any{"name": "parse-mcp-chat", "version": version.Version},
 	})
 	if err != nil {
 		return nil, "", fmt.Errorf("initialize: %w", err)

@@ -175,6 +175,12 @@ func Load() (*Config, error) {
 			return nil, &Error{Variable: v.variable, Problem: "0 is out of range", Fix: v.fix}
 		}
 	}
+	// Desktop clients pass variables verbatim, without a shell: a tier is a
+	// word in any case, as the gates are, and a path may start with ~/.
+	c.Permissions = strings.ToLower(strings.TrimSpace(c.Permissions))
+	for _, path := range []*string{&c.PolicyFile, &c.LogFile, &c.DemoDir} {
+		*path = expandHome(*path)
+	}
 	var gateErr error
 	gate := func(name string) bool {
 		on, err := readGate(name)
@@ -193,6 +199,19 @@ func Load() (*Config, error) {
 		return nil, gateErr
 	}
 	return &c, nil
+}
+
+// expandHome replaces a leading ~ or ~/ with the user's home directory, as
+// a shell would have; any other path, or a machine without a home, is kept.
+func expandHome(path string) string {
+	if path != "~" && !strings.HasPrefix(path, "~/") {
+		return path
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return path
+	}
+	return home + path[1:]
 }
 
 // gateValue is v for an error message, cut short: a gate value is a word,

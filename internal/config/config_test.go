@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -397,5 +398,38 @@ func TestParseServerURL(t *testing.T) {
 	c.LiveQueryURL = "wss://admin:hunter2@lq.example.com/"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "PARSE_MCP_LIVEQUERY_URL") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("PARSE_MCP_LIVEQUERY_URL with user info: %v", err)
+	}
+}
+
+// TestLoadReadsAsAShellWould: a desktop client passes variables verbatim,
+// so a tier in capitals is the tier (the gates take any case too) and a
+// leading ~/ in a path is the home directory; other paths are kept.
+func TestLoadReadsAsAShellWould(t *testing.T) {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		t.Skip("no home directory")
+	}
+	t.Setenv("PARSE_MCP_PERMISSIONS", " Write ")
+	t.Setenv("PARSE_MCP_POLICY_FILE", "~/parse-mcp/policy.yaml")
+	t.Setenv("PARSE_MCP_LOG_FILE", "~")
+	t.Setenv("PARSE_MCP_DEMO_DIR", "~other/dir")
+	c, err := Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Validate(); err != nil && strings.HasPrefix(err.Error(), "PARSE_MCP_PERMISSIONS") {
+		t.Fatalf("Validate: %v", err)
+	}
+	if c.Permissions != TierWrite {
+		t.Errorf("PARSE_MCP_PERMISSIONS=\" Write \" read as %q, want %q", c.Permissions, TierWrite)
+	}
+	if want := filepath.Join(home, "parse-mcp/policy.yaml"); c.PolicyFile != want {
+		t.Errorf("policy file %q, want %q", c.PolicyFile, want)
+	}
+	if c.LogFile != home {
+		t.Errorf("log file %q, want %q", c.LogFile, home)
+	}
+	if c.DemoDir != "~other/dir" {
+		t.Errorf("another user's ~ was expanded: %q", c.DemoDir)
 	}
 }

@@ -41,7 +41,7 @@ type Stamp struct{ Version, Commit string }
 // traces keep their function names and lines) and stamps the version and
 // commit that `parse-mcp --version` prints.
 func (s Stamp) LDFlags() string {
-	return fmt.Sprintf("-s -w -X github.com/parse-mcp/parse-mcp/server.Version=%s -X main.commit=%s", s.Version, s.Commit)
+	return fmt.Sprintf("-s -w -X github.com/parse-mcp/parse-mcp/internal/version.Version=%s -X main.commit=%s", s.Version, s.Commit)
 }
 
 // BuildCommand is the go build invocation for a target: static (no cgo —

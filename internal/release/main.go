@@ -21,7 +21,7 @@ import (
 	"runtime"
 	"strings"
 
-	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/internal/version"
 )
 
 // mcpbCLI is the official bundle CLI, pinned.
@@ -30,7 +30,7 @@ const mcpbCLI = "@anthropic-ai/mcpb@2.1.2"
 func main() {
 	out := flag.String("out", "dist", "output directory (emptied first)")
 	tags := flag.String("tags", "", "build tags (the Makefile's BUILD_TAGS)")
-	version := flag.String("version", server.Version, "version to stamp and release")
+	version := flag.String("version", version.Version, "version to stamp and release")
 	only := flag.String("targets", "", "comma-separated GOOS/GOARCH subset (default: every release target)")
 	writeIcon := flag.String("write-icon", "", "only redraw the bundle icon into this file")
 	flag.Parse()

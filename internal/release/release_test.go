@@ -35,7 +35,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
-	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/internal/version"
 )
 
 // A release made by `make release` (.ci/run does, before `make test`) is
@@ -303,7 +303,7 @@ func TestReleaseArtifacts(t *testing.T) {
 	if dir == "" {
 		t.Skipf("no release to check (set %s after `make release`)", releaseDirEnv)
 	}
-	version := server.Version
+	version := version.Version
 	sums := map[string]string{}
 	raw, err := os.ReadFile(filepath.Join(dir, "SHA256SUMS"))
 	if err != nil {
@@ -594,7 +594,7 @@ func hostBundle(t *testing.T) string {
 	if dir := releaseDir(t); dir != "" {
 		for _, p := range BundlePlatforms(map[Target]string{{"darwin", "arm64"}: "", {"darwin", "amd64"}: "", host: ""}) {
 			if p.GOOS == host.GOOS && (p.GOOS == "darwin" || p.Targets[0] == host) {
-				return filepath.Join(dir, p.FileName(server.Version))
+				return filepath.Join(dir, p.FileName(version.Version))
 			}
 		}
 	}
@@ -631,8 +631,8 @@ func buildHostBundle(host Target) (string, error) {
 		return "", err
 	}
 	builtBundle.dir = tmp
-	bin := filepath.Join(tmp, host.BinaryName(server.Version))
-	if err := Build(host, buildTags, Stamp{Version: server.Version, Commit: "test"}, bin); err != nil {
+	bin := filepath.Join(tmp, host.BinaryName(version.Version))
+	if err := Build(host, buildTags, Stamp{Version: version.Version, Commit: "test"}, bin); err != nil {
 		return "", err
 	}
 	lists, err := Describe(bin)
@@ -641,10 +641,10 @@ func buildHostBundle(host Target) (string, error) {
 	}
 	p := BundlePlatform{Name: host.GOOS + "-" + host.GOARCH, GOOS: host.GOOS, Targets: []Target{host}}
 	stage := filepath.Join(tmp, "stage")
-	if err := Stage(stage, p, map[Target]string{host: bin}, lists, server.Version); err != nil {
+	if err := Stage(stage, p, map[Target]string{host: bin}, lists, version.Version); err != nil {
 		return "", err
 	}
-	file := filepath.Join(tmp, p.FileName(server.Version))
+	file := filepath.Join(tmp, p.FileName(version.Version))
 	return file, zipDir(stage, file)
 }
 
