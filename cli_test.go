@@ -79,9 +79,34 @@ func TestCommandLineMistakes(t *testing.T) {
 	// Command-local flags stay the command's.
 	global := flag.NewFlagSet("parse-mcp", flag.ContinueOnError)
 	global.Bool("demo", false, "")
-	for _, cmd := range [][]string{{"ask", "--trace", "q"}, {"ask", "-"}, {"embed", "Song", "--all"}} {
+	for _, cmd := range [][]string{{"ask", "--trace", "q"}, {"ask", "-"}, {"embed", "Song", "--all"}, {"embed", "--all", "Song"}} {
 		if msg := checkCommand(cmd, global); msg != "" {
 			t.Errorf("checkCommand(%q) = %q", cmd, msg)
+		}
+	}
+}
+
+// TestEmbedArgs: --all before or after the class; anything else is a usage
+// error.
+func TestEmbedArgs(t *testing.T) {
+	for _, tc := range []struct {
+		cmd   []string
+		class string
+		all   bool
+		ok    bool
+	}{
+		{[]string{"embed", "Song"}, "Song", false, true},
+		{[]string{"embed", "Song", "--all"}, "Song", true, true},
+		{[]string{"embed", "--all", "Song"}, "Song", true, true},
+		{[]string{"embed"}, "", false, false},
+		{[]string{"embed", "--all"}, "", false, false},
+		{[]string{"embed", "Song", "Note"}, "", false, false},
+		{[]string{"embed", "--all", "--all", "Song"}, "", false, false},
+		{[]string{"embed", "--force", "Song"}, "", false, false},
+	} {
+		class, all, ok := embedArgs(tc.cmd)
+		if class != tc.class || all != tc.all || ok != tc.ok {
+			t.Errorf("embedArgs(%q) = %q, %v, %v; want %q, %v, %v", tc.cmd, class, all, ok, tc.class, tc.all, tc.ok)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/embed"
@@ -28,11 +29,30 @@ func newEmbedder(cfg *config.Config) (embed.Embedder, error) {
 		Dimensions: cfg.EmbeddingsDimensions, Budget: budget})
 }
 
+// embedArgs reads `embed CLASS [--all]`; the flag may also come first
+// (`embed --all CLASS`), as a person who knows other CLIs writes it.
+func embedArgs(cmd []string) (class string, all, ok bool) {
+	for _, arg := range cmd[1:] {
+		switch {
+		case arg == "--all" && !all:
+			all = true
+		case class == "" && !strings.HasPrefix(arg, "-"):
+			class = arg
+		default:
+			return "", false, false
+		}
+	}
+	if class == "" {
+		return "", false, false
+	}
+	return class, all, true
+}
+
 // runEmbed is `parse-mcp embed CLASS [--all]`: it backfills the class's
 // vectors in batches, reporting progress on stderr; interrupted, it resumes
 // where it stopped on the next run (rows done keep their vectors).
 func runEmbed(ctx context.Context, a *app, cmd []string, stderr io.Writer) int {
-	class, all := cmd[1], len(cmd) == 3
+	class, all, _ := embedArgs(cmd)
 	n, err := tools.Backfill(ctx, a.deps, class, all, func(done, total int64) {
 		fmt.Fprintf(stderr, "parse-mcp: embed %s: %d/%d rows\n", class, done, total)
 	})

@@ -258,7 +258,7 @@ func checkCommand(cmd []string, fs *flag.FlagSet) string {
 			return "usage: parse-mcp ask [--trace] \"question\" (or - to read it from stdin)"
 		}
 	case "embed":
-		if len(cmd) < 2 || len(cmd) > 3 || len(cmd) == 3 && cmd[2] != "--all" {
+		if _, _, ok := embedArgs(cmd); !ok {
 			return "usage: parse-mcp embed CLASS [--all]"
 		}
 	default:

@@ -13,8 +13,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
-// The independent adversarial pass of issue 20 (SECURITY.md "Outputs: one
-// rule"): each test is one attack a prompt-injected caller would try; it
+// An independent adversarial pass (SECURITY.md "Outputs: one rule"): each test is one attack a prompt-injected caller would try; it
 // fails on the code before its fix. Hidden and missing classes must answer
 // byte for byte alike (modulo the name the caller typed).
 

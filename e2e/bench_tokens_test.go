@@ -16,7 +16,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// What the model reads (issue 11): characters and cl100k tokens of the text
+// What the model reads: characters and cl100k tokens of the text
 // parse-mcp returns, next to the same rows as the official MongoDB MCP
 // server shows them — relaxed Extended JSON of the stored documents (_id,
 // _p_artist:"Artist$id", {"$date":…}) inside its untrusted-data wrapper.

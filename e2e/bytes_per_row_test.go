@@ -20,8 +20,7 @@ import (
 // value array per row) is what is measured here, the names counted once.
 // These rows are mostly user data (lyrics), the same size in any
 // rendering, so the guard is 0.7× canonical Extended JSON; the token
-// benchmark (bench_tokens_test.go) measures the four-field scenario of
-// issue 11.
+// benchmark (bench_tokens_test.go) measures the four-field scenario.
 func TestBytesPerRowVersusExtendedJSON(t *testing.T) {
 	c := stdioClient(t)
 	res := callOK(t, c, "query_class", map[string]any{"class_name": "Song", "limit": 50, "order": "objectId", "apply_canonical_filter": false})

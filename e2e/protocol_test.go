@@ -1,6 +1,6 @@
 package e2e
 
-// Protocol tests of issue 5 through the binary over stdio: progress
+// Protocol tests through the binary over stdio: progress
 // (heartbeats, the tool's own units, ordering), cancellation (a genuinely
 // slow query, cancel while queued), logging. HTTP variants are in
 // http_test.go; resources and subscriptions in resources_test.go; prompts in

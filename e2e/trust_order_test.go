@@ -45,7 +45,7 @@ func TestTrustOrderOnObjectValues(t *testing.T) {
 	}
 }
 
-// TestTrustPipelineWritesBelowOpaque (second adversarial pass, A4): on the
+// TestTrustPipelineWritesBelowOpaque: on the
 // demo row whose meta.credential is a Pointer into the hidden VaultSecret,
 // removing or overwriting the pointer's className (or __type) below the
 // Object field used to make the row encoder show the bare hidden id. Every
@@ -76,7 +76,7 @@ func TestTrustPipelineWritesBelowOpaque(t *testing.T) {
 	}
 }
 
-// TestTrustPipelineLiteralOracle (second adversarial pass, A10): a
+// TestTrustPipelineLiteralOracle: a
 // pipeline literal "Class$id" used to come back redacted for a hidden class
 // and as written for a missing one, so one aggregate call enumerated hidden
 // class names; both are refused alike, for master and scoped identities.

@@ -17,8 +17,8 @@ import (
 )
 
 // Writes, dry runs and schema metadata answer under the identity's read
-// scope (SECURITY.md "Outputs"): each test here is one finding of the
-// adversarial pass over writes, failing on the code before the fix.
+// scope (SECURITY.md "Outputs"): each test here is one attack on a write
+// output, failing on the code before its fix.
 
 // writeOutSchemas: Memo (plain), Doc (defaults that are references), Ticket
 // (tenant-scoped), Vault (hidden by the policy).

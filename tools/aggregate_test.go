@@ -394,7 +394,7 @@ func TestAggregateJoinedPathsGetTheConjunct(t *testing.T) {
 	}
 }
 
-// TestAggregateUnwindGetsTheConjunct (second adversarial pass, A8): after
+// TestAggregateUnwindGetsTheConjunct: after
 // each $unwind of the caller, the unwound path gets the not-a-hidden-
 // reference conjunct again — elements of an array nested in the stored
 // array were one level below the leading conjunct's reach.

@@ -122,8 +122,8 @@ func FuzzColumnarRows(f *testing.F) {
 }
 
 // TestWriteColumnsFallsBackWhenSparse: get_objects keeps its keyed object
-// layout when columns would be larger (second adversarial pass, A7: 30
-// sparse rows cost 6× their objects as columns, past the byte cap).
+// layout when columns would be larger (30 sparse rows cost 6× their
+// objects as columns, past the byte cap).
 func TestWriteColumnsFallsBackWhenSparse(t *testing.T) {
 	var rows, byID []string
 	for i := range 30 {

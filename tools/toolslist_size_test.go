@@ -16,8 +16,8 @@ import (
 // figure, when a definition has to say more.
 const toolsListCeiling = 21_030 // with columns/rows in four output schemas, the shape enum, get_schema's search and schema_reload in five write results
 
-// modelReadTarget is issue 11's tools/list target applied to what the model
-// reads of it.
+// modelReadTarget is the tools/list size target (README "Performance")
+// applied to what the model reads of it.
 const modelReadTarget = 10_000
 
 // searchToolsetCeiling bounds the search toolset's five definitions, and

@@ -407,7 +407,7 @@ func TestPipelineResolveIsLinear(t *testing.T) {
 	}
 }
 
-// TestPipelineNoWritesBelowOpaque (second adversarial pass, A4/A5): a stage
+// TestPipelineNoWritesBelowOpaque: a stage
 // that sets, removes or projects a path below an opaque value could strip
 // the className/__type that marks an embedded reference, and the row
 // encoder would show a hidden object's id; such output paths are refused,
@@ -454,8 +454,7 @@ func TestPipelineNoWritesBelowOpaque(t *testing.T) {
 	}
 }
 
-// TestPipelineLiteralsNameNoInvisibleClass (second adversarial pass,
-// A1/A10): a literal naming a hidden class came back redacted and one
+// TestPipelineLiteralsNameNoInvisibleClass: a literal naming a hidden class came back redacted and one
 // naming a missing class as written — one call told them apart, and a join
 // or group could compare the literal whole with a stored value. Every value
 // position refuses such a literal, hidden and missing alike; a visible
