@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/term"
+
+	"github.com/parse-mcp/parse-mcp/internal/terminal"
 )
 
 // CostLine is the one-line cost of usage u on the session's model.
@@ -61,10 +63,10 @@ type lineReader interface {
 func (r *REPL) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	// Everything shown below the prompt passes SafeText: answers and
+	// Everything shown below the prompt passes the terminal filter: answers and
 	// history can carry what the model copied from untrusted rows.
 	out := r.Out
-	r.Out = SafeText(out)
+	r.Out = terminal.Filter(out)
 	defer func() { r.Out = out }()
 	var lines lineReader
 	f, tty := r.In.(*os.File)
