@@ -82,8 +82,9 @@ func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup,
 // through the app's own dispatcher and policy (chat.MCPToolbox).
 //
 // stdout and stderr are run's: scrubbed, and stderr filtered for the
-// terminal; stdoutTTY says whether stdout is a terminal.
-func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr io.Writer, stdoutTTY bool) int {
+// terminal; rawStdout is stdout as the process got it (the line editor's
+// echo of the person's typing, and whether it is a terminal).
+func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr, rawStdout io.Writer) int {
 	setup.llm.OnRetry = func(attempt int, wait time.Duration, reason string) {
 		fmt.Fprintf(stderr, "(%s: %s; retry %d in %s)\n", setup.llm.Kind, reason, attempt, wait.Round(100*time.Millisecond))
 	}
@@ -106,7 +107,7 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 		return exitFailure
 	}
 	if cmd == "chat" {
-		r := &chat.REPL{Session: sess, Prices: setup.prices, In: stdin, Out: stdout,
+		r := &chat.REPL{Session: sess, Prices: setup.prices, In: stdin, Out: stdout, Echo: rawStdout,
 			Banner: fmt.Sprintf("parse-mcp chat · %s %s · %d tools · permissions %s · identity %s\n/help lists the commands; Ctrl-C cancels an answer, Ctrl-D exits.",
 				provider.Name(), provider.Model(), len(sess.Tools()), cfg.Permissions, cfg.Identity())}
 		if err := r.Run(ctx); err != nil {
@@ -122,7 +123,7 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 	// passes the terminal filter, in a pipe too (the script's reader may
 	// be a terminal).
 	sess.Out = terminal.Filter(stdout)
-	sess.FinalOnly = !stdoutTTY
+	sess.FinalOnly = !isTerminal(rawStdout)
 	if setup.trace {
 		sess.OnTool = func(e chat.TraceEntry) { fmt.Fprintf(stderr, "trace: %s\n", e) }
 		sess.Narrate = func(text string) { fmt.Fprintf(stderr, "trace: model: %s\n", text) }

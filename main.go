@@ -93,7 +93,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// output"). stdout of the MCP server is protocol and stays as it is.
 	cmd := fs.Args()
 	scrubber := scrub.New(append(cfg.Secrets(), llmEnv("LLM_API_KEY")))
-	stdoutTTY, stderrTTY := isTerminal(stdout), isTerminal(stderr)
+	rawStdout, stderrTTY := stdout, isTerminal(stderr)
 	scrubbedErr := scrubber.Writer(stderr)
 	defer scrubbedErr.Flush()
 	stderr = scrubbedErr
@@ -193,7 +193,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer app.Close()
 
 	if conversational {
-		return runChat(ctx, app, cfg, chatCfg, cmd[0], stdin, stdout, stderr, stdoutTTY)
+		return runChat(ctx, app, cfg, chatCfg, cmd[0], stdin, stdout, stderr, rawStdout)
 	}
 	if len(cmd) > 0 {
 		return runCommand(ctx, app, cmd, stdout, stderr)

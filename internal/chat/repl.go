@@ -42,6 +42,10 @@ type REPL struct {
 	Out     io.Writer
 	// Banner is printed once before the first prompt.
 	Banner string
+	// Echo is where the line editor echoes what the person types (default
+	// Out): their own keystrokes, unscrubbed, so a word that begins like a
+	// secret is not held back by the scrubber while it is typed.
+	Echo io.Writer
 }
 
 const helpText = `/reset     forget the conversation (the cost so far stays)
@@ -72,7 +76,11 @@ func (r *REPL) Run(ctx context.Context) error {
 	f, tty := r.In.(*os.File)
 	tty = tty && term.IsTerminal(int(f.Fd()))
 	if tty {
-		lines = newTTYReader(f, out)
+		echo := r.Echo
+		if echo == nil {
+			echo = out
+		}
+		lines = newTTYReader(f, echo)
 	} else {
 		sc := bufio.NewScanner(r.In)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)
