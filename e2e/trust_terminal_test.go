@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // What no terminal write of chat, ask, call or embed may carry: escape
@@ -55,7 +56,24 @@ func TestEmbeddingsEchoedKeyNeverShown(t *testing.T) {
 	if !strings.Contains(string(logged), "HTTP 401") {
 		t.Fatalf("the operator log lacks the endpoint's refusal:\n%s", logged)
 	}
-	for where, text := range map[string]string{"embed stderr": stderr, "call stdout": out, "call stderr": callErr, "log file": string(logged)} {
+	// The MCP server over stdio writes the same refusal to its log.
+	serverLog := filepath.Join(dir, "server.log")
+	c := stdioClient(t, append(envv, "PARSE_MCP_DEMO=true", "PARSE_MCP_LOG_FILE="+serverLog)...)
+	if res := call(t, c, "semantic_search", map[string]any{"query": "harbor"}); !res.IsError || strings.Contains(text(res), key) {
+		t.Fatalf("semantic_search against a refusing endpoint: %s", text(res))
+	}
+	_ = c.Close()
+	var served []byte
+	for range 50 {
+		if served, _ = os.ReadFile(serverLog); strings.Contains(string(served), "HTTP 401") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(string(served), "HTTP 401") {
+		t.Fatalf("the server's log lacks the endpoint's refusal:\n%s", served)
+	}
+	for where, text := range map[string]string{"embed stderr": stderr, "call stdout": out, "call stderr": callErr, "log file": string(logged), "server log": string(served)} {
 		if strings.Contains(text, key) || strings.Contains(text, key[:12]) {
 			t.Errorf("%s carries the embeddings key:\n%s", where, text)
 		}
