@@ -71,8 +71,8 @@ func withoutUserInfo(raw string) string {
 }
 
 // Secrets is every credential the configuration holds, for the process's one
-// scrubber (internal/scrub): the value of each Secret field and of each
-// string field tagged secret:"true", every named API key, and the password
+// scrubber (internal/scrub): the value of each Secret field (or []Secret)
+// and of each string field tagged secret:"true", every named API key, and the password
 // of every setting that is a URL with user info (the MongoDB connection
 // string, the limits store's), as written and percent-decoded. It is
 // derived from the fields, so a Secret field added later is scrubbed
@@ -98,6 +98,11 @@ func (c *Config) Secrets() []string {
 				}
 			case f.Kind() == reflect.Struct:
 				walk(f)
+				continue
+			case f.Kind() == reflect.Slice && sf.Type.Elem() == reflect.TypeFor[Secret]():
+				for j := range f.Len() {
+					out = append(out, f.Index(j).Interface().(Secret).Reveal())
+				}
 				continue
 			}
 			out = append(out, uriPassword(value)...)
