@@ -43,9 +43,7 @@ func TestSecretsDerived(t *testing.T) {
 // field added as a plain string fails here.
 func TestEveryCredentialFieldIsScrubbed(t *testing.T) {
 	credential := regexp.MustCompile(`KEY|TOKEN|SECRET|PASSWORD|PASSPHRASE`)
-	typ := reflect.TypeFor[Config]()
-	for i := range typ.NumField() {
-		f := typ.Field(i)
+	for f := range reflect.TypeFor[Config]().Fields() {
 		if !credential.MatchString(f.Tag.Get("envconfig")) {
 			continue
 		}
