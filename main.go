@@ -97,7 +97,11 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	scrubbedErr := scrubber.Writer(stderr)
 	defer scrubbedErr.Flush()
 	stderr = scrubbedErr
-	if len(cmd) > 0 {
+	if len(cmd) == 0 {
+		// The server's stderr is its log (JSON lines): what the filter
+		// would drop is written as its \u escape, for whoever tails it.
+		stderr = terminal.JSON(stderr)
+	} else {
 		stderr = terminal.Filter(stderr)
 		scrubbedOut := scrubber.Writer(stdout)
 		defer scrubbedOut.Flush()
@@ -578,8 +582,8 @@ func dnsErrText(dns *net.DNSError) string {
 }
 
 // newLogger logs to stderr (never stdout: it belongs to the protocol) and,
-// with PARSE_MCP_LOG_FILE, to a file as well, through the scrubber (stderr
-// is scrubbed already: run wraps it).
+// with PARSE_MCP_LOG_FILE, to a file as well, through the scrubber and the
+// terminal filter's JSON form (stderr has both already: run wraps it).
 func newLogger(cfg *config.Config, stderr io.Writer, scrubber *scrub.Scrubber) (zerolog.Logger, func(), error) {
 	level, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
 	if err != nil {
@@ -593,7 +597,7 @@ func newLogger(cfg *config.Config, stderr io.Writer, scrubber *scrub.Scrubber) (
 			return zerolog.Logger{}, nil, err
 		}
 		file := scrubber.Writer(f)
-		w = zerolog.MultiLevelWriter(stderr, file)
+		w = zerolog.MultiLevelWriter(stderr, terminal.JSON(file))
 		closeFn = func() { _ = file.Flush(); _ = f.Close() }
 	}
 	zerolog.TimeFieldFormat = time.RFC3339Nano

@@ -78,8 +78,9 @@ func TestEmbeddingsEchoedKeyNeverShown(t *testing.T) {
 			t.Errorf("%s carries the embeddings key:\n%s", where, text)
 		}
 	}
-	assertNoControls(t, "embed stderr", stderr)
-	assertNoControls(t, "call stderr", callErr)
+	for where, text := range map[string]string{"embed stderr": stderr, "call stderr": callErr, "log file": string(logged), "server log": string(served)} {
+		assertNoControls(t, where, text)
+	}
 }
 
 // chunkedModel is an OpenAI-compatible server streaming a fixed answer in
