@@ -28,7 +28,11 @@ func Unsafe(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':
 		return false
-	case r < 0x20 || r == 0x7f || r >= 0x80 && r <= 0x9f:
+	case r < 0x20 || r == 0x7f:
+		return true
+	case r < 0x80:
+		return false
+	case r <= 0x9f:
 		return true
 	case r == 0x2028 || r == 0x2029:
 		return true
@@ -65,6 +69,12 @@ func (f *filter) Write(p []byte) (int, error) {
 	f.carry = nil
 	out := make([]byte, 0, len(b))
 	for i := 0; i < len(b); {
+		if c := b[i]; c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' {
+			out = append(out, c) // printable ASCII: the common case
+			f.base = c > ' '
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRune(b[i:])
 		if r == utf8.RuneError && size <= 1 {
 			if !utf8.FullRune(b[i:]) {
