@@ -9,10 +9,9 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/term"
-
 	"github.com/parse-mcp/parse-mcp/internal/chat"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/terminal"
 )
 
 // chatSetup is the LLM side of `chat` and `ask`, read before the database
@@ -59,9 +58,6 @@ func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup,
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
 		return nil, exitBadUsage
 	}
-	llm.OnRetry = func(attempt int, wait time.Duration, reason string) {
-		fmt.Fprintf(stderr, "(%s: %s; retry %d in %s)\n", llm.Kind, reason, attempt, wait.Round(100*time.Millisecond))
-	}
 	s := &chatSetup{llm: llm, prices: prices}
 	if cmd[0] != "ask" {
 		return s, exitOK
@@ -84,7 +80,14 @@ func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup,
 
 // runChat runs `chat` or `ask` on a started app: the model's tool calls go
 // through the app's own dispatcher and policy (chat.MCPToolbox).
-func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+//
+// stdout and stderr are run's: scrubbed, and stderr filtered for the
+// terminal; rawStdout is stdout as the process got it (the line editor's
+// echo of the person's typing, and whether it is a terminal).
+func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr, rawStdout io.Writer) int {
+	setup.llm.OnRetry = func(attempt int, wait time.Duration, reason string) {
+		fmt.Fprintf(stderr, "(%s: %s; retry %d in %s)\n", setup.llm.Kind, reason, attempt, wait.Round(100*time.Millisecond))
+	}
 	provider, err := chat.New(setup.llm)
 	if err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
@@ -104,7 +107,7 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 		return exitFailure
 	}
 	if cmd == "chat" {
-		r := &chat.REPL{Session: sess, Prices: setup.prices, In: stdin, Out: stdout,
+		r := &chat.REPL{Session: sess, Prices: setup.prices, In: stdin, Out: stdout, Echo: rawStdout,
 			Banner: fmt.Sprintf("parse-mcp chat · %s %s · %d tools · permissions %s · identity %s\n/help lists the commands; Ctrl-C cancels an answer, Ctrl-D exits.",
 				provider.Name(), provider.Model(), len(sess.Tools()), cfg.Permissions, cfg.Identity())}
 		if err := r.Run(ctx); err != nil {
@@ -116,14 +119,11 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 
 	// ask: the answer streams to stdout; with --trace the tool calls and the
 	// cost go to stderr.
-	// The answer and the trace can carry what the model copied from
-	// untrusted rows: no control characters reach the terminal or the
-	// script (chat.SafeText).
-	sess.Out = chat.SafeText(stdout)
-	if f, ok := stdout.(*os.File); !ok || !term.IsTerminal(int(f.Fd())) {
-		sess.FinalOnly = true
-	}
-	stderr = chat.SafeText(stderr)
+	// The answer can carry what the model copied from untrusted rows: it
+	// passes the terminal filter, in a pipe too (the script's reader may
+	// be a terminal).
+	sess.Out = terminal.Filter(stdout)
+	sess.FinalOnly = !isTerminal(rawStdout)
 	if setup.trace {
 		sess.OnTool = func(e chat.TraceEntry) { fmt.Fprintf(stderr, "trace: %s\n", e) }
 		sess.Narrate = func(text string) { fmt.Fprintf(stderr, "trace: model: %s\n", text) }

@@ -12,7 +12,6 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/parse-mcp/parse-mcp/internal/chat"
 	"github.com/parse-mcp/parse-mcp/server"
 )
 
@@ -88,10 +87,9 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 		capabilities = `{"elicitation":{}}`
 		in := bufio.NewReader(stdin)
 		answer = func(message string) bool {
-			// The question quotes values from the database: shown through
-			// the chat's terminal filter (no escape sequences, no bidi
-			// overrides).
-			fmt.Fprint(chat.SafeText(stderr), message)
+			// The question quotes values from the database: stderr is run's,
+			// through the terminal filter.
+			fmt.Fprint(stderr, message)
 			fmt.Fprint(stderr, " [y/N] ")
 			line, _ := in.ReadString('\n')
 			switch strings.ToLower(strings.TrimSpace(line)) {

@@ -38,6 +38,8 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
+	"github.com/parse-mcp/parse-mcp/internal/scrub"
+	"github.com/parse-mcp/parse-mcp/internal/terminal"
 	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/server"
 	"github.com/parse-mcp/parse-mcp/tools"
@@ -85,6 +87,30 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
 		return exitBadUsage
 	}
+	// From here on every byte written passes the one scrubber of the
+	// process's secrets, and a command's stderr (a person reads it) the
+	// terminal filter as well (SECURITY.md "Secrets in output", "Terminal
+	// output"). stdout of the MCP server is protocol and stays as it is.
+	cmd := fs.Args()
+	scrubber := scrub.New(append(cfg.Secrets(), llmEnv("LLM_API_KEY")))
+	rawStdout, stderrTTY := stdout, isTerminal(stderr)
+	scrubbedErr := scrubber.Writer(stderr)
+	defer scrubbedErr.Flush()
+	stderr = scrubbedErr
+	if len(cmd) == 0 {
+		// The server's stderr is its log (JSON lines): what the filter
+		// would drop is written as its \u escape, for whoever tails it.
+		stderr = terminal.JSON(stderr)
+	} else {
+		stderr = terminal.Filter(stderr)
+		scrubbedOut := scrubber.Writer(stdout)
+		defer scrubbedOut.Flush()
+		stdout = scrubbedOut
+		if cmd[0] != "chat" && cmd[0] != "ask" {
+			// JSON: what the filter would drop is written as its \u escape.
+			stdout = terminal.JSON(stdout)
+		}
+	}
 	cfg.Demo = cfg.Demo || *demoFlag
 	if *httpAddr != "" {
 		cfg.HTTPAddr = *httpAddr
@@ -101,7 +127,6 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The command's shape is checked before the configuration: a flag put
 	// after the command (`call … --demo`) would otherwise surface as a
 	// configuration error about what that flag was meant to set.
-	cmd := fs.Args()
 	if len(cmd) > 0 {
 		if msg := checkCommand(cmd, fs); msg != "" {
 			fmt.Fprintf(stderr, "parse-mcp: %s\n", msg)
@@ -126,15 +151,16 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 	}
 
-	log, closeLog, err := newLogger(cfg, stderr)
+	log, closeLog, err := newLogger(cfg, stderr, scrubber)
 	if err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_LOG_FILE: %v\n", err)
 		return exitBadUsage
 	}
 	defer closeLog()
-	if f, ok := stderr.(*os.File); ok && conversational && cfg.LogFile == "" && term.IsTerminal(int(f.Fd())) {
-		// A person reads this terminal: warnings as text lines, not JSON.
-		log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.Kitchen})
+	if stderrTTY && conversational && cfg.LogFile == "" {
+		// A person reads this terminal: warnings as text lines, not JSON
+		// (uncoloured: the terminal filter lets no escape sequence through).
+		log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.Kitchen, NoColor: true})
 	}
 	if len(cfg.Blank) > 0 {
 		log.Debug().Strs("variables", cfg.Blank).Msg("empty or unsubstituted ${…} settings are treated as unset")
@@ -171,7 +197,7 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer app.Close()
 
 	if conversational {
-		return runChat(ctx, app, cfg, chatCfg, cmd[0], stdin, stdout, stderr)
+		return runChat(ctx, app, cfg, chatCfg, cmd[0], stdin, stdout, stderr, rawStdout)
 	}
 	if len(cmd) > 0 {
 		return runCommand(ctx, app, cmd, stdout, stderr)
@@ -556,8 +582,9 @@ func dnsErrText(dns *net.DNSError) string {
 }
 
 // newLogger logs to stderr (never stdout: it belongs to the protocol) and,
-// with PARSE_MCP_LOG_FILE, to a file as well.
-func newLogger(cfg *config.Config, stderr io.Writer) (zerolog.Logger, func(), error) {
+// with PARSE_MCP_LOG_FILE, to a file as well, through the scrubber and the
+// terminal filter's JSON form (stderr has both already: run wraps it).
+func newLogger(cfg *config.Config, stderr io.Writer, scrubber *scrub.Scrubber) (zerolog.Logger, func(), error) {
 	level, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
 	if err != nil {
 		level = zerolog.InfoLevel
@@ -569,9 +596,16 @@ func newLogger(cfg *config.Config, stderr io.Writer) (zerolog.Logger, func(), er
 		if err != nil {
 			return zerolog.Logger{}, nil, err
 		}
-		w = zerolog.MultiLevelWriter(stderr, f)
-		closeFn = func() { _ = f.Close() }
+		file := scrubber.Writer(f)
+		w = zerolog.MultiLevelWriter(stderr, terminal.JSON(file))
+		closeFn = func() { _ = file.Flush(); _ = f.Close() }
 	}
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	return zerolog.New(w).Level(level).With().Timestamp().Logger(), closeFn, nil
+}
+
+// isTerminal reports whether w is a terminal (checked before run wraps it).
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

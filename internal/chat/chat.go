@@ -21,6 +21,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 )
 
 // Role is who a message is from.
@@ -151,15 +152,29 @@ func formatDuration(d time.Duration) string {
 	return fmt.Sprintf("%.1fs", d.Seconds())
 }
 
+// maxShownArgs is how much of a tool call's arguments a trace line or
+// /history shows: the model may send megabytes.
+const maxShownArgs = 1000
+
+// compactJSON is arguments as a trace shows them: compacted, and cut at
+// maxShownArgs with the full size said.
 func compactJSON(b json.RawMessage) string {
 	if len(b) == 0 {
 		return "{}"
 	}
+	s := string(b)
 	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return string(b)
+	if len(b) <= maxShownArgs*64 && json.Compact(&buf, b) == nil {
+		s = buf.String()
 	}
-	return buf.String()
+	if len(s) <= maxShownArgs {
+		return s
+	}
+	cut := maxShownArgs
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return fmt.Sprintf("%s… (%d bytes)", s[:cut], len(b))
 }
 
 // Session is one conversation: its history, the tools, usage and trace.

@@ -235,32 +235,6 @@ func TestAskFinalOnly(t *testing.T) {
 	}
 }
 
-// TestSafeText: what a model copies from untrusted rows cannot drive the
-// terminal: escape sequences, C1 controls and bidi overrides are dropped,
-// also when a chunk boundary splits a UTF-8 sequence.
-func TestSafeText(t *testing.T) {
-	for _, tc := range []struct {
-		chunks []string
-		want   string
-	}{
-		{[]string{"There are \x1b]52;c;ZXZpbA==\x07600 songs.\n"}, "There are ]52;c;ZXZpbA==600 songs.\n"},
-		{[]string{"a\x1b[2Jb\rc\x7fd\u009be\u202eevil\u2066x\u2069\tok"}, "a[2Jbcdeevilx\tok"}, // the ESC goes; the rest is inert text
-		{[]string{"caf", "\xc3", "\xa9 ", "\xe2\x80", "\xae", "!"}, "café !"},
-		{[]string{"bad \xff byte"}, "bad  byte"},
-	} {
-		var b strings.Builder
-		w := SafeText(&b)
-		for _, c := range tc.chunks {
-			if n, err := w.Write([]byte(c)); err != nil || n != len(c) {
-				t.Fatalf("write %q: %d, %v", c, n, err)
-			}
-		}
-		if b.String() != tc.want {
-			t.Errorf("%q → %q, want %q", tc.chunks, b.String(), tc.want)
-		}
-	}
-}
-
 // TestAskCallsPerRoundCapped: a reply asking for more calls than
 // MaxCallsPerRound runs the first ones; the rest are answered "not run".
 func TestAskCallsPerRoundCapped(t *testing.T) {

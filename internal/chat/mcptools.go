@@ -44,6 +44,11 @@ func (m *MCPToolbox) rpc(ctx context.Context, method string, params any) (json.R
 	if err != nil {
 		return nil, err
 	}
+	if len(req) > server.MaxMessageBytes {
+		// The stdio transport's cap, so the model in-process can send no
+		// more than a client over stdio.
+		return nil, &rpcError{Code: -32600, Message: fmt.Sprintf("Invalid Request: message exceeds %d MiB", server.MaxMessageBytes>>20)}
+	}
 	raw := m.d.Handle(ctx, m.sess, req, func([]byte) {})
 	if raw == nil {
 		if ctx.Err() != nil {

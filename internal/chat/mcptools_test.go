@@ -84,3 +84,33 @@ func mustMarshal(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
 }
+
+// TestMCPToolboxArgumentCap: a tool call whose message exceeds the stdio
+// transport's cap (server.MaxMessageBytes) is refused as over stdio, without
+// running; one under it runs. The trace shows at most maxShownArgs of it.
+func TestMCPToolboxArgumentCap(t *testing.T) {
+	s := mcpserver.NewMCPServer("t", "1", mcpserver.WithToolCapabilities(false))
+	ran := 0
+	s.AddTool(mcp.NewTool("echo", mcp.WithString("text")),
+		func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			ran++
+			return mcp.NewToolResultText("ok"), nil
+		})
+	tb := NewMCPToolbox(server.NewDispatcher(s, 4, zerolog.Nop()))
+	ctx := context.Background()
+	if _, _, err := tb.Tools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	big := json.RawMessage(`{"text":"` + strings.Repeat("x", 6<<20) + `"}`)
+	if r := tb.Call(ctx, "echo", big); !r.IsError || r.Text != "error: Invalid Request: message exceeds 4 MiB" || ran != 0 {
+		t.Fatalf("6 MiB argument: %+v, ran %d", r, ran)
+	}
+	under := json.RawMessage(`{"text":"` + strings.Repeat("x", server.MaxMessageBytes-200) + `"}`)
+	if r := tb.Call(ctx, "echo", under); r.IsError || ran != 1 {
+		t.Fatalf("argument under the cap: %+v, ran %d", r, ran)
+	}
+	line := TraceEntry{Name: "echo", Args: big}.String()
+	if len(line) > 2*maxShownArgs || !strings.Contains(line, "(6291467 bytes)") {
+		t.Fatalf("trace line of %d bytes: %.200q", len(line), line)
+	}
+}

@@ -358,10 +358,11 @@ func (h *httpClient) readError(resp *http.Response) *APIError {
 			e.Message = http.StatusText(resp.StatusCode)
 		}
 	}
+	// Scrubbed before it is cut: a key cut in two would not be recognised.
+	e.Message = h.scrub(e.Message)
 	if len(e.Message) > 300 {
 		e.Message = e.Message[:300] + "…"
 	}
-	e.Message = h.scrub(e.Message)
 	return e
 }
 

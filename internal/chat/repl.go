@@ -12,6 +12,8 @@ import (
 	"sync"
 
 	"golang.org/x/term"
+
+	"github.com/parse-mcp/parse-mcp/internal/terminal"
 )
 
 // CostLine is the one-line cost of usage u on the session's model.
@@ -40,6 +42,10 @@ type REPL struct {
 	Out     io.Writer
 	// Banner is printed once before the first prompt.
 	Banner string
+	// Echo is where the line editor echoes what the person types (default
+	// Out): their own keystrokes, unscrubbed, so a word that begins like a
+	// secret is not held back by the scrubber while it is typed.
+	Echo io.Writer
 }
 
 const helpText = `/reset     forget the conversation (the cost so far stays)
@@ -61,16 +67,20 @@ type lineReader interface {
 func (r *REPL) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	// Everything shown below the prompt passes SafeText: answers and
+	// Everything shown below the prompt passes the terminal filter: answers and
 	// history can carry what the model copied from untrusted rows.
 	out := r.Out
-	r.Out = SafeText(out)
+	r.Out = terminal.Filter(out)
 	defer func() { r.Out = out }()
 	var lines lineReader
 	f, tty := r.In.(*os.File)
 	tty = tty && term.IsTerminal(int(f.Fd()))
 	if tty {
-		lines = newTTYReader(f, out)
+		echo := r.Echo
+		if echo == nil {
+			echo = out
+		}
+		lines = newTTYReader(f, echo)
 	} else {
 		sc := bufio.NewScanner(r.In)
 		sc.Buffer(make([]byte, 64<<10), 1<<20)

@@ -31,12 +31,12 @@ type Config struct {
 	CollectionPrefix string `envconfig:"PARSE_MCP_COLLECTION_PREFIX"`
 	PolicyFile       string `envconfig:"PARSE_MCP_POLICY_FILE"`
 	Permissions      string `envconfig:"PARSE_MCP_PERMISSIONS" default:"readonly"`
-	SessionToken     string `envconfig:"PARSE_MCP_SESSION_TOKEN"`
+	SessionToken     string `envconfig:"PARSE_MCP_SESSION_TOKEN" secret:"true"`
 	ACLUser          string `envconfig:"PARSE_MCP_ACL_USER"`
 	ACLRole          string `envconfig:"PARSE_MCP_ACL_ROLE"`
 	TenantID         string `envconfig:"PARSE_MCP_TENANT_ID"`
 	HTTPAddr         string `envconfig:"PARSE_MCP_HTTP_ADDR"`
-	APIKey           string `envconfig:"PARSE_MCP_API_KEY"`
+	APIKey           string `envconfig:"PARSE_MCP_API_KEY" secret:"true"`
 	// APIKeys are named HTTP keys, "name:key,name:key": each name is one
 	// client (README "Behind a load balancer"); see NamedAPIKeys.
 	APIKeys Secret `envconfig:"PARSE_MCP_API_KEYS"`

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"reflect"
+	"slices"
 	"strings"
 )
 
@@ -66,4 +68,65 @@ func withoutUserInfo(raw string) string {
 		return scheme + Masked + rest[i:]
 	}
 	return raw
+}
+
+// Secrets is every credential the configuration holds, for the process's one
+// scrubber (internal/scrub): the value of each Secret field (or []Secret)
+// and of each string field tagged secret:"true", every named API key, and the password
+// of every setting that is a URL with user info (the MongoDB connection
+// string, the limits store's), as written and percent-decoded. It is
+// derived from the fields, so a Secret field added later is scrubbed
+// without a list to update.
+func (c *Config) Secrets() []string {
+	var out []string
+	var walk func(v reflect.Value)
+	walk = func(v reflect.Value) {
+		for i := range v.NumField() {
+			f, sf := v.Field(i), v.Type().Field(i)
+			if !sf.IsExported() {
+				continue
+			}
+			var value string
+			switch {
+			case sf.Type == reflect.TypeFor[Secret]():
+				value = f.Interface().(Secret).Reveal()
+				out = append(out, value)
+			case f.Kind() == reflect.String:
+				value = f.String()
+				if sf.Tag.Get("secret") == "true" {
+					out = append(out, value)
+				}
+			case f.Kind() == reflect.Struct:
+				walk(f)
+				continue
+			case f.Kind() == reflect.Slice && sf.Type.Elem() == reflect.TypeFor[Secret]():
+				for j := range f.Len() {
+					out = append(out, f.Index(j).Interface().(Secret).Reveal())
+				}
+				continue
+			}
+			out = append(out, uriPassword(value)...)
+		}
+	}
+	walk(reflect.ValueOf(c).Elem())
+	if named, err := c.NamedAPIKeys(); err == nil {
+		for _, k := range named {
+			out = append(out, k.Key.Reveal())
+		}
+	}
+	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
+}
+
+// uriPassword is the password of a URL's user info (raw and decoded), if
+// any.
+func uriPassword(uri string) []string {
+	_, userinfo, _, _ := splitURI(uri)
+	_, password, ok := strings.Cut(userinfo, ":")
+	if !ok || password == "" {
+		return nil
+	}
+	if decoded, err := url.PathUnescape(password); err == nil && decoded != password {
+		return []string{password, decoded}
+	}
+	return []string{password}
 }

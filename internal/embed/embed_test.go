@@ -221,3 +221,20 @@ func TestFixtureDeterministic(t *testing.T) {
 		t.Fatalf("len %d", len(a))
 	}
 }
+
+// TestClientEchoedKeyMasked: an endpoint that echoes the request's key in
+// its error body (anywhere, even where the 200-byte snippet cuts) does not
+// put it, or a piece of it, in the error.
+func TestClientEchoedKeyMasked(t *testing.T) {
+	for _, pad := range []int{0, 180} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Error(w, strings.Repeat("-", pad)+"invalid key "+strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer "), http.StatusUnauthorized)
+		}))
+		c := newTestClient(t, srv.URL, func(c *ClientConfig) { c.Retries = -1 })
+		_, err := c.Embed(context.Background(), []string{"x"})
+		srv.Close()
+		if err == nil || strings.Contains(err.Error(), testKey[:6]) {
+			t.Fatalf("pad %d: err %v: want an error without the key", pad, err)
+		}
+	}
+}
