@@ -161,6 +161,11 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 			text = msg.Result.Content[0].Text
 		}
 		printJSON(stdout, map[string]any{"error": text, "_meta": msg.Result.Meta})
+		if bytes.Contains(resp, []byte(`"confirmation_unavailable"`)) {
+			// The server's text speaks to an MCP client ("a client with
+			// elicitation"); the person at this CLI has other ways out.
+			fmt.Fprintln(stderr, `parse-mcp: call: this write needs a person's confirmation and the input is not a terminal: run the command at a terminal (it asks [y/N]), or add "dry_run": true to the arguments to see what it would change`)
+		}
 		return exitFailure
 	}
 	raw := []byte(msg.Result.StructuredContent)

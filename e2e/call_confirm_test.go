@@ -50,8 +50,13 @@ func TestCallConfirmsAtTheTerminal(t *testing.T) {
 	}
 	cmd := exec.Command(binary, "call", "delete_object", `{"class_name":"Memo","object_id":"m5"}`)
 	cmd.Env = environment
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
 	out, _ := cmd.Output()
 	if !strings.Contains(string(out), "confirmation_unavailable") || !exists("m5") {
 		t.Fatalf("piped: m5 exists %v\n%s", exists("m5"), out)
+	}
+	if !strings.Contains(stderr.String(), "run the command at a terminal") || !strings.Contains(stderr.String(), `"dry_run": true`) {
+		t.Errorf("piped: stderr does not say how to confirm from the CLI:\n%s", stderr.String())
 	}
 }

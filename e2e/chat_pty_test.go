@@ -144,7 +144,9 @@ func TestChatTerminal(t *testing.T) {
 	send("slow question\r")
 	screen.expect(t, "Thinking about it")
 	send("\x03")
-	screen.expect(t, "answer cancelled")
+	if cancelled := screen.expect(t, "answer cancelled"); strings.Count(cancelled, "^C") > 1 {
+		t.Errorf("Ctrl-C shows ^C more than once:\n%s", cancelled)
+	}
 	select {
 	case <-m.abandoned:
 	case <-time.After(10 * time.Second):

@@ -172,7 +172,9 @@ func (r *REPL) Run(ctx context.Context) error {
 				fmt.Fprintln(r.Out, CutOffNote)
 			}
 		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
-			fmt.Fprintln(r.Out, "\n^C answer cancelled (the question is dropped from the history)")
+			// The terminal has echoed the ^C already (the answer streams in
+			// cooked mode): the note does not print a second one.
+			fmt.Fprintln(r.Out, "\nanswer cancelled (the question is dropped from the history)")
 		case errors.Is(err, ErrRoundLimit):
 			fmt.Fprintf(r.Out, "\nstopped: %v\n", err)
 		case ctx.Err() != nil:
@@ -204,7 +206,7 @@ func (r *REPL) command(ctx context.Context, line string) bool {
 		before, after, err := s.Compact(ctx)
 		if err != nil {
 			if errors.Is(err, context.Canceled) {
-				fmt.Fprintln(r.Out, "\n^C compact cancelled (history kept)")
+				fmt.Fprintln(r.Out, "\ncompact cancelled (history kept)")
 				return false
 			}
 			fmt.Fprintf(r.Out, "compact failed: %v\n", err)
