@@ -184,9 +184,14 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		trusted, _ := cfg.TrustedProxyNets() // validated at start-up
 		maxSessions, perClient, _, _ := cfg.HTTPCaps()
 		named, _ := cfg.NamedAPIKeys() // validated at start-up
+		auth, err := httpAuth(cfg, app)
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+			return exitBadUsage
+		}
 		if err := server.ServeHTTP(ctx, app.dispatcher, server.HTTPOptions{Addr: cfg.HTTPAddr, APIKey: cfg.APIKey, Log: log,
 			TrustedProxies: trusted, MaxSessions: maxSessions, SessionsPerClient: perClient, NamedKeys: named,
-			Listener: httpListener, Health: app.pingDatabase}); err != nil {
+			Listener: httpListener, Health: app.pingDatabase, Auth: auth}); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: http: %v\n", err)
 			return exitFailure
 		}
