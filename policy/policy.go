@@ -76,7 +76,7 @@ type Engine struct {
 	// shared engine, the environment identity).
 	request *RequestScope
 	store   *parsedb.Store
-	limiter  *rateLimiter
+	limiter *rateLimiter
 	// clientLimiter bounds one client over HTTP (per-session limit ×
 	// PARSE_MCP_HTTP_CLIENT_RATE_FACTOR), processLimiter the whole process
 	// (× PARSE_MCP_HTTP_PROCESS_RATE_FACTOR, always more than one client's).
