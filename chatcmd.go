@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/parse-mcp/parse-mcp/internal/app"
 	"github.com/parse-mcp/parse-mcp/internal/chat"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 )
@@ -84,7 +85,7 @@ func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup,
 
 // runChat runs `chat` or `ask` on a started app: the model's tool calls go
 // through the app's own dispatcher and policy (chat.MCPToolbox).
-func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
+func runChat(ctx context.Context, a *app.App, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr io.Writer) int {
 	provider, err := chat.New(setup.llm)
 	if err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
@@ -98,7 +99,7 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
 		return exitFailure
 	}
-	sess := &chat.Session{Provider: provider, Toolbox: chat.NewMCPToolbox(a.dispatcher), Permissions: cfg.Permissions}
+	sess := &chat.Session{Provider: provider, Toolbox: chat.NewMCPToolbox(a.Dispatcher), Permissions: cfg.Permissions}
 	if err := sess.Start(ctx); err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
 		return exitFailure

@@ -143,6 +143,25 @@ func NewHTTPHandler(d *Dispatcher, apiKey string, loopback bool, log zerolog.Log
 	return h
 }
 
+// MountHTTP is the transport as an http.Handler, for ServeHTTP and for a
+// server that mounts it (package mcphandler); o's Addr, Listener and Ready
+// are not used. Its idle sessions expire until ctx ends; CloseSessions ends
+// the rest.
+func MountHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions, loopback bool) *HTTPHandler {
+	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
+	h.health, h.auth = o.Health, o.Auth
+	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
+	for _, k := range o.NamedKeys {
+		h.keys = append(h.keys, acceptedKey{name: k.Name, hash: sha256.Sum256([]byte(k.Key.Reveal()))})
+	}
+	go h.expireIdle(ctx)
+	return h
+}
+
+// CloseSessions ends every HTTP session (their in-flight calls are
+// cancelled).
+func (h *HTTPHandler) CloseSessions() { h.closeAll() }
+
 // ServeHTTP serves until ctx is cancelled.
 func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 	host, _, err := net.SplitHostPort(o.Addr)
@@ -159,19 +178,13 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 			return err
 		}
 	}
-	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
-	h.health, h.auth = o.Health, o.Auth
-	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
-	for _, k := range o.NamedKeys {
-		h.keys = append(h.keys, acceptedKey{name: k.Name, hash: sha256.Sum256([]byte(k.Key.Reveal()))})
-	}
+	h := MountHTTP(ctx, d, o, loopback)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	applyServerTimeouts(srv)
 	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
-	go h.expireIdle(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"fmt"
@@ -10,20 +10,20 @@ import (
 	"github.com/parse-mcp/parse-mcp/server"
 )
 
-// authModes builds the authenticators of PARSE_MCP_HTTP_AUTH's modes that
+// AuthModes builds the authenticators of PARSE_MCP_HTTP_AUTH's modes that
 // need more than the configuration (jwt: internal/jwtauth; oauth:
 // internal/oauth), keyed by mode. A listed mode without a constructor here
 // is refused at start-up as not available in this build.
 //
 // WIRING POINT: the jwt and oauth packages register here, e.g.
 //
-//	authModes[authn.ModeJWT] = func(cfg *config.Config, a *app) (authn.Authenticator, error) { return jwtauth.New(cfg, a.store) }
-var authModes = map[string]func(cfg *config.Config, a *app) (authn.Authenticator, error){}
+//	AuthModes[authn.ModeJWT] = func(cfg *config.Config, a *App) (authn.Authenticator, error) { return jwtauth.New(cfg, a.Store) }
+var AuthModes = map[string]func(cfg *config.Config, a *App) (authn.Authenticator, error){}
 
-// httpAuth is the per-request authentication of PARSE_MCP_HTTP_AUTH (nil
+// HTTPAuth is the per-request authentication of PARSE_MCP_HTTP_AUTH (nil
 // when unset: the API keys and the environment identity, as before). Its
 // error is a configuration error naming the variable (exit 2).
-func httpAuth(cfg *config.Config, a *app) (*server.HTTPAuth, error) {
+func (a *App) HTTPAuth(cfg *config.Config) (*server.HTTPAuth, error) {
 	modes := cfg.HTTPAuthModes()
 	if len(modes) == 0 {
 		return nil, nil
@@ -41,7 +41,7 @@ func httpAuth(cfg *config.Config, a *app) (*server.HTTPAuth, error) {
 		case authn.ModeParseSession:
 			auth = authn.ParseSession()
 		default:
-			build, ok := authModes[m]
+			build, ok := AuthModes[m]
 			if !ok {
 				return nil, fmt.Errorf("PARSE_MCP_HTTP_AUTH: mode %s is not available in this build", m)
 			}
@@ -59,8 +59,7 @@ func httpAuth(cfg *config.Config, a *app) (*server.HTTPAuth, error) {
 			mounted = true
 		}
 	}
-	resolver := identity.New(a.store, a.deps.Bridge, cfg, a.deps.Policy.Identity())
-	h := &server.HTTPAuth{Identify: resolver.Authenticate(authn.Chain(chain...))}
+	h := a.IdentifyWith(cfg, authn.Chain(chain...))
 	if len(challengers) > 0 {
 		h.Challenge = func(r *http.Request) string {
 			for _, c := range challengers {
@@ -75,4 +74,12 @@ func httpAuth(cfg *config.Config, a *app) (*server.HTTPAuth, error) {
 		h.Routes = routes
 	}
 	return h, nil
+}
+
+// IdentifyWith is per-request authentication by auth: each request's
+// principal is resolved against the app's database (and bridge) into the
+// identity the request acts as (internal/identity).
+func (a *App) IdentifyWith(cfg *config.Config, auth authn.Authenticator) *server.HTTPAuth {
+	resolver := identity.New(a.Store, a.Deps.Bridge, cfg, a.Deps.Policy.Identity())
+	return &server.HTTPAuth{Identify: resolver.Authenticate(auth)}
 }
