@@ -457,6 +457,9 @@ func TestLoadReadsAsAShellWould(t *testing.T) {
 	}
 	if c.DemoDir != "~other/dir" {
 		t.Errorf("another user's ~ was expanded: %q", c.DemoDir)
+	}
+}
+
 func TestNamedAPIKeyIdentities(t *testing.T) {
 	c := valid()
 	c.APIKeys = NewSecret("ops@master:0123456789abcdef,eds@role=Content Editors/write:1123456789abcdef,al@user=AbC123:2123456789:abcdefgh,ro/readonly:3123456789abcdef,plain:4123456789abcdef")
