@@ -70,10 +70,43 @@ type HTTPOptions struct {
 // WWW-Authenticate header, when it gives one), any other with 503.
 // Routes, when set, serves paths beside /mcp and /health (an OAuth
 // server's metadata and endpoints) without /mcp's authentication.
+//
+// A long-lived stream (GET /mcp, subscriptions/listen) is authenticated
+// again every Recheck (0: every 30 s) and ends once its credential no
+// longer holds, so a revoked credential does not keep one open.
 type HTTPAuth struct {
 	Identify  func(r *http.Request) (context.Context, error)
 	Challenge func(r *http.Request) string
 	Routes    http.Handler
+	Recheck   time.Duration
+}
+
+// recheckCredential ends a stream (end) once the credential of r stops
+// holding; it stops with ctx.
+func (h *HTTPHandler) recheckCredential(ctx context.Context, r *http.Request, end context.CancelFunc) {
+	if h.auth == nil {
+		return
+	}
+	every := h.auth.Recheck
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := h.auth.Identify(r); errors.Is(err, authn.ErrUnauthorized) {
+					h.log.Info().Msg("HTTP stream ended: its credential no longer holds")
+					end()
+					return
+				}
+			}
+		}
+	}()
 }
 
 // acceptedKey is one accepted API key: its name ("" for the shared
@@ -525,6 +558,9 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 	sess.streaming, sess.streamSince = true, time.Now()
 	h.mu.Unlock()
 	streamForever(w)
+	ctx, end := context.WithCancel(r.Context())
+	defer end()
+	h.recheckCredential(ctx, r, end)
 	defer func() {
 		h.mu.Lock()
 		sess.streaming = false
@@ -551,7 +587,7 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 		case <-keepAlive.C:
 			_, _ = io.WriteString(w, ": keep-alive\n\n")
 			flusher.Flush()
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-sess.ctx.Done():
 			return

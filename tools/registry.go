@@ -79,10 +79,10 @@ type Deps struct {
 	Embedder embed.Embedder
 }
 
-// forRequest is d as the request in ctx sees it: the policy engine's view
+// For is d as the request in ctx sees it: the policy engine's view
 // for the request's own identity (policy.Engine.For; d itself when the
 // request acts as the environment identity).
-func (d *Deps) forRequest(ctx context.Context) *Deps {
+func (d *Deps) For(ctx context.Context) *Deps {
 	p := d.Policy.For(ctx)
 	if p == d.Policy {
 		return d
@@ -180,7 +180,7 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 			defer cancel()
 		}
 		ctx = withToolCall(ctx, req)
-		d := d.forRequest(ctx)
+		d := d.For(ctx)
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
 		out, err := t.Handler.Call(ctx, d, Args(args))
 		if err != nil && t.ReadOnly && parsedb.IsConnectionFailure(err) && ctx.Err() == nil {

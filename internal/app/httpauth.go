@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/config"
@@ -81,5 +82,5 @@ func (a *App) HTTPAuth(cfg *config.Config) (*server.HTTPAuth, error) {
 // identity the request acts as (internal/identity).
 func (a *App) IdentifyWith(cfg *config.Config, auth authn.Authenticator) *server.HTTPAuth {
 	resolver := identity.New(a.Store, a.Deps.Bridge, cfg, a.Deps.Policy.Identity())
-	return &server.HTTPAuth{Identify: resolver.Authenticate(auth)}
+	return &server.HTTPAuth{Identify: resolver.Authenticate(auth), Recheck: max(cfg.IdentityCache, time.Second)}
 }

@@ -235,7 +235,7 @@ func Bind(ctx context.Context, s *policy.RequestScope) context.Context {
 		ctx = parseserver.WithRequestIdentity(ctx, nil, "this request's identity ("+s.User+") cannot act through Parse Server: its REST API acts as a user only with that user's session token; authenticate with a Parse session instead")
 	}
 	info := callinfo.From(ctx)
-	info.Credential = s.Key
+	info.Credential, info.Identity = s.Key, s.Key
 	return callinfo.With(ctx, info)
 }
 
