@@ -7,6 +7,7 @@ package e2e
 // the environment identity would show rows the person may not read.
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -221,5 +222,166 @@ func TestHTTPAuthStartupRefusals(t *testing.T) {
 		if code != 2 || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", tc.env, code, stderr, tc.want)
 		}
+	}
+}
+
+// listenAs opens a 2026-07-28 subscriptions/listen stream on uri with the
+// given credential; the channel carries its messages and is closed when the
+// stream ends.
+func (h *httpServer) listenAs(t *testing.T, id, uri string, cred map[string]string) <-chan map[string]any {
+	t.Helper()
+	body := statelessBody(id, "subscriptions/listen", `{"notifications":{"resourceSubscriptions":["`+uri+`"]}}`, "")
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", h.base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range statelessHeaders("subscriptions/listen", "") {
+		req.Header.Set(k, v)
+	}
+	for k, v := range cred {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("listen %s: %d", id, resp.StatusCode)
+	}
+	msgs := make(chan map[string]any, 16)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+				var m map[string]any
+				if json.Unmarshal([]byte(line[6:]), &m) == nil {
+					msgs <- m
+				}
+			}
+		}
+		close(msgs)
+	}()
+	select {
+	case ack := <-msgs:
+		if ack["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("listen %s: first message %v", id, ack)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("listen %s: no acknowledgement", id)
+	}
+	return msgs
+}
+
+// TestHTTPIdentitySubscriptions: subscriptions follow the identity — a row
+// only bob may read notifies bob's stream and not alice's — and a listen
+// stream ends once its session is deleted (the credential is checked again
+// every PARSE_MCP_IDENTITY_CACHE).
+func TestHTTPIdentitySubscriptions(t *testing.T) {
+	h := startHTTP(t, scratchEnv(t, "PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_IDENTITY_CACHE=1s")...)
+	alice := h.listenAs(t, "alice-listen", "parse://Song/count", map[string]string{"X-Parse-Session-Token": demo.AliceSessionToken})
+	bob := h.listenAs(t, "bob-listen", "parse://Song/count", map[string]string{"Authorization": "Bearer " + demo.BobSessionToken})
+	insertSong(t, false, []string{demo.UserBobID})
+	select {
+	case m := <-bob:
+		if m["method"] != "notifications/resources/updated" {
+			t.Fatalf("bob: %v", m)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("bob was not notified of a row he may read")
+	}
+	select {
+	case m := <-alice:
+		t.Fatalf("alice was notified of a row only bob may read: %v", m)
+	case <-time.After(settle):
+	}
+
+	// A session deleted while its stream is open: the stream ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sessions := testDB.Collection(scratchPrefix + "_Session")
+	token := "r:feedfacefeedfacefeedfacefeedface"
+	if _, err := sessions.InsertOne(ctx, bson.D{{Key: "_id", Value: "idlisten1"}, {Key: "_session_token", Value: token}, {Key: "_p_user", Value: "_User$" + demo.UserCarolID}}); err != nil {
+		t.Fatal(err)
+	}
+	carol := h.listenAs(t, "carol-listen", "parse://Song/count", map[string]string{"X-Parse-Session-Token": token})
+	if _, err := sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: "idlisten1"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-carol:
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the listen stream of a deleted session is still open after 10 s (cache 1 s)")
+		}
+	}
+}
+
+// TestHTTPIdentityLimitsAndConfirmations: one identity's rate window and
+// confirmation tokens are its own — bob is not limited by alice's calls and
+// cannot spend alice's confirmation.
+func TestHTTPIdentityLimitsAndConfirmations(t *testing.T) {
+	db, uri := writeDB(t, attackSchemas()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tokens := map[string]string{"alice": "r:a11ce000000000000000000000000000", "bob": "r:b0b00000000000000000000000000000"}
+	for name, tok := range tokens {
+		if _, err := db.Collection("_User").InsertOne(ctx, bson.D{{Key: "_id", Value: name + "Id"}, {Key: "username", Value: name}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: name + "Sess"}, {Key: "_session_token", Value: tok}, {Key: "_p_user", Value: "_User$" + name + "Id"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rate_limit 3: one identity's window over HTTP is 3 × the client
+	// factor (2) = 6 calls, the process's 3 × 4 = 12.
+	h := startHTTP(t, append(append([]string{}, writeEnv...), uri, "PARSE_MCP_HTTP_AUTH=parse-session",
+		policyEnv(t, "settings: {confirm_writes: always, rate_limit: {requests: 3, window: 60s}}\n"))...)
+	as := func(name string) func(body []byte) map[string]any {
+		return func(body []byte) map[string]any {
+			hdr := statelessHeaders("tools/call", "create_object")
+			hdr["Authorization"] = "Bearer " + tokens[name]
+			resp, raw := h.request("POST", "/mcp", string(body), hdr)
+			return lastResult(t, decodeAnswer(t, resp, raw))
+		}
+	}
+	memos := func() int64 {
+		n, err := db.Collection("Memo").CountDocuments(context.Background(), bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first := confirmCreate(t, as("alice"), "alice's", "")
+	state, _ := first["requestState"].(string)
+	if first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("alice's first call: %v", first)
+	}
+	if res := confirmCreate(t, as("bob"), "alice's", state); res["resultType"] != "input_required" || memos() != 0 {
+		t.Fatalf("bob spent alice's confirmation: %v (%d objects)", res, memos())
+	}
+	if res := confirmCreate(t, as("alice"), "alice's", state); obj(res["structuredContent"])["created"] != true {
+		t.Fatalf("alice's own confirmation: %v", res)
+	}
+
+	count := func(name string) (int, string) {
+		status, txt, _ := h.statelessTool("n", "count_objects", map[string]any{"class_name": "Memo"}, map[string]string{"Authorization": "Bearer " + tokens[name]})
+		return status, txt
+	}
+	limited := false
+	for range 10 {
+		if _, txt := count("alice"); strings.Contains(txt, "rate limit") {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("alice was never rate limited")
+	}
+	if status, txt := count("bob"); status != 200 || strings.Contains(txt, "rate limit") {
+		t.Fatalf("bob is limited by alice's calls: %d %s", status, txt)
 	}
 }
