@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/app"
 	"github.com/parse-mcp/parse-mcp/internal/chat"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/terminal"
@@ -84,7 +85,7 @@ func loadChatSetup(cmd []string, stdin io.Reader, stderr io.Writer) (*chatSetup,
 // stdout and stderr are run's: scrubbed, and stderr filtered for the
 // terminal; rawStdout is stdout as the process got it (the line editor's
 // echo of the person's typing, and whether it is a terminal).
-func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr, rawStdout io.Writer) int {
+func runChat(ctx context.Context, a *app.App, cfg *config.Config, setup *chatSetup, cmd string, stdin io.Reader, stdout, stderr, rawStdout io.Writer) int {
 	setup.llm.OnRetry = func(attempt int, wait time.Duration, reason string) {
 		fmt.Fprintf(stderr, "(%s: %s; retry %d in %s)\n", setup.llm.Kind, reason, attempt, wait.Round(100*time.Millisecond))
 	}
@@ -101,7 +102,7 @@ func runChat(ctx context.Context, a *app, cfg *config.Config, setup *chatSetup, 
 		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
 		return exitFailure
 	}
-	sess := &chat.Session{Provider: provider, Toolbox: chat.NewMCPToolbox(a.dispatcher), Permissions: cfg.Permissions}
+	sess := &chat.Session{Provider: provider, Toolbox: chat.NewMCPToolbox(a.Dispatcher), Permissions: cfg.Permissions}
 	if err := sess.Start(ctx); err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
 		return exitFailure

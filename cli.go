@@ -12,32 +12,33 @@ import (
 
 	"golang.org/x/term"
 
+	"github.com/parse-mcp/parse-mcp/internal/app"
 	"github.com/parse-mcp/parse-mcp/server"
 )
 
 // runCommand runs a one-shot operator command.
-func runCommand(ctx context.Context, a *app, cmd []string, stdout, stderr io.Writer) int {
+func runCommand(ctx context.Context, a *app.App, cmd []string, stdout, stderr io.Writer) int {
 	switch cmd[0] {
 	case "call":
 		return callTool(ctx, a, cmd, stdout, stderr)
 	case "describe":
-		schema, err := a.store.Schema.Get(ctx)
+		schema, err := a.Store.Schema.Get(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: reading _SCHEMA: %v\n", err)
 			return exitFailure
 		}
-		return printJSON(stdout, a.deps.Policy.Describe(schema))
+		return printJSON(stdout, a.Deps.Policy.Describe(schema))
 	case "would-permit":
 		class := ""
 		if len(cmd) == 3 {
 			class = cmd[2]
 		}
-		schema, err := a.store.Schema.Get(ctx)
+		schema, err := a.Store.Schema.Get(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: reading _SCHEMA: %v\n", err)
 			return exitFailure
 		}
-		verdict := a.deps.Policy.WouldPermit(ctx, schema, cmd[1], class)
+		verdict := a.Deps.Policy.WouldPermit(ctx, schema, cmd[1], class)
 		printJSON(stdout, verdict)
 		if !verdict.Allowed {
 			return exitFailure
@@ -46,12 +47,12 @@ func runCommand(ctx context.Context, a *app, cmd []string, stdout, stderr io.Wri
 	case "embed":
 		return runEmbed(ctx, a, cmd, stderr)
 	case "audit":
-		schema, err := a.store.Schema.Get(ctx)
+		schema, err := a.Store.Schema.Get(ctx)
 		if err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: reading _SCHEMA: %v\n", err)
 			return exitFailure
 		}
-		report := a.deps.Policy.Audit(ctx, schema)
+		report := a.Deps.Policy.Audit(ctx, schema)
 		printJSON(stdout, report)
 		if ok, _ := report["ok"].(bool); !ok {
 			return exitFailure
@@ -64,7 +65,7 @@ func runCommand(ctx context.Context, a *app, cmd []string, stdout, stderr io.Wri
 // callTool runs one tool through the same dispatcher, policy and envelope as
 // an MCP client would, and prints the result as pretty JSON: the structured
 // result on success (exit 0), the error text and code on a tool error (exit 1).
-func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Writer) int {
+func callTool(ctx context.Context, a *app.App, cmd []string, stdout, stderr io.Writer) int {
 	args := json.RawMessage("{}")
 	if len(cmd) == 3 {
 		if !json.Valid([]byte(cmd[2])) || bytes.TrimSpace([]byte(cmd[2]))[0] != '{' {
@@ -74,7 +75,7 @@ func callTool(ctx context.Context, a *app, cmd []string, stdout, stderr io.Write
 		args = json.RawMessage(cmd[2])
 	}
 	sess := server.NewSession("cli")
-	d := a.dispatcher
+	d := a.Dispatcher
 	// At a terminal the operator is the person a confirmation asks: the CLI
 	// declares elicitation like a desktop client and answers the server's
 	// question (elicitation/create) from the terminal, so the write runs

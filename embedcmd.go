@@ -6,28 +6,9 @@ import (
 	"io"
 	"strings"
 
-	"github.com/parse-mcp/parse-mcp/internal/config"
-	"github.com/parse-mcp/parse-mcp/internal/embed"
+	"github.com/parse-mcp/parse-mcp/internal/app"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
-
-// newEmbedder builds the search tools' embedder from PARSE_MCP_EMBEDDINGS_*
-// (nil when none is configured; --demo defaults to the fixture embedder).
-func newEmbedder(cfg *config.Config) (embed.Embedder, error) {
-	u := cfg.EmbeddingsURL
-	if u == "" && cfg.Demo {
-		u = embed.FixtureName
-	}
-	switch u {
-	case "":
-		return nil, nil
-	case embed.FixtureName:
-		return embed.Fixture{}, nil
-	}
-	budget := cfg.EmbeddingsBudget
-	return embed.NewClient(embed.ClientConfig{URL: u, Model: cfg.EmbeddingsModel, APIKey: cfg.EmbeddingsAPIKey.Reveal(),
-		Dimensions: cfg.EmbeddingsDimensions, Budget: budget})
-}
 
 // embedArgs reads `embed CLASS [--all]`; the flag may also come first
 // (`embed --all CLASS`), as a person who knows other CLIs writes it.
@@ -51,9 +32,9 @@ func embedArgs(cmd []string) (class string, all, ok bool) {
 // runEmbed is `parse-mcp embed CLASS [--all]`: it backfills the class's
 // vectors in batches, reporting progress on stderr; interrupted, it resumes
 // where it stopped on the next run (rows done keep their vectors).
-func runEmbed(ctx context.Context, a *app, cmd []string, stderr io.Writer) int {
+func runEmbed(ctx context.Context, a *app.App, cmd []string, stderr io.Writer) int {
 	class, all, _ := embedArgs(cmd)
-	n, err := tools.Backfill(ctx, a.deps, class, all, func(done, total int64) {
+	n, err := tools.Backfill(ctx, a.Deps, class, all, func(done, total int64) {
 		fmt.Fprintf(stderr, "parse-mcp: embed %s: %d/%d rows\n", class, done, total)
 	})
 	if err != nil {

@@ -104,8 +104,8 @@ func (e *Engine) Action(name string) *ActionSpec {
 // system class.
 func (e *Engine) PermitAction(a *ActionSpec) *toolerror.Error {
 	rank, ok := tierRank[a.Tier]
-	if !ok || rank > tierRank[e.cfg.Permissions] {
-		return toolerror.New(toolerror.PermissionDenied, "action %s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", a.Name, a.Tier, e.cfg.Permissions)
+	if !ok || rank > tierRank[e.tier] {
+		return toolerror.New(toolerror.PermissionDenied, "action %s needs the %s tier; %s", a.Name, a.Tier, e.tierSource())
 	}
 	if a.Class != "" && (e.Hidden(a.Class) || e.ClassFiltered(a.Class)) {
 		return toolerror.Denied("class_filter", "action %s is not available to this agent", a.Name)

@@ -17,6 +17,7 @@ import (
 // suggestion}. Call it with the exact filter about to be sent, before a find
 // or count.
 func (e *Engine) CheckCollscan(ctx context.Context, store *parsedb.Store, cls *parsedb.Class, filter bson.D) error {
+	e = e.For(ctx)
 	if !e.RefuseCollscan() {
 		return nil
 	}

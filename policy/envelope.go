@@ -163,7 +163,7 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 		keys = keys[:32]
 	}
 	ev := e.log.Info().Str("event", "tool_call").Str("tool", truncateText(tool, 64)).Strs("args_keys", keys).
-		Str("permissions", e.cfg.Permissions).Str("auth_type", e.cfg.Identity()).
+		Str("permissions", e.tier).Str("auth_type", e.authType()).
 		Int64("duration_ms", d.Milliseconds())
 	success := err == nil && res != nil && !res.IsError
 	ev = ev.Bool("success", success)
@@ -192,7 +192,14 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	if s := mcpserver.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))
 	}
-	if name := callinfo.From(ctx).Credential; name != "" {
+	if r := e.request; r != nil {
+		// Who it was, per request (README "Serve a team"): the identity's
+		// label and the presenting client, never a token.
+		ev = ev.Str("user", r.User)
+		if r.ClientID != "" {
+			ev = ev.Str("client_id", truncateText(r.ClientID, 128))
+		}
+	} else if name := callinfo.From(ctx).Credential; name != "" {
 		// Who did it, for an operator who handed out named keys: the key's
 		// name from PARSE_MCP_API_KEYS, never the key.
 		ev = ev.Str("api_key", truncateText(name, 64))

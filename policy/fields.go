@@ -274,6 +274,7 @@ func MissingIn(schema *parsedb.Schema) func(string) bool {
 // class gate (hidden, agent.classes, CLP) and no tenant scope may govern
 // either end (CheckJoin). It returns the class the path ends in.
 func (e *Engine) CheckInclude(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, path string) (*parsedb.Class, error) {
+	e = e.For(ctx)
 	cur := cls
 	for seg := range strings.SplitSeq(path, ".") {
 		if err := e.CheckReadField(cur, seg); err != nil {

@@ -370,6 +370,7 @@ type Verdict struct {
 // WouldPermit runs the tool and class gates of the dispatch order without
 // calling anything.
 func (e *Engine) WouldPermit(ctx context.Context, schema *parsedb.Schema, tool, class string) Verdict {
+	e = e.For(ctx)
 	v := Verdict{Tool: tool, Class: class}
 	info, ok := e.tools[tool]
 	if !ok {

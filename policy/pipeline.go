@@ -11,6 +11,7 @@ import (
 // (SECURITY.md "Pipelines"): the validator is package policy/pipeline,
 // asking this engine about classes, fields and joins.
 func (e *Engine) ValidatePipeline(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, stages []any) (pipeline.Validated, error) {
+	e = e.For(ctx)
 	return pipeline.Validate(ctx, e.PipelinePolicy(), schema, cls, stages)
 }
 

@@ -66,8 +66,17 @@ type Engine struct {
 	toolOnly, toolExcept   map[string]bool // agent.tools
 
 	identity *parsedb.Identity
-	store    *parsedb.Store
-	limiter  *rateLimiter
+	// master, tier and tenant are the posture, permission tier and bound
+	// tenant reads run under: the environment's (New), or one request's
+	// (For, request.go).
+	master bool
+	tier   string
+	tenant string
+	// request is the request scope this engine is the view of (nil: the
+	// shared engine, the environment identity).
+	request *RequestScope
+	store   *parsedb.Store
+	limiter *rateLimiter
 	// clientLimiter bounds one client over HTTP (per-session limit ×
 	// PARSE_MCP_HTTP_CLIENT_RATE_FACTOR), processLimiter the whole process
 	// (× PARSE_MCP_HTTP_PROCESS_RATE_FACTOR, always more than one client's).
@@ -85,7 +94,8 @@ var DefaultHiddenClasses = []string{"_Product", "_JobStatus", "_JobSchedule", "_
 // validated) policy file; file may be nil.
 func New(cfg *config.Config, file *File, log zerolog.Logger) *Engine {
 	e := &Engine{cfg: cfg, file: file, log: log, tools: map[string]ToolInfo{}, hidden: map[string]bool{},
-		exceptMaster: map[string]bool{"_Session": true}, now: time.Now}
+		exceptMaster: map[string]bool{"_Session": true}, now: time.Now,
+		master: cfg.Identity() == parsedb.IdentityMaster, tier: cfg.Permissions, tenant: cfg.TenantID}
 	for _, c := range DefaultHiddenClasses {
 		e.hidden[c] = true
 	}
@@ -155,8 +165,10 @@ func (e *Engine) SetStore(s *parsedb.Store) { e.store = s }
 // SetClock replaces the clock (tests).
 func (e *Engine) SetClock(now func() time.Time) { e.now = now }
 
-// MasterPosture reports whether no identity scope is configured.
-func (e *Engine) MasterPosture() bool { return e.cfg.Identity() == "master" }
+// MasterPosture reports whether reads run without an identity scope: no
+// identity configured, or a request acting as master (only an operator's
+// named key can, README "Serve a team").
+func (e *Engine) MasterPosture() bool { return e.master }
 
 // Hidden reports whether a class is hidden from every surface.
 func (e *Engine) Hidden(class string) bool {
@@ -210,8 +222,8 @@ func (e *Engine) permit(t ToolInfo) (err *toolerror.Error, gate string) {
 	if !ok {
 		rank = len(tierRank) // an unknown tier is never permitted
 	}
-	if rank > tierRank[e.cfg.Permissions] {
-		return toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; this server runs with PARSE_MCP_PERMISSIONS=%s", t.Name, t.Tier, e.cfg.Permissions), gatePermissionTier
+	if rank > tierRank[e.tier] {
+		return toolerror.New(toolerror.PermissionDenied, "%s needs the %s tier; %s", t.Name, t.Tier, e.tierSource()), gatePermissionTier
 	}
 	var missing []string
 	for _, g := range Gates(t) {
@@ -250,6 +262,7 @@ func (e *Engine) ToolFilter(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
 	if callinfo.From(ctx).Method == string(mcp.MethodToolsCall) {
 		return tools
 	}
+	e = e.For(ctx)
 	out := tools[:0:0]
 	for _, t := range tools {
 		info, ok := e.tools[t.Name]
@@ -328,6 +341,7 @@ func operationFor(ctx context.Context, class string) string {
 // permission of the call's operation is checked (clp_denied); a
 // tenant-scoped class needs a bound tenant (tenant_required).
 func (e *Engine) ResolveClass(ctx context.Context, schema *parsedb.Schema, name string) (*parsedb.Class, error) {
+	e = e.For(ctx)
 	if !parsedb.ClassNameRe.MatchString(name) {
 		return nil, toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name (letters, digits and _, starting with a letter or _, at most 128 characters)", truncateText(name, 40))
 	}
@@ -374,6 +388,7 @@ func (e *Engine) hiddenClass(ctx context.Context, schema *parsedb.Schema, name s
 // whose target class is hidden or missing: the same answer for both, which
 // names neither the class nor the reason.
 func (e *Engine) TargetUnavailable(ctx context.Context, format string, args ...any) *toolerror.Error {
+	e = e.For(ctx)
 	if ci := callStateOf(ctx); ci != nil {
 		ci.hiddenRefused = true
 	}
@@ -464,6 +479,9 @@ func (e *Engine) checkSession() *toolerror.Error {
 		return toolerror.Denied("identity_unresolved", "the identity scope is not resolved; reads are refused")
 	}
 	if e.identity.Expired(e.now()) {
+		if e.request != nil {
+			return toolerror.Denied("session_expired", "the session this request presented has expired; log in again")
+		}
 		return toolerror.Denied("session_expired", "the session of PARSE_MCP_SESSION_TOKEN has expired; the operator must configure a fresh token")
 	}
 	return nil
@@ -480,6 +498,7 @@ func (e *Engine) checkSession() *toolerror.Error {
 func (e *Engine) Middleware(schema func(ctx context.Context, fresh bool) (*parsedb.Schema, error)) mcpserver.ToolHandlerMiddleware {
 	return func(next mcpserver.ToolHandlerFunc) mcpserver.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			e := e.For(ctx)
 			start := time.Now()
 			name := req.Params.Name
 			args, _ := req.Params.Arguments.(map[string]any)

@@ -56,7 +56,7 @@ func (e *Engine) CheckJoin(from, to string) error {
 }
 
 func (e *Engine) checkTenantBound(class string) error {
-	if f := e.TenantField(class); f != "" && e.cfg.TenantID == "" {
+	if f := e.TenantField(class); f != "" && e.tenant == "" {
 		return toolerror.Denied("tenant_required", "class %s is tenant-scoped (by %s) but no tenant is bound to this server (PARSE_MCP_TENANT_ID); reads of it are refused", class, f)
 	}
 	return nil
@@ -125,7 +125,7 @@ func (e *Engine) checkCallerWhere(cls *parsedb.Class, where map[string]any, dept
 // tenantValueOK accepts exactly the bound tenant: a plain value, {$eq: v},
 // or for a pointer tenant field a Pointer object to it.
 func (e *Engine) tenantValueOK(cls *parsedb.Class, v any) bool {
-	tenant := e.cfg.TenantID
+	tenant := e.tenant
 	switch t := v.(type) {
 	case string:
 		return t == tenant
@@ -206,8 +206,8 @@ func (e *Engine) scopeParts(cls *parsedb.Class, applyCanonical bool) []scopePart
 			parts = append(parts, scopePart{"agent.filters.default", e.file.Agent.Filters[DefaultFilterKey]})
 		}
 	}
-	if tf := e.TenantField(cls.Name); tf != "" && e.cfg.TenantID != "" {
-		parts = append(parts, scopePart{"tenant", map[string]any{tf: e.cfg.TenantID}})
+	if tf := e.TenantField(cls.Name); tf != "" && e.tenant != "" {
+		parts = append(parts, scopePart{"tenant", map[string]any{tf: e.tenant}})
 	}
 	return parts
 }
@@ -219,6 +219,7 @@ func (e *Engine) scopeParts(cls *parsedb.Class, applyCanonical bool) []scopePart
 // composing it refuses a where that names fields outside agent_fields or
 // protectedFields, or spoofs the tenant field.
 func (e *Engine) ComposeWhere(ctx context.Context, cls *parsedb.Class, where map[string]any, applyCanonical bool) (map[string]any, error) {
+	e = e.For(ctx)
 	if err := e.checkTenantBound(cls.Name); err != nil {
 		return nil, err
 	}
@@ -255,6 +256,7 @@ func (e *Engine) ComposeWhere(ctx context.Context, cls *parsedb.Class, where map
 // ({_rperm: {$in: [null, "*", userId, "role:…"]}}) and CLP pointer
 // permissions. Empty in master posture. AND it to the translated where.
 func (e *Engine) StorageScope(ctx context.Context, cls *parsedb.Class) (bson.D, error) {
+	e = e.For(ctx)
 	if e.MasterPosture() {
 		return nil, nil
 	}
@@ -284,6 +286,7 @@ func (e *Engine) StorageScope(ctx context.Context, cls *parsedb.Class) (bson.D, 
 // separate stages, then the identity scope (_rperm, CLP pointer
 // permissions). shown lists the REST-level parts, for reporting.
 func (e *Engine) PipelineScope(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, applyCanonical bool) (stages []any, shown []map[string]any, err error) {
+	e = e.For(ctx)
 	if err := e.checkTenantBound(cls.Name); err != nil {
 		return nil, nil, err
 	}
@@ -315,6 +318,7 @@ func (e *Engine) PipelineScope(ctx context.Context, schema *parsedb.Schema, cls 
 // agent filters and identity scope (the class gate and CheckJoin must have
 // passed). nil when nothing restricts it.
 func (e *Engine) JoinScope(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class) (bson.D, error) {
+	e = e.For(ctx)
 	if err := e.CheckJoin(cls.Name, cls.Name); err != nil {
 		return nil, err
 	}

@@ -84,6 +84,7 @@ func (e *Engine) systemClassRefusal(class string) *toolerror.Error {
 // write: the tenant field forced on create, the class's default_acl when
 // no ACL was given on create.
 func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, cls *parsedb.Class, w ObjectWrite) (map[string]any, map[string]any, error) {
+	e = e.For(ctx)
 	if IsSystemClass(cls.Name) {
 		return nil, nil, e.systemClassRefusal(cls.Name)
 	}
@@ -195,7 +196,7 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 			return nil, nil, err
 		}
 		if tenantField != "" {
-			fields[tenantField] = e.cfg.TenantID
+			fields[tenantField] = e.tenant
 		}
 		if acl == nil {
 			acl = e.DefaultACL(cls.Name)
@@ -364,6 +365,7 @@ func (e *Engine) checkACLValue(acl map[string]any) error {
 // permissions of the operation (writeUserFields / pointerFields). Empty in
 // master posture.
 func (e *Engine) WriteScope(ctx context.Context, cls *parsedb.Class, op string) (bson.D, error) {
+	e = e.For(ctx)
 	if e.MasterPosture() {
 		return nil, nil
 	}
@@ -395,6 +397,7 @@ func (e *Engine) WriteScope(ctx context.Context, cls *parsedb.Class, op string) 
 // answer as a new name would; the refusal does not say why) — SECURITY.md
 // "Writes".
 func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, name string, create bool) error {
+	e = e.For(ctx)
 	if !parsedb.ClassNameRe.MatchString(name) {
 		return toolerror.New(toolerror.InvalidArgument, "class_name %q is not a valid Parse class name", truncateText(name, 40))
 	}

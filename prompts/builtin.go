@@ -127,15 +127,15 @@ type link struct {
 	from, field, kind, to string
 }
 
-func (p *Provider) links(s *parsedb.Schema, cls *parsedb.Class) []link {
+func (p *Provider) links(ctx context.Context, s *parsedb.Schema, cls *parsedb.Class) []link {
 	var out []link
-	fields := p.visibleFields(cls)
+	fields := p.visibleFields(ctx, cls)
 	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		f := fields[name]
 		if f.Type != parsedb.TypePointer && f.Type != parsedb.TypeRelation {
 			continue
 		}
-		if p.d.Policy.TargetInvisible(s, f.TargetClass) {
+		if p.d.Policy.For(ctx).TargetInvisible(s, f.TargetClass) {
 			continue // hidden and missing targets alike: no line for either
 		}
 		out = append(out, link{cls.Name, f.Name, f.Type, f.TargetClass})
@@ -148,7 +148,7 @@ func renderRelations(ctx context.Context, p *Provider, v *Values) (string, error
 	if err != nil {
 		return "", err
 	}
-	names := p.d.Policy.VisibleClassNames(s)
+	names := p.d.Policy.For(ctx).VisibleClassNames(s)
 	if list := v.Get("classes"); list != "" {
 		names = strings.Split(list, ",")
 	}
@@ -159,9 +159,9 @@ func renderRelations(ctx context.Context, p *Provider, v *Values) (string, error
 	var b strings.Builder
 	b.WriteString("Explain how these Parse classes relate to each other. The links this server can see:\n\n")
 	n := 0
-	for _, name := range p.d.Policy.VisibleClassNames(s) {
+	for _, name := range p.d.Policy.For(ctx).VisibleClassNames(s) {
 		cls := s.Class(name)
-		for _, l := range p.links(s, cls) {
+		for _, l := range p.links(ctx, s, cls) {
 			if !focus[l.from] && !focus[l.to] {
 				continue
 			}
@@ -190,7 +190,7 @@ func renderExplore(ctx context.Context, p *Provider, v *Values) (string, error) 
 	if err != nil {
 		return "", err
 	}
-	names := p.d.Policy.VisibleClassNames(s)
+	names := p.d.Policy.For(ctx).VisibleClassNames(s)
 	return strings.Join([]string{
 		"Explore this Parse app's database and tell me what it is about.",
 		"",
@@ -226,7 +226,7 @@ func renderClassOverview(_ context.Context, _ *Provider, v *Values) (string, err
 func renderCountBy(ctx context.Context, p *Provider, v *Values) (string, error) {
 	cls := v.Class("class_name")
 	field := v.Get("group_by")
-	fields := p.visibleFields(cls)
+	fields := p.visibleFields(ctx, cls)
 	top, _, _ := strings.Cut(field, ".")
 	f := fields[top]
 	if f == nil {
@@ -291,10 +291,10 @@ func renderRecent(_ context.Context, _ *Provider, v *Values) (string, error) {
 	}, "\n"), nil
 }
 
-func renderFindRelationship(_ context.Context, p *Provider, v *Values) (string, error) {
+func renderFindRelationship(ctx context.Context, p *Provider, v *Values) (string, error) {
 	parent, child := v.Class("parent_class"), v.Class("child_class")
 	id, field := v.Get("parent_id"), v.Get("pointer_field")
-	fields := p.visibleFields(child)
+	fields := p.visibleFields(ctx, child)
 	f := fields[field]
 	if f == nil || f.Type != parsedb.TypePointer || f.TargetClass != parent.Name {
 		var candidates []string

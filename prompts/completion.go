@@ -75,7 +75,7 @@ func (p *Provider) completeField(ctx context.Context, prompt string, arg mcp.Com
 		}
 	}
 	var names []string
-	for _, f := range p.d.Policy.VisibleFields(cls) {
+	for _, f := range p.d.Policy.For(ctx).VisibleFields(cls) {
 		if pointerTo != "" && (f.Type != parsedb.TypePointer || f.TargetClass != pointerTo) {
 			continue
 		}

@@ -217,7 +217,7 @@ func (p *Provider) resolveClass(ctx context.Context, v *Values, arg, name string
 	if err != nil {
 		return nil, err
 	}
-	cls, err := p.d.Policy.ResolveClass(ctx, s, name)
+	cls, err := p.d.Policy.For(ctx).ResolveClass(ctx, s, name)
 	if err != nil {
 		if te, ok := toolerror.As(err); ok {
 			return nil, toolerror.InvalidParams("Argument %s: %s", arg, te.Message)
@@ -308,9 +308,9 @@ func clip(s string) string {
 }
 
 // visibleFields are a class's fields this server may show, by name.
-func (p *Provider) visibleFields(cls *parsedb.Class) map[string]*parsedb.Field {
+func (p *Provider) visibleFields(ctx context.Context, cls *parsedb.Class) map[string]*parsedb.Field {
 	out := map[string]*parsedb.Field{}
-	for _, f := range p.d.Policy.VisibleFields(cls) {
+	for _, f := range p.d.Policy.For(ctx).VisibleFields(cls) {
 		out[f.Name] = f
 	}
 	return out

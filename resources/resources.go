@@ -124,11 +124,11 @@ func (p *Provider) Register(s *mcpserver.MCPServer) {
 }
 
 // kindsAvailable are the kinds whose tool exists and this server permits.
-func (p *Provider) kindsAvailable() []Kind {
+func (p *Provider) kindsAvailable(ctx context.Context) []Kind {
 	var out []Kind
 	for _, k := range Kinds {
 		t := server.FindTool(p.d, k.Tool)
-		if t == nil || p.d.Policy.Permit(t.ToolInfo) != nil {
+		if t == nil || p.d.Policy.For(ctx).Permit(t.ToolInfo) != nil {
 			continue
 		}
 		out = append(out, k)
@@ -136,8 +136,8 @@ func (p *Provider) kindsAvailable() []Kind {
 	return out
 }
 
-func (p *Provider) kind(name string) (Kind, bool) {
-	for _, k := range p.kindsAvailable() {
+func (p *Provider) kind(ctx context.Context, name string) (Kind, bool) {
+	for _, k := range p.kindsAvailable(ctx) {
 		if k.Name == name {
 			return k, true
 		}
@@ -151,7 +151,7 @@ func (p *Provider) visibleClasses(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return p.d.Policy.VisibleClassNames(schema), nil
+	return p.d.Policy.For(ctx).VisibleClassNames(schema), nil
 }
 
 // List is resources/list: three resources per visible class.
@@ -160,7 +160,7 @@ func (p *Provider) List(ctx context.Context) ([]mcp.Resource, error) {
 	if err != nil {
 		return nil, err
 	}
-	kinds := p.kindsAvailable()
+	kinds := p.kindsAvailable(ctx)
 	out := make([]mcp.Resource, 0, len(classes)*len(kinds))
 	for _, c := range classes {
 		for _, k := range kinds {
@@ -193,7 +193,7 @@ func (p *Provider) parse(ctx context.Context, uri string, asTool bool) (string, 
 	if !ok {
 		return "", Kind{}, toolerror.InvalidParams("Invalid resource URI: expected parse://{className}/schema, /count or /samples with a Parse class name")
 	}
-	k, ok := p.kind(kind)
+	k, ok := p.kind(ctx, kind)
 	if !ok {
 		return "", Kind{}, toolerror.InvalidParams("Unknown resource kind %q: expected schema, count or samples", kind)
 	}
@@ -202,9 +202,9 @@ func (p *Provider) parse(ctx context.Context, uri string, asTool bool) (string, 
 		return "", Kind{}, err
 	}
 	if asTool {
-		ctx = p.d.Policy.AsToolCall(ctx, k.Tool, className)
+		ctx = p.d.Policy.For(ctx).AsToolCall(ctx, k.Tool, className)
 	}
-	if _, err := p.d.Policy.ResolveClass(ctx, schema, className); err != nil {
+	if _, err := p.d.Policy.For(ctx).ResolveClass(ctx, schema, className); err != nil {
 		if te, ok := toolerror.As(err); ok {
 			return "", Kind{}, toolerror.InvalidParams("%s", te.Message)
 		}

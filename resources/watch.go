@@ -27,7 +27,7 @@ import (
 func (p *Provider) ResolveSubscription(ctx context.Context, uri string) (class, aspect string, err error) {
 	// A subscription costs polling or a change stream: it is counted by
 	// the rate limiter like a tool call (SECURITY.md).
-	if err := p.d.Policy.AllowRequest(ctx); err != nil {
+	if err := p.d.Policy.For(ctx).AllowRequest(ctx); err != nil {
 		return "", "", toolerror.InvalidParams("%s", err.Error())
 	}
 	// The class gate checks the kind's own CLP operation (count for
@@ -64,7 +64,7 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (server.Fingerpri
 	}
 	head, probeErr := p.probeClass(ctx, class, basis)
 	fp := server.Fingerprint{Aspects: map[string]string{}}
-	for _, k := range p.kindsAvailable() {
+	for _, k := range p.kindsAvailable(ctx) {
 		if !k.Subscribable {
 			continue
 		}
@@ -73,7 +73,7 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (server.Fingerpri
 		maps.Copy(args, k.Args)
 		// Under the tool's own CLP operation and its scope (count for
 		// count_objects), as a tools/call of it runs.
-		v, err := t.Handler.Call(p.d.Policy.AsToolCall(ctx, k.Tool, class), p.d, args)
+		v, err := t.Handler.Call(p.d.Policy.AsToolCall(ctx, k.Tool, class), p.d.For(ctx), args)
 		if te, ok := toolerror.As(err); ok && te.Code == toolerror.AccessDenied {
 			// The identity may not run this kind's tool on the class (a
 			// CLP that allows find but not count): nobody is subscribed

@@ -22,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 )
@@ -58,6 +59,54 @@ type HTTPOptions struct {
 	// NamedKeys are further API keys, each naming its client
 	// (PARSE_MCP_API_KEYS).
 	NamedKeys []config.NamedAPIKey
+	// Auth, when set (PARSE_MCP_HTTP_AUTH, README "Serve a team"),
+	// authenticates every /mcp request in place of APIKey and NamedKeys.
+	Auth *HTTPAuth
+}
+
+// HTTPAuth is per-request authentication: Identify returns the request's
+// context bound to the identity it acts as, or an error — one wrapping
+// authn.ErrUnauthorized is answered with the fixed 401 (and Challenge's
+// WWW-Authenticate header, when it gives one), any other with 503.
+// Routes, when set, serves paths beside /mcp and /health (an OAuth
+// server's metadata and endpoints) without /mcp's authentication.
+//
+// A long-lived stream (GET /mcp, subscriptions/listen) is authenticated
+// again every Recheck (0: every 30 s) and ends once its credential no
+// longer holds, so a revoked credential does not keep one open.
+type HTTPAuth struct {
+	Identify  func(r *http.Request) (context.Context, error)
+	Challenge func(r *http.Request) string
+	Routes    http.Handler
+	Recheck   time.Duration
+}
+
+// recheckCredential ends a stream (end) once the credential of r stops
+// holding; it stops with ctx.
+func (h *HTTPHandler) recheckCredential(ctx context.Context, r *http.Request, end context.CancelFunc) {
+	if h.auth == nil {
+		return
+	}
+	every := h.auth.Recheck
+	if every <= 0 {
+		every = 30 * time.Second
+	}
+	go func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if _, err := h.auth.Identify(r); errors.Is(err, authn.ErrUnauthorized) {
+					h.log.Info().Msg("HTTP stream ended: its credential no longer holds")
+					end()
+					return
+				}
+			}
+		}
+	}()
 }
 
 // acceptedKey is one accepted API key: its name ("" for the shared
@@ -90,6 +139,7 @@ type HTTPHandler struct {
 	// keys are the accepted API keys (SHA-256): PARSE_MCP_API_KEY, shared
 	// and nameless, and the named PARSE_MCP_API_KEYS, each one client.
 	keys     []acceptedKey
+	auth     *HTTPAuth
 	loopback bool
 	health   func(context.Context) error
 	// trusted are the declared proxies; maxSessions and perClient the
@@ -126,6 +176,25 @@ func NewHTTPHandler(d *Dispatcher, apiKey string, loopback bool, log zerolog.Log
 	return h
 }
 
+// MountHTTP is the transport as an http.Handler, for ServeHTTP and for a
+// server that mounts it (package mcphandler); o's Addr, Listener and Ready
+// are not used. Its idle sessions expire until ctx ends; CloseSessions ends
+// the rest.
+func MountHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions, loopback bool) *HTTPHandler {
+	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
+	h.health, h.auth = o.Health, o.Auth
+	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
+	for _, k := range o.NamedKeys {
+		h.keys = append(h.keys, acceptedKey{name: k.Name, hash: sha256.Sum256([]byte(k.Key.Reveal()))})
+	}
+	go h.expireIdle(ctx)
+	return h
+}
+
+// CloseSessions ends every HTTP session (their in-flight calls are
+// cancelled).
+func (h *HTTPHandler) CloseSessions() { h.closeAll() }
+
 // ServeHTTP serves until ctx is cancelled.
 func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 	host, _, err := net.SplitHostPort(o.Addr)
@@ -133,7 +202,7 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 		return err
 	}
 	loopback := config.IsLoopbackHost(host)
-	if !loopback && o.APIKey == "" && len(o.NamedKeys) == 0 {
+	if !loopback && o.APIKey == "" && len(o.NamedKeys) == 0 && o.Auth == nil {
 		return errors.New("refusing to bind a non-loopback address without PARSE_MCP_API_KEY")
 	}
 	ln := o.Listener
@@ -142,19 +211,13 @@ func ServeHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions) error {
 			return err
 		}
 	}
-	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
-	h.health = o.Health
-	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
-	for _, k := range o.NamedKeys {
-		h.keys = append(h.keys, acceptedKey{name: k.Name, hash: sha256.Sum256([]byte(k.Key.Reveal()))})
-	}
+	h := MountHTTP(ctx, d, o, loopback)
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, MaxHeaderBytes: 64 << 10}
 	applyServerTimeouts(srv)
 	o.Log.Info().Str("addr", ln.Addr().String()).Msg("serving streamable HTTP on /mcp")
 	if o.Ready != nil {
 		o.Ready(ln.Addr().String())
 	}
-	go h.expireIdle(ctx)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -194,6 +257,10 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	case "/mcp":
 	default:
+		if h.auth != nil && h.auth.Routes != nil {
+			h.auth.Routes.ServeHTTP(w, r)
+			return
+		}
 		http.NotFound(w, r)
 		return
 	}
@@ -215,14 +282,17 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	name, ok := h.credential(r)
-	if !ok {
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusUnauthorized)
-		_, _ = io.WriteString(w, unauthorizedBody)
+	if h.auth != nil {
+		ctx, err := h.auth.Identify(r)
+		if err != nil {
+			h.refuse(w, r, err)
+			return
+		}
+		r = r.WithContext(ctx)
+	} else if name, ok := h.credential(r); !ok {
+		h.refuse(w, r, authn.ErrUnauthorized)
 		return
-	}
-	if name != "" {
+	} else if name != "" {
 		r = r.WithContext(callinfo.With(r.Context(), callinfo.Info{Credential: name}))
 	}
 	if r.Method != http.MethodPost && mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) {
@@ -243,6 +313,30 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Allow", "GET, POST, DELETE")
 		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
 	}
+}
+
+// refuse answers a request whose credential did not hold with the fixed
+// 401 body (and the mode's challenge), or, when the identity could not be
+// resolved for another reason (the database or Parse Server failing), with
+// 503. The reason goes to the operator log only; it never quotes a
+// credential (internal/authn).
+func (h *HTTPHandler) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if !errors.Is(err, authn.ErrUnauthorized) {
+		h.log.Error().Str("error", err.Error()).Msg("HTTP request: the identity could not be resolved")
+		writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "Identity temporarily unavailable")
+		return
+	}
+	if err != authn.ErrUnauthorized {
+		h.log.Info().Str("reason", err.Error()).Msg("HTTP request refused: unauthorized")
+	}
+	if h.auth != nil && h.auth.Challenge != nil {
+		if c := h.auth.Challenge(r); c != "" {
+			w.Header().Set("WWW-Authenticate", c)
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusUnauthorized)
+	_, _ = io.WriteString(w, unauthorizedBody)
 }
 
 // credential checks X-MCP-API-Key or Authorization: Bearer against every
@@ -464,6 +558,9 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 	sess.streaming, sess.streamSince = true, time.Now()
 	h.mu.Unlock()
 	streamForever(w)
+	ctx, end := context.WithCancel(r.Context())
+	defer end()
+	h.recheckCredential(ctx, r, end)
 	defer func() {
 		h.mu.Lock()
 		sess.streaming = false
@@ -490,7 +587,7 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 		case <-keepAlive.C:
 			_, _ = io.WriteString(w, ": keep-alive\n\n")
 			flusher.Flush()
-		case <-r.Context().Done():
+		case <-ctx.Done():
 			return
 		case <-sess.ctx.Done():
 			return

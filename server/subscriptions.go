@@ -11,6 +11,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 	"github.com/rs/zerolog"
 
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -163,6 +164,34 @@ type Subscriptions struct {
 
 type subTarget struct {
 	class, aspect string
+	// watcher is the key of the watcher serving it (watcherKey).
+	watcher string
+}
+
+// watcherKey is the watcher of class for the identity of ctx: one per class
+// for the environment identity, one per class and identity for a request
+// acting as its own (README "Serve a team"), since each fingerprints what
+// its identity may read.
+func watcherKey(ctx context.Context, class string) string {
+	if id := callinfo.From(ctx).Identity; id != "" {
+		return id + "\x00" + class
+	}
+	return class
+}
+
+// identityValues lets a watcher's context carry the identity of the request
+// that started it (its values) while ending with the manager (its
+// cancellation).
+type identityValues struct {
+	context.Context
+	values context.Context
+}
+
+func (c identityValues) Value(k any) any {
+	if v := c.values.Value(k); v != nil {
+		return v
+	}
+	return c.Context.Value(k)
 }
 
 // NewSubscriptions builds a manager; attach it to a server with Attach.
@@ -260,10 +289,15 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 		m.mu.Unlock()
 		return toolerror.InvalidParams("Subscription limit reached: at most %d resources per session; unsubscribe from one first", m.limits.PerSession)
 	}
-	w := m.watchers[class]
+	key := watcherKey(ctx, class)
+	w := m.watchers[key]
 	if w == nil && m.ctx.Err() == nil {
-		w = m.startWatcher(class)
-		m.watchers[class] = w
+		base := m.ctx
+		if key != class {
+			base = identityValues{Context: m.ctx, values: context.WithoutCancel(ctx)}
+		}
+		w = m.startWatcher(base, key, class)
+		m.watchers[key] = w
 	}
 	if w != nil {
 		w.waiting++ // not reaped while this subscriber waits for it
@@ -314,7 +348,7 @@ func (m *Subscriptions) subscribe(ctx context.Context, sess *Session, uri string
 	if m.bySession[id] == nil {
 		m.bySession[id] = map[string]subTarget{}
 	}
-	m.bySession[id][uri] = subTarget{class: class, aspect: aspect}
+	m.bySession[id][uri] = subTarget{class: class, aspect: aspect, watcher: key}
 	return nil
 }
 
@@ -357,29 +391,29 @@ func (m *Subscriptions) reapLocked() []*classWatcher {
 	needed := map[string]bool{}
 	for _, subs := range m.bySession {
 		for _, t := range subs {
-			needed[t.class] = true
+			needed[t.watcher] = true
 		}
 	}
 	var idle []*classWatcher
-	for c, w := range m.watchers {
-		if !needed[c] && w.waiting == 0 {
-			delete(m.watchers, c)
+	for k, w := range m.watchers {
+		if !needed[k] && w.waiting == 0 {
+			delete(m.watchers, k)
 			idle = append(idle, w)
-			m.log.Info().Str("class", c).Msg("stopped watching class: no subscriber left")
+			m.log.Info().Str("class", w.class).Msg("stopped watching class: no subscriber left")
 		}
 	}
 	return idle
 }
 
-// deliver sends notifications/resources/updated for every subscribed URI of
-// class whose aspect changed.
-func (m *Subscriptions) deliver(class string, changed map[string]bool) {
+// deliver sends notifications/resources/updated for every subscribed URI
+// served by the watcher key whose aspect changed.
+func (m *Subscriptions) deliver(key string, changed map[string]bool) {
 	type target struct{ session, uri string }
 	var out []target
 	m.mu.Lock()
 	for sid, subs := range m.bySession {
 		for uri, t := range subs {
-			if t.class == class && changed[t.aspect] {
+			if t.watcher == key && changed[t.aspect] {
 				out = append(out, target{sid, uri})
 			}
 		}
@@ -394,12 +428,12 @@ func (m *Subscriptions) deliver(class string, changed map[string]bool) {
 }
 
 // notifySessions sends a log message to every session subscribed to class.
-func (m *Subscriptions) notifySessions(class string, level mcp.LoggingLevel, data map[string]any) {
+func (m *Subscriptions) notifySessions(key string, level mcp.LoggingLevel, data map[string]any) {
 	m.mu.Lock()
 	var ids []string
 	for sid, subs := range m.bySession {
 		for _, t := range subs {
-			if t.class == class {
+			if t.watcher == key {
 				ids = append(ids, sid)
 				break
 			}
@@ -413,7 +447,9 @@ func (m *Subscriptions) notifySessions(class string, level mcp.LoggingLevel, dat
 
 // classWatcher watches one class for every subscriber.
 type classWatcher struct {
-	m      *Subscriptions
+	m *Subscriptions
+	// key is its entry in m.watchers (watcherKey).
+	key    string
 	class  string
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -437,9 +473,9 @@ type classWatcher struct {
 // startWatcher starts a class's watcher goroutine, which opens the change
 // stream (if any), takes the baseline and then watches. Called with m.mu
 // held; the caller registers it.
-func (m *Subscriptions) startWatcher(class string) *classWatcher {
-	ctx, cancel := context.WithCancel(m.ctx)
-	w := &classWatcher{m: m, class: class, ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
+func (m *Subscriptions) startWatcher(base context.Context, key, class string) *classWatcher {
+	ctx, cancel := context.WithCancel(base)
+	w := &classWatcher{m: m, key: key, class: class, ctx: ctx, cancel: cancel, done: make(chan struct{}), ready: make(chan struct{})}
 	go w.run()
 	return w
 }
@@ -479,8 +515,8 @@ func (w *classWatcher) baselineFailed(err error) (keepTrying bool) {
 		return true
 	}
 	w.startErr = err
-	if m.watchers[w.class] == w {
-		delete(m.watchers, w.class)
+	if m.watchers[w.key] == w {
+		delete(m.watchers, w.key)
 	}
 	close(w.ready)
 	return false
@@ -574,7 +610,7 @@ func (w *classWatcher) run() {
 			if !ok {
 				w.events = nil
 				w.m.log.Info().Str("class", w.class).Msg("change stream ended; polling instead")
-				w.m.notifySessions(w.class, mcp.LoggingLevelInfo, map[string]any{"event": "subscription_polling", "class": w.class,
+				w.m.notifySessions(w.key, mcp.LoggingLevelInfo, map[string]any{"event": "subscription_polling", "class": w.class,
 					"detail": "change stream ended; the class is polled every " + lim.PollInterval.String()})
 			}
 			// Look soon, but never push back a check that is already due:
@@ -624,7 +660,7 @@ func (w *classWatcher) run() {
 			failures++
 			if failures == 1 || failures%60 == 0 {
 				w.m.log.Warn().Err(err).Str("class", w.class).Int("failures", failures).Msg("subscription watch: cannot fingerprint class")
-				w.m.notifySessions(w.class, mcp.LoggingLevelWarning, map[string]any{"event": "subscription_watch_failed", "class": w.class})
+				w.m.notifySessions(w.key, mcp.LoggingLevelWarning, map[string]any{"event": "subscription_watch_failed", "class": w.class})
 			}
 		case last == nil:
 			failures = 0
@@ -655,7 +691,7 @@ func (w *classWatcher) run() {
 			}
 		}
 		if len(pending) > 0 && (now.Sub(lastChange) >= lim.Debounce || now.Sub(firstChange) >= lim.MaxDelay) {
-			w.m.deliver(w.class, pending)
+			w.m.deliver(w.key, pending)
 			pending = map[string]bool{}
 			firstChange, lastChange = time.Time{}, time.Time{}
 		}

@@ -79,6 +79,19 @@ type Deps struct {
 	Embedder embed.Embedder
 }
 
+// For is d as the request in ctx sees it: the policy engine's view
+// for the request's own identity (policy.Engine.For; d itself when the
+// request acts as the environment identity).
+func (d *Deps) For(ctx context.Context) *Deps {
+	p := d.Policy.For(ctx)
+	if p == d.Policy {
+		return d
+	}
+	v := *d
+	v.Policy = p
+	return &v
+}
+
 // NewDeps builds the handlers' dependencies around the whole Catalog and
 // registers every catalog tool with the policy engine. This is the one
 // place tools are registered: the server, list_tools and the resources read
@@ -167,6 +180,7 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 			defer cancel()
 		}
 		ctx = withToolCall(ctx, req)
+		d := d.For(ctx)
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
 		out, err := t.Handler.Call(ctx, d, Args(args))
 		if err != nil && t.ReadOnly && parsedb.IsConnectionFailure(err) && ctx.Err() == nil {

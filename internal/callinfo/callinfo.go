@@ -39,6 +39,12 @@ type Info struct {
 	// presented ("" for none or the shared PARSE_MCP_API_KEY). A 2026-07-28
 	// confirmation is bound to it.
 	Credential string
+	// Identity is the key of the identity the request acts as when the
+	// HTTP transport authenticates each request (PARSE_MCP_HTTP_AUTH: a
+	// named key's name, user:<id>, role:<name>, master); "" for the
+	// environment identity. What is shared per identity (subscription
+	// watchers) is keyed by it.
+	Identity string
 	// Method is the JSON-RPC method ("tools/call", "tools/list", …); "" for
 	// a call made in process (a resource read running its tool).
 	Method string

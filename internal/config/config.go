@@ -353,7 +353,7 @@ func (c *Config) Validate() error {
 		if err != nil {
 			return &Error{"PARSE_MCP_HTTP_ADDR (or --http)", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
 		}
-		if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() {
+		if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() && c.HTTPAuth == "" {
 			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key (or PARSE_MCP_API_KEYS) or bind 127.0.0.1"}
 		}
 	}
@@ -367,6 +367,9 @@ func (c *Config) Validate() error {
 		return err
 	}
 	if err := c.validateHTTPCaps(); err != nil {
+		return err
+	}
+	if err := c.validateHTTPAuth(); err != nil {
 		return err
 	}
 	if c.ConfirmSecret.IsSet() && len(c.ConfirmSecret.Reveal()) < 32 {
@@ -622,12 +625,25 @@ func (c *Config) TrustedProxyNets() ([]netip.Prefix, error) {
 type NamedAPIKey struct {
 	Name string
 	Key  Secret
+	// The identity the key acts as with PARSE_MCP_HTTP_AUTH=keys (README
+	// "Serve a team"): at most one of User (a _User objectId), Role (a
+	// role name) or Master; none acts as the environment identity.
+	User   string
+	Role   string
+	Master bool
+	// Tier caps the permission tier ("" = PARSE_MCP_PERMISSIONS).
+	Tier string
 }
 
 // NamedAPIKeys parses PARSE_MCP_API_KEYS: comma-separated name:key pairs,
 // names of letters, digits, '.', '_' and '-' (≤ 64), keys of ≥ 16
 // characters; names and keys are unique, and no key equals
 // PARSE_MCP_API_KEY. Errors never quote a key.
+//
+// A name may carry the identity the key acts as and a tier cap, neither of
+// which can contain ':' (so the key is still everything after the first
+// ':'): name@user=OBJECTID, name@role=ROLE, name@master, each optionally
+// followed by /TIER; or name/TIER alone.
 func (c *Config) NamedAPIKeys() ([]NamedAPIKey, error) {
 	const variable = "PARSE_MCP_API_KEYS"
 	var out []NamedAPIKey
@@ -637,8 +653,12 @@ func (c *Config) NamedAPIKeys() ([]NamedAPIKey, error) {
 		if item == "" {
 			continue
 		}
-		name, key, found := strings.Cut(item, ":")
+		spec, key, found := strings.Cut(item, ":")
+		nk, problem := parseKeySpec(spec)
+		name := nk.Name
 		switch {
+		case problem != "":
+			return nil, &Error{variable, fmt.Sprintf("entry %d: %s", i+1, problem), "use e.g. alice@user=AbC123/write:KEY1,editors@role=Editors:KEY2,ops@master:KEY3"}
 		case !found || !validKeyName(name):
 			return nil, &Error{variable, fmt.Sprintf("entry %d is not name:key with a name of letters, digits, '.', '_' or '-'", i+1), "use e.g. alice:KEY1,ci-bot:KEY2"}
 		case len(key) < 16:
@@ -649,9 +669,56 @@ func (c *Config) NamedAPIKeys() ([]NamedAPIKey, error) {
 			return nil, &Error{variable, fmt.Sprintf("the key of %q is used twice (or is PARSE_MCP_API_KEY)", name), "give every client its own key"}
 		}
 		names[name], keys[key] = true, true
-		out = append(out, NamedAPIKey{Name: name, Key: NewSecret(key)})
+		nk.Key = NewSecret(key)
+		out = append(out, nk)
 	}
 	return out, nil
+}
+
+// parseKeySpec reads the part of a PARSE_MCP_API_KEYS entry before the
+// first ':': name[@user=ID|@role=NAME|@master][/TIER]. problem is "" when it
+// parses; it never quotes the key.
+func parseKeySpec(spec string) (nk NamedAPIKey, problem string) {
+	rest, tier, hasTier := strings.Cut(spec, "/")
+	if hasTier {
+		switch tier {
+		case TierReadonly, TierWrite, TierAdmin:
+			nk.Tier = tier
+		default:
+			return nk, fmt.Sprintf("unknown tier %q (use readonly, write or admin)", tier)
+		}
+	}
+	name, who, hasWho := strings.Cut(rest, "@")
+	nk.Name = name
+	if !hasWho {
+		return nk, ""
+	}
+	kind, value, _ := strings.Cut(who, "=")
+	switch {
+	case kind == "master" && value == "":
+		nk.Master = true
+	case kind == "user" && validObjectID(value):
+		nk.User = value
+	case kind == "role" && validRoleName(value):
+		nk.Role = value
+	default:
+		return nk, fmt.Sprintf("the key %q names no identity it can act as (use @user=OBJECTID, @role=NAME or @master)", name)
+	}
+	return nk, ""
+}
+
+// validRoleName accepts Parse's role names: letters, digits, '_', '-' and
+// spaces.
+func validRoleName(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == ' ') {
+			return false
+		}
+	}
+	return true
 }
 
 func validKeyName(s string) bool {
@@ -688,6 +755,84 @@ func (c *Config) validateEmbeddings() error {
 	}
 	if c.EmbeddingsBudget < -1 {
 		return &Error{"PARSE_MCP_EMBEDDINGS_BUDGET", "is out of range", "use requests per minute, or -1 for no limit"}
+	}
+	return nil
+}
+
+// HTTP authentication modes (PARSE_MCP_HTTP_AUTH; internal/authn names
+// them too, this package imports no other of the module).
+const (
+	HTTPAuthKeys         = "keys"
+	HTTPAuthParseSession = "parse-session"
+	HTTPAuthJWT          = "jwt"
+	HTTPAuthOAuth        = "oauth"
+)
+
+// HTTPAuthModes is PARSE_MCP_HTTP_AUTH as a list, in order (nil: unset).
+func (c *Config) HTTPAuthModes() []string {
+	var out []string
+	for _, m := range strings.Split(c.HTTPAuth, ",") {
+		if m = strings.ToLower(strings.TrimSpace(m)); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// validateHTTPAuth checks PARSE_MCP_HTTP_AUTH and what each listed mode
+// needs (README "Serve a team").
+func (c *Config) validateHTTPAuth() error {
+	const v = "PARSE_MCP_HTTP_AUTH"
+	modes := c.HTTPAuthModes()
+	seen := map[string]bool{}
+	for _, m := range modes {
+		switch m {
+		case HTTPAuthKeys, HTTPAuthParseSession, HTTPAuthJWT, HTTPAuthOAuth:
+		default:
+			return &Error{v, fmt.Sprintf("unknown mode %q", m), "use a comma-separated list of keys, parse-session, jwt, oauth"}
+		}
+		if seen[m] {
+			return &Error{v, fmt.Sprintf("lists %s twice", m), "name each mode once"}
+		}
+		seen[m] = true
+	}
+	if c.HTTPAuth != "" && len(modes) == 0 {
+		return &Error{v, "lists no mode", "use a comma-separated list of keys, parse-session, jwt, oauth, or unset it"}
+	}
+	if c.IdentityCache < 0 || c.IdentityCache > time.Hour {
+		return &Error{"PARSE_MCP_IDENTITY_CACHE", fmt.Sprintf("%v is out of range", c.IdentityCache), "use a duration from 0s (no cache) to 1h, e.g. 30s"}
+	}
+	keys, _ := c.NamedAPIKeys()
+	switch {
+	case seen[HTTPAuthKeys] && c.APIKey == "" && len(keys) == 0:
+		return &Error{v, "lists keys but neither PARSE_MCP_API_KEY nor PARSE_MCP_API_KEYS is set", "set the keys, or remove keys from the list"}
+	case len(modes) > 0 && !seen[HTTPAuthKeys] && (c.APIKey != "" || len(keys) > 0):
+		return &Error{v, "does not list keys, but PARSE_MCP_API_KEY or PARSE_MCP_API_KEYS is set (those keys would not be accepted)", "add keys to the list, or unset the keys"}
+	}
+	if !seen[HTTPAuthKeys] {
+		for _, k := range keys {
+			if k.User != "" || k.Role != "" || k.Master || k.Tier != "" {
+				return &Error{"PARSE_MCP_API_KEYS", fmt.Sprintf("the key %q names an identity or a tier, which only PARSE_MCP_HTTP_AUTH=keys honours", k.Name), "set PARSE_MCP_HTTP_AUTH=keys (or a list with keys), or drop the @identity and /tier parts"}
+			}
+		}
+	}
+	if seen[HTTPAuthJWT] {
+		switch {
+		case c.JWTIssuer == "":
+			return &Error{"PARSE_MCP_JWT_ISSUER", "is required by PARSE_MCP_HTTP_AUTH=jwt", "set the issuer (iss) your identity provider puts in its tokens"}
+		case c.JWTAudience == "":
+			return &Error{"PARSE_MCP_JWT_AUDIENCE", "is required by PARSE_MCP_HTTP_AUTH=jwt", "set the audience (aud) your identity provider mints tokens for"}
+		case c.JWTJWKSURL == "" && !c.JWTSecret.IsSet():
+			return &Error{"PARSE_MCP_JWT_JWKS_URL", "or PARSE_MCP_JWT_SECRET is required by PARSE_MCP_HTTP_AUTH=jwt", "set the provider's JWKS URL (or an HS256 secret)"}
+		}
+	}
+	if seen[HTTPAuthOAuth] {
+		switch {
+		case !c.Bridge():
+			return &Error{"PARSE_MCP_SERVER_URL", "is required by PARSE_MCP_HTTP_AUTH=oauth (the login is checked by Parse Server itself)", "set the Parse Server bridge (PARSE_MCP_SERVER_URL and PARSE_MCP_APPLICATION_ID)"}
+		case c.PublicURL == "":
+			return &Error{"PARSE_MCP_PUBLIC_URL", "is required by PARSE_MCP_HTTP_AUTH=oauth", "set the https:// address clients reach this server at"}
+		}
 	}
 	return nil
 }

@@ -93,6 +93,32 @@ func TestValidate(t *testing.T) {
 		{"app id without server", func(c *Config) { c.ApplicationID = "app" }, "PARSE_MCP_APPLICATION_ID"},
 		{"master key without server", func(c *Config) { c.MasterKey = NewSecret("k") }, "PARSE_MCP_MASTER_KEY"},
 		{"livequery without server", func(c *Config) { c.LiveQueryURL = "ws://h/" }, "PARSE_MCP_LIVEQUERY_URL"},
+		{"http auth parse-session public", func(c *Config) { c.HTTPAddr = "0.0.0.0:8080"; c.HTTPAuth = "parse-session" }, ""},
+		{"http auth unknown mode", func(c *Config) { c.HTTPAuth = "keys,passwords" }, "PARSE_MCP_HTTP_AUTH"},
+		{"http auth twice", func(c *Config) { c.HTTPAuth = "parse-session, parse-session" }, "PARSE_MCP_HTTP_AUTH"},
+		{"http auth empty list", func(c *Config) { c.HTTPAuth = " , " }, "PARSE_MCP_HTTP_AUTH"},
+		{"http auth keys without keys", func(c *Config) { c.HTTPAuth = "keys" }, "PARSE_MCP_HTTP_AUTH"},
+		{"http auth keys ignored", func(c *Config) { c.HTTPAuth = "parse-session"; c.APIKey = "0123456789abcdef" }, "PARSE_MCP_HTTP_AUTH"},
+		{"key identity without keys mode", func(c *Config) { c.APIKeys = NewSecret("ops@master:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"key identities", func(c *Config) {
+			c.HTTPAuth = "keys,parse-session"
+			c.APIKeys = NewSecret("ops@master:0123456789abcdef,eds@role=Editors/write:1123456789abcdef,al@user=AbC123:2123456789abcdef,ro/readonly:3123456789abcdef")
+		}, ""},
+		{"key unknown identity", func(c *Config) { c.HTTPAuth = "keys"; c.APIKeys = NewSecret("ops@root:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"key bad user", func(c *Config) { c.HTTPAuth = "keys"; c.APIKeys = NewSecret("ops@user=a b:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"key unknown tier", func(c *Config) { c.HTTPAuth = "keys"; c.APIKeys = NewSecret("ops/root:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
+		{"identity cache too long", func(c *Config) { c.HTTPAuth = "parse-session"; c.IdentityCache = 2 * time.Hour }, "PARSE_MCP_IDENTITY_CACHE"},
+		{"jwt without issuer", func(c *Config) { c.HTTPAuth = "jwt"; c.JWTSecret = NewSecret("s") }, "PARSE_MCP_JWT_ISSUER"},
+		{"jwt without audience", func(c *Config) { c.HTTPAuth = "jwt"; c.JWTIssuer = "https://id" }, "PARSE_MCP_JWT_AUDIENCE"},
+		{"jwt without keys", func(c *Config) { c.HTTPAuth = "jwt"; c.JWTIssuer = "https://id"; c.JWTAudience = "mcp" }, "PARSE_MCP_JWT_JWKS_URL"},
+		{"jwt", func(c *Config) {
+			c.HTTPAuth = "jwt"
+			c.JWTIssuer = "https://id"
+			c.JWTAudience = "mcp"
+			c.JWTSecret = NewSecret("s")
+		}, ""},
+		{"oauth without bridge", func(c *Config) { c.HTTPAuth = "oauth"; c.PublicURL = "https://mcp.example" }, "PARSE_MCP_SERVER_URL"},
+		{"oauth without public url", bridge(func(c *Config) { c.HTTPAuth = "oauth" }), "PARSE_MCP_PUBLIC_URL"},
 		{"files url", func(c *Config) { c.FilesURL = "https://cdn.example/files/app/" }, ""},
 		{"files url not http", func(c *Config) { c.FilesURL = "ftp://cdn.example/" }, "PARSE_MCP_FILES_URL"},
 		{"files url with credentials", func(c *Config) { c.FilesURL = "https://u:p@cdn.example/" }, "PARSE_MCP_FILES_URL"},
@@ -431,5 +457,29 @@ func TestLoadReadsAsAShellWould(t *testing.T) {
 	}
 	if c.DemoDir != "~other/dir" {
 		t.Errorf("another user's ~ was expanded: %q", c.DemoDir)
+	}
+}
+
+func TestNamedAPIKeyIdentities(t *testing.T) {
+	c := valid()
+	c.APIKeys = NewSecret("ops@master:0123456789abcdef,eds@role=Content Editors/write:1123456789abcdef,al@user=AbC123:2123456789:abcdefgh,ro/readonly:3123456789abcdef,plain:4123456789abcdef")
+	keys, err := c.NamedAPIKeys()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []NamedAPIKey{
+		{Name: "ops", Master: true},
+		{Name: "eds", Role: "Content Editors", Tier: TierWrite},
+		{Name: "al", User: "AbC123"},
+		{Name: "ro", Tier: TierReadonly},
+		{Name: "plain"},
+	}
+	wantKeys := []string{"0123456789abcdef", "1123456789abcdef", "2123456789:abcdefgh", "3123456789abcdef", "4123456789abcdef"}
+	for i, k := range keys {
+		got := k
+		got.Key = Secret{}
+		if got != want[i] || k.Key.Reveal() != wantKeys[i] {
+			t.Errorf("key %d = %+v (key ok: %v), want %+v", i, got, k.Key.Reveal() == wantKeys[i], want[i])
+		}
 	}
 }

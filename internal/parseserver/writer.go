@@ -28,7 +28,7 @@ func (w *Writer) Kind() string { return "parse_server" }
 
 // Plan builds the REST request, touching nothing.
 func (w *Writer) Plan(ctx context.Context, req *parsedb.WriteRequest) (*parsedb.WritePlan, error) {
-	id, err := w.Client.Identity()
+	id, err := w.Client.IdentityFor(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -67,7 +67,7 @@ func (w *Writer) Apply(ctx context.Context, p *parsedb.WritePlan) (bson.Raw, err
 	if p.REST == nil {
 		return nil, errors.New("parse server writer: plan without a REST request")
 	}
-	id, err := w.Client.Identity()
+	id, err := w.Client.IdentityFor(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +144,7 @@ func restValue(cls *parsedb.Class, key string, v any) any {
 // configured identity and returns its result (tools.CloudFunctionCaller).
 // The result is the app's data, returned to the model as untrusted output.
 func (c *Client) CallFunction(ctx context.Context, name string, params map[string]any) (any, error) {
-	id, err := c.Identity()
+	id, err := c.IdentityFor(ctx)
 	if err != nil {
 		return nil, err
 	}

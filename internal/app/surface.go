@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	mcpserver "github.com/mark3labs/mcp-go/server"

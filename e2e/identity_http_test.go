@@ -1,0 +1,387 @@
+package e2e
+
+// Per-request identity over HTTP (README "Serve a team"): one process with
+// PARSE_MCP_HTTP_AUTH, several people, each by their own Parse session
+// (parse-session) or an operator's named key (keys), in both protocol eras.
+// The process itself runs in master posture, so any path that fell back to
+// the environment identity would show rows the person may not read.
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+)
+
+// identityCounts are the counts a per-request identity must see: what the
+// same identity sees as the process's fixed identity over stdio.
+var identityClasses = []string{"Song", "Invoice", "Playlist"}
+
+func fixedIdentityCounts(t *testing.T, ident string) map[string]float64 {
+	t.Helper()
+	c := stdioClient(t, ident)
+	out := map[string]float64{}
+	for _, cls := range identityClasses {
+		n, _ := callOK(t, c, "count_objects", map[string]any{"class_name": cls})["count"].(float64)
+		out[cls] = n
+	}
+	return out
+}
+
+// toolText calls a tool in a legacy-era session and returns its result
+// text and whether it is an error result.
+func (s *mcpSession) toolText(id, tool string, args map[string]any) (string, bool) {
+	s.h.t.Helper()
+	b, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
+	resp := s.rpc(id, "tools/call", string(b))
+	return resultText(s.h.t, resp)
+}
+
+func resultText(t testing.TB, resp map[string]any) (string, bool) {
+	t.Helper()
+	res, ok := resp["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("not a result: %v", resp)
+	}
+	content, _ := res["content"].([]any)
+	if len(content) == 0 {
+		t.Fatalf("no content: %v", res)
+	}
+	txt, _ := content[0].(map[string]any)["text"].(string)
+	return txt, res["isError"] == true
+}
+
+// statelessTool calls a tool in the 2026-07-28 era with the given
+// credential headers.
+func (h *httpServer) statelessTool(id, tool string, args map[string]any, cred map[string]string) (int, string, bool) {
+	h.t.Helper()
+	b, _ := json.Marshal(map[string]any{"name": tool, "arguments": args})
+	headers := statelessHeaders("tools/call", tool)
+	maps.Copy(headers, cred)
+	resp, body := h.request("POST", "/mcp", statelessBody(id, "tools/call", string(b), ""), headers)
+	if resp.StatusCode != 200 {
+		return resp.StatusCode, string(body), true
+	}
+	msgs := decodeAnswer(h.t, resp, body)
+	txt, isErr := resultText(h.t, msgs[len(msgs)-1])
+	return resp.StatusCode, txt, isErr
+}
+
+func countOf(t testing.TB, txt string) float64 {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(txt), &m); err != nil {
+		t.Fatalf("count result %q: %v", txt, err)
+	}
+	n, ok := m["count"].(float64)
+	if !ok {
+		t.Fatalf("count result without count: %s", txt)
+	}
+	return n
+}
+
+func TestHTTPPerRequestIdentity(t *testing.T) {
+	const opsKey = "ops-key-0123456789abcdef"
+	const editorKey = "editor-key-0123456789abcdef"
+	h := startHTTP(t, "PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_IDENTITY_CACHE=1s",
+		"PARSE_MCP_API_KEYS=ops@master:"+opsKey+",mods@role="+demo.RoleModerator+"/readonly:"+editorKey)
+
+	people := []struct {
+		name   string
+		cred   map[string]string
+		direct string // the same identity as the process's fixed one
+	}{
+		{"alice (role Admin) by bearer", map[string]string{"Authorization": "Bearer " + demo.AliceSessionToken}, "PARSE_MCP_SESSION_TOKEN=" + demo.AliceSessionToken},
+		{"bob by X-Parse-Session-Token", map[string]string{"X-Parse-Session-Token": demo.BobSessionToken}, "PARSE_MCP_SESSION_TOKEN=" + demo.BobSessionToken},
+		{"carol by bearer", map[string]string{"Authorization": "Bearer " + demo.CarolSessionToken}, "PARSE_MCP_SESSION_TOKEN=" + demo.CarolSessionToken},
+		{"a key acting as role Moderator", map[string]string{"X-MCP-API-Key": editorKey}, "PARSE_MCP_ACL_ROLE=" + demo.RoleModerator},
+	}
+	seen := map[string]string{}
+	sessions := map[string]*mcpSession{}
+	for i, p := range people {
+		want := fixedIdentityCounts(t, p.direct)
+		s := h.session(p.cred)
+		sessions[p.name] = s
+		for _, cls := range identityClasses {
+			txt, isErr := s.toolText(fmt.Sprint("c", i, cls), "count_objects", map[string]any{"class_name": cls})
+			if isErr || countOf(t, txt) != want[cls] {
+				t.Errorf("%s, session era: count %s = %s, want %v (as the fixed identity)", p.name, cls, txt, want[cls])
+			}
+			status, txt, isErr := h.statelessTool(fmt.Sprint("s", i, cls), "count_objects", map[string]any{"class_name": cls}, p.cred)
+			if status != 200 || isErr || countOf(t, txt) != want[cls] {
+				t.Errorf("%s, 2026-07-28: count %s = %d %s, want %v", p.name, cls, status, txt, want[cls])
+			}
+		}
+		// Hidden ≡ missing per identity: _Session (visible in master
+		// posture only) answers exactly as a class that does not exist.
+		hidden, hErr := s.toolText("h", "count_objects", map[string]any{"class_name": "_Session"})
+		if !hErr || !strings.Contains(hidden, "Class _Session does not exist or is not accessible.") {
+			t.Errorf("%s: _Session answered %q, want the missing-class answer", p.name, hidden)
+		}
+		key := fmt.Sprint(want)
+		if other, dup := seen[key]; dup && !strings.Contains(p.name, "key") {
+			t.Errorf("%s and %s see the same counts %v: the fixture does not tell them apart", p.name, other, want)
+		}
+		seen[key] = p.name
+	}
+	if got := fmt.Sprint(fixedIdentityCounts(t, "PARSE_MCP_SESSION_TOKEN="+demo.AliceSessionToken)); got == fmt.Sprint(fixedIdentityCounts(t, "")) {
+		t.Fatalf("alice sees what master sees (%s): the test could not tell a fallback to the environment identity", got)
+	}
+
+	// The operator's master key: _Session is visible.
+	ops := h.session(map[string]string{"X-MCP-API-Key": opsKey})
+	if txt, isErr := ops.toolText("m", "count_objects", map[string]any{"class_name": "_Session"}); isErr {
+		t.Errorf("master key: _Session refused: %s", txt)
+	}
+	// The readonly cap of the Moderator key: tools/list offers no writes
+	// (the server itself runs readonly too, so this only checks the list
+	// is computed per request without error).
+	if resp := sessions["a key acting as role Moderator"].rpc("l", "tools/list", ""); resp["result"] == nil {
+		t.Errorf("tools/list: %v", resp)
+	}
+
+	// A session belongs to its identity: bob presenting alice's session id
+	// is answered as for an unknown session.
+	alice := sessions[people[0].name]
+	stolen := map[string]string{"Mcp-Session-Id": alice.id, "X-Parse-Session-Token": demo.BobSessionToken}
+	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{}}`, stolen); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("bob with alice's session id: %d %s, want 404", resp.StatusCode, b)
+	}
+
+	// Refusals: no credential, an unknown token, an expired session, an
+	// unknown key — the fixed 401 body, the same for all.
+	for name, cred := range map[string]map[string]string{
+		"none":          {},
+		"unknown token": {"Authorization": "Bearer r:00000000000000000000000000000000"},
+		"expired":       {"X-Parse-Session-Token": demo.ExpiredSessionToken},
+		"unknown key":   {"X-MCP-API-Key": "not-a-key-0123456789abcdef"},
+	} {
+		resp, b := h.request("POST", "/mcp", initBody, cred)
+		if resp.StatusCode != http.StatusUnauthorized || string(b) != `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Unauthorized"}}` {
+			t.Errorf("%s: %d %s, want the fixed 401", name, resp.StatusCode, b)
+		}
+	}
+
+	// A deleted _Session stops working within PARSE_MCP_IDENTITY_CACHE.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	token := "r:deadbeefdeadbeefdeadbeefdeadbeef"
+	sessions2 := testDB.Collection("_Session")
+	if _, err := sessions2.InsertOne(ctx, bson.D{{Key: "_id", Value: "idhttpsess1"}, {Key: "_session_token", Value: token},
+		{Key: "_p_user", Value: "_User$" + demo.UserBobID}, {Key: "expiresAt", Value: time.Now().Add(time.Hour)}}); err != nil {
+		t.Fatal(err)
+	}
+	cred := map[string]string{"X-Parse-Session-Token": token}
+	short := h.session(cred)
+	if txt, isErr := short.toolText("d1", "count_objects", map[string]any{"class_name": "Song"}); isErr {
+		t.Fatalf("fresh session refused: %s", txt)
+	}
+	if _, err := sessions2.DeleteOne(ctx, bson.D{{Key: "_id", Value: "idhttpsess1"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","id":"d2","method":"tools/list","params":{}}`, short.headers); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("deleted session after the cache TTL: %d %s, want 401", resp.StatusCode, b)
+	}
+	if status, b, _ := h.statelessTool("d3", "count_objects", map[string]any{"class_name": "Song"}, cred); status != http.StatusUnauthorized {
+		t.Errorf("deleted session, 2026-07-28: %d %s, want 401", status, b)
+	}
+	// No credential reaches a log line.
+	logs := h.stderr.String()
+	for _, secret := range []string{demo.AliceSessionToken, demo.BobSessionToken, token, opsKey, editorKey} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("a credential is in the log")
+		}
+	}
+}
+
+// TestHTTPAuthStartupRefusals: PARSE_MCP_HTTP_AUTH problems stop the
+// process with exit 2, naming the variable.
+func TestHTTPAuthStartupRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"PARSE_MCP_HTTP_AUTH=passwords"}, "PARSE_MCP_HTTP_AUTH"},
+		{[]string{"PARSE_MCP_HTTP_AUTH=jwt"}, "PARSE_MCP_JWT_ISSUER"},
+		{[]string{"PARSE_MCP_HTTP_AUTH=jwt", "PARSE_MCP_JWT_ISSUER=https://id.example"}, "PARSE_MCP_JWT_AUDIENCE"},
+		{[]string{"PARSE_MCP_HTTP_AUTH=oauth"}, "PARSE_MCP_SERVER_URL"},
+		{[]string{"PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_API_KEY=0123456789abcdef0123"}, "PARSE_MCP_HTTP_AUTH"},
+		{[]string{"PARSE_MCP_API_KEYS=ops@master:0123456789abcdef0123"}, "PARSE_MCP_API_KEYS"},
+	} {
+		_, stderr, code := runCLI(t, append([]string{"PARSE_MCP_HTTP_ADDR=127.0.0.1:0"}, tc.env...), "describe")
+		if code != 2 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q; want 2 naming %s", tc.env, code, stderr, tc.want)
+		}
+	}
+}
+
+// listenAs opens a 2026-07-28 subscriptions/listen stream on uri with the
+// given credential; the channel carries its messages and is closed when the
+// stream ends.
+func (h *httpServer) listenAs(t *testing.T, id, uri string, cred map[string]string) <-chan map[string]any {
+	t.Helper()
+	body := statelessBody(id, "subscriptions/listen", `{"notifications":{"resourceSubscriptions":["`+uri+`"]}}`, "")
+	req, _ := http.NewRequestWithContext(t.Context(), "POST", h.base+"/mcp", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range statelessHeaders("subscriptions/listen", "") {
+		req.Header.Set(k, v)
+	}
+	for k, v := range cred {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 {
+		t.Fatalf("listen %s: %d", id, resp.StatusCode)
+	}
+	msgs := make(chan map[string]any, 16)
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		for sc.Scan() {
+			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
+				var m map[string]any
+				if json.Unmarshal([]byte(line[6:]), &m) == nil {
+					msgs <- m
+				}
+			}
+		}
+		close(msgs)
+	}()
+	select {
+	case ack := <-msgs:
+		if ack["method"] != "notifications/subscriptions/acknowledged" {
+			t.Fatalf("listen %s: first message %v", id, ack)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("listen %s: no acknowledgement", id)
+	}
+	return msgs
+}
+
+// TestHTTPIdentitySubscriptions: subscriptions follow the identity — a row
+// only bob may read notifies bob's stream and not alice's — and a listen
+// stream ends once its session is deleted (the credential is checked again
+// every PARSE_MCP_IDENTITY_CACHE).
+func TestHTTPIdentitySubscriptions(t *testing.T) {
+	h := startHTTP(t, scratchEnv(t, "PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_IDENTITY_CACHE=1s")...)
+	alice := h.listenAs(t, "alice-listen", "parse://Song/count", map[string]string{"X-Parse-Session-Token": demo.AliceSessionToken})
+	bob := h.listenAs(t, "bob-listen", "parse://Song/count", map[string]string{"Authorization": "Bearer " + demo.BobSessionToken})
+	insertSong(t, false, []string{demo.UserBobID})
+	select {
+	case m := <-bob:
+		if m["method"] != "notifications/resources/updated" {
+			t.Fatalf("bob: %v", m)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("bob was not notified of a row he may read")
+	}
+	select {
+	case m := <-alice:
+		t.Fatalf("alice was notified of a row only bob may read: %v", m)
+	case <-time.After(settle):
+	}
+
+	// A session deleted while its stream is open: the stream ends.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sessions := testDB.Collection(scratchPrefix + "_Session")
+	token := "r:feedfacefeedfacefeedfacefeedface"
+	if _, err := sessions.InsertOne(ctx, bson.D{{Key: "_id", Value: "idlisten1"}, {Key: "_session_token", Value: token}, {Key: "_p_user", Value: "_User$" + demo.UserCarolID}}); err != nil {
+		t.Fatal(err)
+	}
+	carol := h.listenAs(t, "carol-listen", "parse://Song/count", map[string]string{"X-Parse-Session-Token": token})
+	if _, err := sessions.DeleteOne(ctx, bson.D{{Key: "_id", Value: "idlisten1"}}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case _, open := <-carol:
+			if !open {
+				return
+			}
+		case <-deadline:
+			t.Fatal("the listen stream of a deleted session is still open after 10 s (cache 1 s)")
+		}
+	}
+}
+
+// TestHTTPIdentityLimitsAndConfirmations: one identity's rate window and
+// confirmation tokens are its own — bob is not limited by alice's calls and
+// cannot spend alice's confirmation.
+func TestHTTPIdentityLimitsAndConfirmations(t *testing.T) {
+	db, uri := writeDB(t, attackSchemas()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tokens := map[string]string{"alice": "r:a11ce000000000000000000000000000", "bob": "r:b0b00000000000000000000000000000"}
+	for name, tok := range tokens {
+		if _, err := db.Collection("_User").InsertOne(ctx, bson.D{{Key: "_id", Value: name + "Id"}, {Key: "username", Value: name}}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: name + "Sess"}, {Key: "_session_token", Value: tok}, {Key: "_p_user", Value: "_User$" + name + "Id"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rate_limit 3: one identity's window over HTTP is 3 × the client
+	// factor (2) = 6 calls, the process's 3 × 4 = 12.
+	h := startHTTP(t, append(append([]string{}, writeEnv...), uri, "PARSE_MCP_HTTP_AUTH=parse-session",
+		policyEnv(t, "settings: {confirm_writes: always, rate_limit: {requests: 3, window: 60s}}\n"))...)
+	as := func(name string) func(body []byte) map[string]any {
+		return func(body []byte) map[string]any {
+			hdr := statelessHeaders("tools/call", "create_object")
+			hdr["Authorization"] = "Bearer " + tokens[name]
+			resp, raw := h.request("POST", "/mcp", string(body), hdr)
+			return lastResult(t, decodeAnswer(t, resp, raw))
+		}
+	}
+	memos := func() int64 {
+		n, err := db.Collection("Memo").CountDocuments(context.Background(), bson.D{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	first := confirmCreate(t, as("alice"), "alice's", "")
+	state, _ := first["requestState"].(string)
+	if first["resultType"] != "input_required" || state == "" {
+		t.Fatalf("alice's first call: %v", first)
+	}
+	if res := confirmCreate(t, as("bob"), "alice's", state); res["resultType"] != "input_required" || memos() != 0 {
+		t.Fatalf("bob spent alice's confirmation: %v (%d objects)", res, memos())
+	}
+	if res := confirmCreate(t, as("alice"), "alice's", state); obj(res["structuredContent"])["created"] != true {
+		t.Fatalf("alice's own confirmation: %v", res)
+	}
+
+	count := func(name string) (int, string) {
+		status, txt, _ := h.statelessTool("n", "count_objects", map[string]any{"class_name": "Memo"}, map[string]string{"Authorization": "Bearer " + tokens[name]})
+		return status, txt
+	}
+	limited := false
+	for range 10 {
+		if _, txt := count("alice"); strings.Contains(txt, "rate limit") {
+			limited = true
+			break
+		}
+	}
+	if !limited {
+		t.Fatal("alice was never rate limited")
+	}
+	if status, txt := count("bob"); status != 200 || strings.Contains(txt, "rate limit") {
+		t.Fatalf("bob is limited by alice's calls: %d %s", status, txt)
+	}
+}

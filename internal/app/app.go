@@ -1,0 +1,313 @@
+// Package app assembles a running parse-mcp from its configuration:
+// database (or the demo one), Parse Server bridge, policy engine, tools,
+// protocol surface and dispatcher (ARCHITECTURE.md "Packages"). The binary
+// and the mountable handler (package mcphandler) both start here, so a
+// handler mounted in another Go service serves exactly what the binary
+// serves.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
+	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/server"
+	"github.com/parse-mcp/parse-mcp/tools"
+)
+
+// Exit codes of a failed start.
+const (
+	exitOK       = 0
+	exitFailure  = 1 // runtime failure (database unreachable)
+	exitBadUsage = 2 // bad configuration
+)
+
+// App is a started server: database connection, policy and MCP registry.
+type App struct {
+	Store      *parsedb.Store
+	Deps       *tools.Deps
+	Dispatcher *server.Dispatcher
+	embedded   *embeddeddb.Server
+}
+
+// PingDatabase is GET /health's database check.
+func (a *App) PingDatabase(ctx context.Context) error {
+	return a.Store.Client.Ping(ctx, nil)
+}
+
+// Close releases the database (and stops the demo one).
+func (a *App) Close() {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	_ = a.Store.Close(ctx)
+	if a.embedded != nil {
+		a.embedded.Stop()
+	}
+}
+
+// Start connects to the database (or starts the demo one), loads the policy
+// and builds the registry. On failure it has already printed one clear line
+// and returns the exit code.
+func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr io.Writer, lenientPolicy bool) (*App, int) {
+	var file *policy.File
+	var err error
+	switch {
+	case cfg.PolicyFile != "":
+		file, err = policy.LoadFile(cfg.PolicyFile)
+	case cfg.Demo:
+		file, err = policy.Parse(demo.PolicyYAML, false)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return nil, exitBadUsage
+	}
+
+	// The Parse Server is checked first: a wrong setting there is reported
+	// before anything else starts.
+	bridge, code := connectBridge(ctx, cfg, log, stderr)
+	if code != exitOK {
+		return nil, code
+	}
+
+	a := &App{}
+	uri, dbName := cfg.MongoDBURI, cfg.DatabaseName()
+	if cfg.Demo {
+		dir := cfg.DemoDir
+		if dir == "" {
+			base, err := os.UserCacheDir()
+			if err != nil {
+				base = os.TempDir()
+			}
+			dir = filepath.Join(base, "parse-mcp", "demo")
+		}
+		if err := usableDir(dir); err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_DEMO_DIR: %v (set it to a writable directory)\n", err)
+			return nil, exitBadUsage
+		}
+		// FerretDB's own logs are noise for a demo user; at debug level they
+		// go to stderr (never stdout) to diagnose the embedded database.
+		var dbLog io.Writer
+		if strings.EqualFold(cfg.LogLevel, "debug") || strings.EqualFold(cfg.LogLevel, "trace") {
+			dbLog = stderr
+		}
+		a.embedded, err = embeddeddb.Start(dir, dbLog)
+		if err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: demo database: %v\n", err)
+			return nil, exitFailure
+		}
+		uri, dbName = a.embedded.URI, "tunebase"
+	}
+	a.Store, err = parsedb.Connect(ctx, uri, dbName, cfg.CollectionPrefix)
+	if err != nil {
+		if a.embedded != nil {
+			a.embedded.Stop()
+		}
+		if problem, ok := uriSyntaxError(err); ok && !cfg.Demo {
+			fix := "check the connection string"
+			if strings.Contains(problem, "unescaped") || strings.Contains(problem, "user info") || strings.HasPrefix(problem, "invalid password") || strings.HasPrefix(problem, "invalid username") {
+				fix = "percent-encode special characters of the user name and password, e.g. @ as %40"
+			}
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_MONGODB_URI: not a valid connection string: %s (%s)\n", problem, fix)
+			return nil, exitBadUsage
+		}
+		fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
+		return nil, exitFailure
+	}
+	if !cfg.Demo {
+		warnIfNoParseClasses(ctx, a.Store, log)
+	}
+	if cfg.Demo {
+		written, err := demo.Seed(ctx, a.Store.DB, cfg.CollectionPrefix)
+		if err != nil {
+			a.Close()
+			fmt.Fprintf(stderr, "parse-mcp: seeding the demo database: %v\n", err)
+			return nil, exitFailure
+		}
+		// Debug level: the demo is quiet until a client speaks to it.
+		if written {
+			log.Debug().Msg("demo: sample data seeded")
+		} else {
+			log.Debug().Msg("demo: sample data already in place, seed skipped")
+		}
+	}
+	if cfg.Identity() == "master" {
+		posture := log.Warn()
+		if cfg.Demo && cfg.PolicyFile == "" {
+			// The demo runs in master posture by design (README), on fake
+			// data: no warning to a newcomer who did nothing wrong.
+			posture = log.Debug()
+		}
+		posture.Msg("running in master posture: no PARSE_MCP_SESSION_TOKEN, PARSE_MCP_ACL_USER or PARSE_MCP_ACL_ROLE is set, so ACLs do not restrict reads (hidden classes and field rules still apply)")
+	}
+	engine := policy.New(cfg, file, log)
+	a.Deps = tools.NewDeps(a.Store, engine, cfg, log)
+	a.Deps.Bridge = bridge
+	if a.Deps.Embedder, err = newEmbedder(cfg); err != nil {
+		a.Close()
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_EMBEDDINGS_URL: %v\n", err)
+		return nil, exitBadUsage
+	}
+	if cfg.HTTPAddr != "" {
+		// Over HTTP several processes may serve one client (README
+		// "Scale-out"): confirmations are single-use across all of them.
+		a.Deps.Confirmations = parsedb.NewConfirmationLedger(a.Store, cfg.ConfirmSecret.Reveal())
+	}
+	if bridge != nil && cfg.LiveQueryURL != "" {
+		lq, err := bridge.NewLiveQuery(cfg.LiveQueryURL, log)
+		if err != nil {
+			a.Close()
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_LIVEQUERY_URL: %v\n", err)
+			return nil, exitBadUsage
+		}
+		a.Deps.LiveQuery = lq
+	}
+	if bridge != nil {
+		// Writes and Cloud functions go through Parse Server; reads stay direct.
+		a.Deps.Writes = &parseserver.Writer{Client: bridge, Store: a.Store}
+		a.Deps.CloudFunctions = bridge
+	}
+	// The policy is validated against the live _SCHEMA and the identity
+	// resolved before anything is served (`audit` reports policy problems
+	// instead of failing on them).
+	if err := engine.Setup(ctx, a.Store, lenientPolicy); err != nil {
+		a.Close()
+		var se *policy.SetupError
+		if errors.As(err, &se) && se.Config {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+			return nil, exitBadUsage
+		}
+		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
+		return nil, exitFailure
+	}
+	if cfg.Demo && cfg.PolicyFile != "" && !engine.Hidden(demo.ClassVaultSecret) {
+		// The demo's fake secrets are hidden by the demo policy only; an
+		// operator's own policy file replaces it whole.
+		log.Warn().Str("policy_file", cfg.PolicyFile).Msg("--demo with a policy file that does not hide " + demo.ClassVaultSecret + ": the model can read the demo's fake API keys (add `" + demo.ClassVaultSecret + ": {hidden: true}` under classes, as internal/demo/policy.yaml does)")
+	}
+	if schema, err := a.Store.Schema.Get(ctx); err == nil {
+		// A hidden class missing from _SCHEMA is either still to be created
+		// or a typo that leaves the real class readable: say which it may be.
+		for _, m := range engine.HiddenClassesNotInSchema(schema) {
+			log.Warn().Str("class", m.Name).Str("visible_similar", m.Visible).Msg("PARSE_MCP_POLICY_FILE: " + m.String() + "; hiding a class before it exists is fine, a misspelt name hides nothing")
+		}
+	}
+	opts, err := protocolSurface(a.Deps, file, log)
+	if err != nil {
+		a.Close()
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_POLICY_FILE: %v\n", err)
+		return nil, exitBadUsage
+	}
+	mcp := server.Build(opts)
+	a.Dispatcher = server.NewDispatcher(mcp, cfg.Workers, log)
+	return a, exitOK
+}
+
+// warnIfNoParseClasses says so at start-up when the database holds no Parse
+// schema: a mistyped database name or collection prefix connects fine (MongoDB
+// creates databases on first write) and would otherwise only show as every
+// class answering "does not exist".
+func warnIfNoParseClasses(ctx context.Context, store *parsedb.Store, log zerolog.Logger) {
+	cctx, cancel := context.WithTimeout(ctx, parsedb.ConnectTimeout)
+	defer cancel()
+	coll := store.SchemaCollection()
+	if err := coll.FindOne(cctx, bson.D{}).Err(); errors.Is(err, mongo.ErrNoDocuments) {
+		log.Warn().Str("database", store.DB.Name()).Str("collection", coll.Name()).
+			Msg("no Parse classes in this database (its " + coll.Name() + " collection is empty or missing): check the database name (the connection string's /path or PARSE_MCP_DATABASE) and PARSE_MCP_COLLECTION_PREFIX; until then every class answers as missing")
+	}
+}
+
+// usableDir makes dir (the demo database's home) and checks that files can
+// be created in it, so a bad PARSE_MCP_DEMO_DIR is reported as such instead
+// of as a database failure.
+func usableDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".write-check-*")
+	if err != nil {
+		return fmt.Errorf("%s is not writable: %w", dir, err)
+	}
+	name := f.Name()
+	_ = f.Close()
+	return os.Remove(name)
+}
+
+// connectReason shortens driver errors to what an operator needs: what
+// really happened (a DNS failure names the name that did not resolve; only a
+// real timeout says it timed out).
+func connectReason(err error) string {
+	if dns, ok := errors.AsType[*net.DNSError](err); ok {
+		// mongodb+srv:// resolves its SRV (and TXT) records while the URI is
+		// parsed: the failure is immediate, nothing timed out.
+		return fmt.Sprintf("DNS lookup of %s failed: %s (check the host name in the URI)", dns.Name, dnsErrText(dns))
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "lookup "); i >= 0 && strings.Contains(msg, "no such host") {
+		// A plain mongodb:// host that does not resolve: the driver retries
+		// the lookup until server selection gives up.
+		name, _, _ := strings.Cut(msg[i+len("lookup "):], " ")
+		return "DNS lookup of " + name + " failed: no such host (check the host name in the URI; gave up after " + parsedb.ConnectTimeout.String() + ")"
+	}
+	switch {
+	case strings.Contains(msg, "server selection"), strings.Contains(msg, "connection refused"), strings.Contains(msg, "i/o timeout"):
+		return "server unreachable (check the host, port and network; timed out after " + parsedb.ConnectTimeout.String() + ")"
+	case strings.Contains(msg, "auth"):
+		return "authentication failed (check the user name and password)"
+	}
+	if len(msg) > 200 {
+		msg = msg[:200] + "…"
+	}
+	return msg
+}
+
+// uriSyntaxError reports whether the driver refused the connection string
+// itself (a configuration error, exit 2) rather than failing to reach the
+// server, and returns the driver's reason: it names the part at fault (an
+// option's key or value, an unescaped character), never the password.
+func uriSyntaxError(err error) (string, bool) {
+	if _, ok := errors.AsType[*net.DNSError](err); ok {
+		return "", false // mongodb+srv:// resolves while parsing: not a syntax error
+	}
+	msg := err.Error()
+	for _, prefix := range []string{"error parsing uri: ", "error validating uri: "} {
+		if _, problem, found := strings.Cut(msg, prefix); found {
+			switch {
+			case strings.HasPrefix(problem, "invalid password"):
+				// The driver quotes the bad escape, i.e. part of the password.
+				problem = "invalid password: a % not followed by two hex digits"
+			case strings.HasPrefix(problem, "invalid option value"):
+				// The driver quotes the whole value, which may be a secret
+				// (tlsCertificateKeyFilePassword, authMechanismProperties).
+				problem = "invalid option value: a % not followed by two hex digits"
+			}
+			return problem, true
+		}
+	}
+	return "", false
+}
+
+func dnsErrText(dns *net.DNSError) string {
+	switch {
+	case dns.IsNotFound:
+		return "no such host"
+	case dns.IsTimeout:
+		return "the DNS server did not answer in time"
+	}
+	return dns.Err
+}

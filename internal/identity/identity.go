@@ -1,0 +1,278 @@
+// Package identity resolves the principal an HTTP request presents
+// (internal/authn) into the identity scope the policy enforces for that
+// request (policy.RequestScope), against Parse's own data: _Session (or the
+// Parse Server bridge's GET /users/me), _User and the _Role graph. Resolved
+// scopes are cached for at most PARSE_MCP_IDENTITY_CACHE, keyed by a digest
+// of the credential, never the credential (SECURITY.md "Per-request
+// identity").
+package identity
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/authn"
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
+	"github.com/parse-mcp/parse-mcp/policy"
+)
+
+// maxCached bounds the cache; past it expired entries are dropped, and if
+// that is not enough the cache starts over.
+const maxCached = 10000
+
+// Resolver turns principals into request scopes.
+type Resolver struct {
+	store  *parsedb.Store
+	bridge *parseserver.Client
+	cfg    *config.Config
+	// env is the environment identity (nil: master posture), what a key
+	// naming no identity acts as.
+	env *parsedb.Identity
+	ttl time.Duration
+	now func() time.Time
+
+	mu    sync.Mutex
+	cache map[[32]byte]cached
+}
+
+type cached struct {
+	scope *policy.RequestScope
+	until time.Time
+}
+
+// New builds a resolver. bridge may be nil (session tokens are then
+// resolved through _Session directly); env is the environment identity
+// (policy.Engine.Identity).
+func New(store *parsedb.Store, bridge *parseserver.Client, cfg *config.Config, env *parsedb.Identity) *Resolver {
+	return &Resolver{store: store, bridge: bridge, cfg: cfg, env: env, ttl: cfg.IdentityCache, now: time.Now, cache: map[[32]byte]cached{}}
+}
+
+// SetClock replaces the clock (tests).
+func (r *Resolver) SetClock(now func() time.Time) { r.now = now }
+
+// unauthorized wraps authn.ErrUnauthorized with a reason for the operator
+// log (never the credential).
+func unauthorized(format string, args ...any) error {
+	return fmt.Errorf("%w: %s", authn.ErrUnauthorized, fmt.Sprintf(format, args...))
+}
+
+// cacheKey digests what names the identity: the session token, or the kind
+// and name of a user or role, with the narrowing fields.
+func cacheKey(p authn.Principal) [32]byte {
+	h := sha256.New()
+	for _, part := range []string{p.Mode, p.SessionToken, p.UserID, p.Role, fmt.Sprint(p.Master), p.Tier, p.Tenant, p.ClientID} {
+		fmt.Fprintf(h, "%d:%s|", len(part), part)
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
+}
+
+// Resolve is p's request scope, from the cache when it holds a fresh one.
+// An error wrapping authn.ErrUnauthorized means the credential does not hold
+// (unknown or expired session, unknown user or role, a tenant that does not
+// agree, master asked for by anything but an operator's key); any other
+// error is the database or Parse Server failing.
+func (r *Resolver) Resolve(ctx context.Context, p authn.Principal) (*policy.RequestScope, error) {
+	k := cacheKey(p)
+	now := r.now()
+	r.mu.Lock()
+	c, ok := r.cache[k]
+	r.mu.Unlock()
+	if ok && now.Before(c.until) {
+		return c.scope, nil
+	}
+	s, until, err := r.resolve(ctx, p, now)
+	if err != nil {
+		return nil, err
+	}
+	if r.ttl > 0 {
+		if d := now.Add(r.ttl); until.IsZero() || d.Before(until) {
+			until = d
+		}
+		r.mu.Lock()
+		if len(r.cache) >= maxCached {
+			for key, e := range r.cache {
+				if !now.Before(e.until) {
+					delete(r.cache, key)
+				}
+			}
+			if len(r.cache) >= maxCached {
+				r.cache = map[[32]byte]cached{}
+			}
+		}
+		r.cache[k] = cached{scope: s, until: until}
+		r.mu.Unlock()
+	}
+	return s, nil
+}
+
+func (r *Resolver) resolve(ctx context.Context, p authn.Principal, now time.Time) (*policy.RequestScope, time.Time, error) {
+	if p.Tier != "" && !policy.ValidTier(p.Tier) {
+		return nil, time.Time{}, unauthorized("unknown tier %q", p.Tier)
+	}
+	named := 0
+	for _, set := range []bool{p.SessionToken != "", p.UserID != "", p.Role != "", p.Master} {
+		if set {
+			named++
+		}
+	}
+	if named > 1 {
+		return nil, time.Time{}, unauthorized("the credential names more than one identity")
+	}
+	var id *parsedb.Identity
+	var err error
+	switch {
+	case p.Master:
+		// SECURITY.md "Per-request identity": no token reaches master
+		// posture; only an operator's named key may say master.
+		if p.Mode != authn.ModeKeys || p.ClientID == "" {
+			return nil, time.Time{}, unauthorized("master posture asked for by a %s credential", p.Mode)
+		}
+		id = &parsedb.Identity{Kind: parsedb.IdentityMaster}
+	case p.SessionToken != "":
+		id, err = r.session(ctx, p.SessionToken, now)
+	case p.UserID != "":
+		id, err = parsedb.ResolveUser(ctx, r.store, p.UserID)
+	case p.Role != "":
+		id, err = parsedb.ResolveRole(ctx, r.store, p.Role)
+	default:
+		id = r.env
+		if p.Tier == "" && p.Tenant == "" {
+			// A key naming neither an identity nor a tier: exactly the
+			// environment identity, as without PARSE_MCP_HTTP_AUTH.
+			return nil, time.Time{}, nil
+		}
+	}
+	if err != nil {
+		if ie, ok := errors.AsType[*parsedb.IdentityError](err); ok {
+			return nil, time.Time{}, unauthorized("%s", ie.Problem)
+		}
+		return nil, time.Time{}, err
+	}
+	tenant := r.cfg.TenantID
+	if p.Tenant != "" && p.Tenant != tenant {
+		return nil, time.Time{}, unauthorized("the credential's tenant does not agree with the tenant bound to this identity")
+	}
+	s := &policy.RequestScope{Identity: id, Tier: policy.CapTier(r.cfg.Permissions, p.Tier), ClientID: p.ClientID, User: Label(id), Environment: named == 0}
+	s.Key = s.User
+	if p.Mode == authn.ModeKeys && p.ClientID != "" {
+		// A named key is its own party (as without PARSE_MCP_HTTP_AUTH);
+		// key names contain no ':', so they never equal a label.
+		s.Key = p.ClientID
+	}
+	if p.SessionToken != "" {
+		s.SessionToken = config.NewSecret(p.SessionToken)
+	}
+	until := p.ExpiresAt
+	if id != nil && !id.ExpiresAt.IsZero() && (until.IsZero() || id.ExpiresAt.Before(until)) {
+		until = id.ExpiresAt
+	}
+	return s, until, nil
+}
+
+// session resolves a Parse session token: through _Session directly, or
+// through the bridge's GET /users/me (Parse Server then decides whether the
+// session holds) with the user's roles read from the _Role graph.
+func (r *Resolver) session(ctx context.Context, token string, now time.Time) (*parsedb.Identity, error) {
+	if r.bridge == nil {
+		return parsedb.ResolveSessionToken(ctx, r.store, token, now)
+	}
+	me, err := r.bridge.Do(ctx, parseserver.Request{Method: http.MethodGet, Path: "/users/me"}, parseserver.Identity{SessionToken: config.NewSecret(token)})
+	if err != nil {
+		if pe, ok := errors.AsType[*parseserver.Error](err); ok && pe.Status/100 == 4 {
+			return nil, &parsedb.IdentityError{Variable: "session token", Problem: "Parse Server does not accept the session (" + pe.Message + ")"}
+		}
+		return nil, err
+	}
+	uid, _ := me["objectId"].(string)
+	if uid == "" {
+		return nil, &parsedb.IdentityError{Variable: "session token", Problem: "Parse Server's /users/me named no user"}
+	}
+	id, err := parsedb.ResolveUser(ctx, r.store, uid)
+	if err != nil {
+		return nil, err
+	}
+	id.Kind = parsedb.IdentitySession
+	return id, nil
+}
+
+// Label names an identity in audit events and as the key of what is bound
+// to it: master, user:<id>, role:<name>. Never a token.
+func Label(id *parsedb.Identity) string {
+	switch {
+	case id.Master():
+		return "master"
+	case id.UserID != "":
+		return "user:" + id.UserID
+	case len(id.Roles) > 0:
+		return "role:" + id.Roles[0]
+	}
+	return "public"
+}
+
+// Bind is ctx acting as s: the policy's request scope, the identity the
+// Parse Server bridge acts as, and the callinfo Credential every binding
+// keys on (HTTP sessions, confirmations, the rate limit's client).
+func Bind(ctx context.Context, s *policy.RequestScope) context.Context {
+	ctx = policy.WithRequestScope(ctx, s)
+	switch {
+	case s.Environment:
+		// The bridge acts as the configured identity.
+	case s.SessionToken.IsSet():
+		ctx = parseserver.WithRequestIdentity(ctx, &parseserver.Identity{SessionToken: s.SessionToken}, "")
+	case s.Identity.Master():
+		ctx = parseserver.WithRequestIdentity(ctx, &parseserver.Identity{Master: true}, "")
+	default:
+		ctx = parseserver.WithRequestIdentity(ctx, nil, "this request's identity ("+s.User+") cannot act through Parse Server: its REST API acts as a user only with that user's session token; authenticate with a Parse session instead")
+	}
+	info := callinfo.From(ctx)
+	info.Credential, info.Identity = s.Key, s.Key
+	return callinfo.With(ctx, info)
+}
+
+// ErrUnavailable wraps a failure to resolve a credential that is not the
+// credential's fault (the database or Parse Server did not answer): the
+// transport answers 503, not 401.
+var ErrUnavailable = errors.New("identity could not be resolved")
+
+// Authenticate is the transport's per-request step: auth recognises the
+// request's credential, the resolver resolves it, and the result is the
+// request's context bound to that identity (Bind). A key naming no identity
+// keeps the environment identity and only records its name, as without
+// PARSE_MCP_HTTP_AUTH. Errors wrap authn.ErrUnauthorized (answer 401) or
+// ErrUnavailable (answer 503); their text is for the operator log and never
+// quotes a credential.
+func (r *Resolver) Authenticate(auth authn.Authenticator) func(*http.Request) (context.Context, error) {
+	return func(req *http.Request) (context.Context, error) {
+		p, err := auth.Authenticate(req)
+		switch {
+		case errors.Is(err, authn.ErrNoCredential):
+			return nil, fmt.Errorf("%w: no credential of any configured mode", authn.ErrUnauthorized)
+		case err != nil && !errors.Is(err, authn.ErrUnauthorized):
+			return nil, fmt.Errorf("%w: %v", authn.ErrUnauthorized, err)
+		case err != nil:
+			return nil, err
+		}
+		s, err := r.Resolve(req.Context(), p)
+		switch {
+		case err != nil && !errors.Is(err, authn.ErrUnauthorized):
+			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
+		case err != nil:
+			return nil, err
+		case s == nil:
+			info := callinfo.From(req.Context())
+			info.Credential = p.ClientID
+			return callinfo.With(req.Context(), info), nil
+		}
+		return Bind(req.Context(), s), nil
+	}
+}
