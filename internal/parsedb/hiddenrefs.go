@@ -301,13 +301,14 @@ func (h *HiddenRefs) NotHiddenRefAtStoragePath(path string) bson.D {
 	return bson.D{{Key: "$and", Value: notRefClauses(path, true, names, re, h.knownValue())}}
 }
 
-// NotMissingRefFilter keeps rows whose value at one of the REST paths is
-// a string of a reference's shape (ReferenceClass) to a class outside Known
-// — missing from _SCHEMA — from matching: the filter names the known
-// classes, since a missing one cannot be listed. With NotHiddenRefFilter it
-// leaves out every reference to an invisible class, the one membership rule
-// of every search engine (in-process, $text, Atlas), which all run the same
-// filter (SECURITY.md "Search"). nil when Known is unknown.
+// NotMissingRefFilter keeps a row from matching when its value at one of
+// the REST paths that may hold a reference (MayHoldHiddenRef) is a string
+// of a reference's shape (ReferenceClass) to a class outside Known —
+// missing from _SCHEMA. The filter lists the known classes, since a
+// missing one cannot be named. With NotHiddenRefFilter it leaves out every
+// reference to an invisible class: the one membership rule of every search
+// engine (in-process, $text, Atlas), which all run the same filter
+// (SECURITY.md "Search"). nil when Known is unknown or no path needs it.
 func (h *HiddenRefs) NotMissingRefFilter(cls *Class, paths []string) bson.D {
 	if h == nil || h.Known == nil || len(paths) == 0 {
 		return nil
@@ -323,7 +324,7 @@ func (h *HiddenRefs) NotMissingRefFilter(cls *Class, paths []string) bson.D {
 	seen := map[string]bool{}
 	for _, p := range paths {
 		q := StorageFieldName(cls, p)
-		if seen[q] {
+		if seen[q] || !MayHoldHiddenRef(cls, p) {
 			continue
 		}
 		seen[q] = true
@@ -331,6 +332,9 @@ func (h *HiddenRefs) NotMissingRefFilter(cls *Class, paths []string) bson.D {
 			bson.D{{Key: q, Value: bson.D{{Key: "$regex", Value: shape}}}},
 			bson.D{{Key: q, Value: bson.D{{Key: "$not", Value: known}}}},
 		}}})
+	}
+	if len(nor) == 0 {
+		return nil
 	}
 	return bson.D{{Key: "$nor", Value: nor}}
 }
