@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -125,4 +127,26 @@ func TestTrustCreateClassNamesChecked(t *testing.T) {
 	callOK(t, c, "create_class", map[string]any{"class_name": "Fresh", "fields": fields, "permissions": map[string]any{
 		"readUserFields": []any{"owner"}, "find": map[string]any{"pointerFields": []any{"owner"}}, "protectedFields": map[string]any{"*": []any{"title"}}}})
 	callOK(t, c, "create_object", map[string]any{"class_name": "Fresh", "fields": map[string]any{"title": "x"}})
+}
+
+// TestTrustCreateClassNamesBridge: through the Parse Server bridge the same
+// create_class calls are refused with the same codes — the default's keys
+// by the policy before anything is sent (Parse would store them), the CLP
+// field names by Parse Server itself — and no class is created.
+func TestTrustCreateClassNamesBridge(t *testing.T) {
+	ps := startParse(t)
+	c := stdioClient(t, append(bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, policyEnv(t, bridgePolicy)), writeEnv...)...)
+	fields := map[string]any{"owner": map[string]any{"type": "Pointer", "targetClass": "_User"}}
+	for want, args := range map[string]map[string]any{
+		"(Parse error 121)": {"fields": map[string]any{"m": map[string]any{"type": "Object", "defaultValue": map[string]any{"Vault$abcdefghij": true}}}},
+		"(Parse error 107)": {"fields": fields, "permissions": map[string]any{"readUserFields": []any{"_hashed_password"}}},
+	} {
+		args["class_name"] = "Fresh"
+		if msg := callErr(t, c, "create_class", args, "parse_error"); !strings.Contains(msg, want) {
+			t.Errorf("%v: %s, want %s", args, msg, want)
+		}
+	}
+	if status, _, _ := ps.Do("GET", "/schemas/Fresh", nil, parsetest.AsMaster); status != 400 && status != 404 {
+		t.Errorf("a refused create_class created the class: HTTP %d", status)
+	}
 }
