@@ -70,6 +70,14 @@ func setupParity(t *testing.T) *parityWorld {
 	ps.CreateClass(t, "Memo", map[string]string{"title": "String", "owner": "Pointer:_User", "secret": "String"},
 		publicCLP(map[string]any{"protectedFields": map[string]any{"*": []any{"secret"}, "userField:owner": []any{}}}))
 
+	// A two-level pointer chain for keys inside nested includes.
+	ps.CreateClass(t, "Artist", map[string]string{"name": "String", "country": "String"}, publicCLP(nil))
+	ps.CreateClass(t, "Album", map[string]string{"title": "String", "year": "Number", "artist": "Pointer:Artist"}, publicCLP(nil))
+	ps.CreateClass(t, "Track", map[string]string{"name": "String", "album": "Pointer:Album"}, publicCLP(nil))
+	artist := ps.MustDo(t, "POST", "/classes/Artist", map[string]any{"name": "Nina", "country": "US"}, parsetest.AsMaster)
+	album := ps.MustDo(t, "POST", "/classes/Album", map[string]any{"title": "Pastel Blues", "year": 1965, "artist": ptr("Artist", artist["objectId"].(string))}, parsetest.AsMaster)
+	ps.MustDo(t, "POST", "/classes/Track", map[string]any{"name": "Sinnerman", "album": ptr("Album", album["objectId"].(string))}, parsetest.AsMaster)
+
 	alice, bob, carol := w.users["alice"], w.users["bob"], w.users["carol"]
 	pub := map[string]any{"*": map[string]any{"read": true}}
 	items := []map[string]any{
@@ -316,6 +324,10 @@ func TestParityWithParseServer(t *testing.T) {
 		{name: "device-include-installation", class: "Device", include: []string{"installation"}},
 		{name: "include-outside-keys", class: "Item", keys: []string{"title"}, include: []string{"owner"}},
 		{name: "array-empty-eq", class: "Item", where: map[string]any{"tags": []any{}}},
+		{name: "array-empty-eq-op", class: "Item", where: map[string]any{"tags": map[string]any{"$eq": []any{}}}},
+		{name: "keys-include-two-level", class: "Track", keys: []string{"album.artist.name"}, include: []string{"album.artist"}},
+		{name: "keys-include-two-level-mixed", class: "Track", keys: []string{"name", "album.title", "album.artist.name"}, include: []string{"album.artist"}},
+		{name: "keys-include-two-level-bare", class: "Track", keys: []string{"album", "album.artist"}, include: []string{"album.artist"}},
 		{name: "protected-userfield", class: "Memo"},
 	}
 	identities := []struct {

@@ -118,7 +118,7 @@ func (e *Engine) readablePermissionFields(cls *parsedb.Class, perms bson.M) bson
 	readable := func(v any) []string {
 		out := []string{}
 		for _, f := range asStrings(v) {
-			if e.CheckReadField(cls, f) == nil {
+			if e.CheckReadField(cls, f) == nil && !parsedb.NameHoldsReference(f) {
 				out = append(out, f)
 			}
 		}
@@ -128,12 +128,18 @@ func (e *Engine) readablePermissionFields(cls *parsedb.Class, perms bson.M) bson
 	walk = func(m map[string]any) bson.M {
 		out := bson.M{}
 		for k, v := range m {
+			if parsedb.NameHoldsReference(k) {
+				continue // an entry's name is data (SECURITY.md "Names as data")
+			}
 			switch k {
 			case "readUserFields", "writeUserFields", "pointerFields":
 				out[k] = readable(v)
 			case "protectedFields":
 				pf := bson.M{}
 				for aud, list := range asMap(v) {
+					if parsedb.NameHoldsReference(aud) {
+						continue
+					}
 					pf[aud] = readable(list)
 				}
 				out[k] = pf

@@ -466,6 +466,18 @@ func (e *Engine) CheckNewClassFields(schema *parsedb.Schema, class string, field
 			if err := e.checkWriteValue(schema, cls, name, dv, 0); err != nil {
 				return err
 			}
+			// create_object's encoder refuses an object key holding "$"
+			// or "." (Parse's 121): a default holding one would make
+			// every later create fail, on either write path (SECURITY.md
+			// "Names as data"). Type mismatches stay the schema's own
+			// answer.
+			t, _ := def["type"].(string)
+			tc, _ := def["targetClass"].(string)
+			if err := parsedb.CheckDefaultValue(&parsedb.Field{Name: name, Type: t, TargetClass: tc}, dv); err != nil {
+				if te, ok := errors.AsType[*toolerror.Error](err); ok && te.ParseCode == parsedb.ParseInvalidNestedKey {
+					return err
+				}
+			}
 		}
 	}
 	return nil

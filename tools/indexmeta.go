@@ -104,9 +104,17 @@ func schemaIndexes(cls *parsedb.Class) []indexInfo {
 }
 
 // indexVisible reports whether every field an index keys is readable by
-// this session (the internal floor, agent_fields, protectedFields).
+// this session (the internal floor, agent_fields, protectedFields), and
+// neither its name nor a key holds a reference's shape: names an app chose
+// are data (SECURITY.md "Names as data").
 func indexVisible(d *Deps, cls *parsedb.Class, info indexInfo) bool {
+	if parsedb.NameHoldsReference(info.name) {
+		return false
+	}
 	for _, f := range info.fields {
+		if parsedb.NameHoldsReference(f) {
+			return false
+		}
 		if f == "objectId" {
 			continue
 		}

@@ -382,6 +382,17 @@ func (p *readPlan) routeKeys(keys []string) ([]string, error) {
 		root, _, _ := strings.Cut(k, ".")
 		addMain(root)
 		named[best] = true
+		// Parse applies keys at every level of an include path: keys
+		// album.artist.name with include album.artist limits album to
+		// artist, as it limits the queried class to album.
+		parsedb.WalkIncludes(p.includes, func(n *parsedb.IncludeNode) {
+			if rest, ok := strings.CutPrefix(best.Path, n.Path+"."); ok {
+				next, _, _ := strings.Cut(rest, ".")
+				if !slicesContains(n.Keys, next) {
+					n.Keys = append(n.Keys, next)
+				}
+			}
+		})
 		if k == best.Path {
 			bare[best] = true
 			continue

@@ -264,9 +264,16 @@ func newSearchScope(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *p
 	s := &searchScope{schema: schema, cls: cls, where: where, filter: t.Filter}
 	// Searched fields holding a reference to a hidden class are left out:
 	// matching on them would test the hidden id (as $text does, indexmeta.go).
-	nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilter(cls, fields)
+	// References to missing classes are left out alike, by the same filter
+	// on every engine, so hidden ≡ missing holds for membership too.
+	refs := d.Policy.HiddenRefs(schema)
+	nh := refs.NotHiddenRefFilter(cls, fields)
 	if nh != nil {
 		s.filter = andFilters(s.filter, nh)
+	}
+	nm := refs.NotMissingRefFilter(cls, fields)
+	if nm != nil {
+		s.filter = andFilters(s.filter, nm)
 	}
 	if tf := d.Policy.TenantField(cls.Name); tf != "" && d.Config != nil && d.Config.TenantID != "" {
 		tw, err := parsedb.WhereToFilter(ctx, cls, map[string]any{tf: d.Config.TenantID}, parsedb.WhereOptions{Schema: schema})
@@ -281,7 +288,7 @@ func newSearchScope(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *p
 	}
 	// $searchMeta would count (and show as string facet keys) the rows
 	// whose searched field holds a hidden reference, which never match.
-	s.policyOnly = len(policyWhere) == 0 && d.Policy.MasterPosture() && nh == nil
+	s.policyOnly = len(policyWhere) == 0 && d.Policy.MasterPosture() && nh == nil && nm == nil
 	return s, nil
 }
 
@@ -349,23 +356,6 @@ func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needI
 		return err
 	}
 	return ctx.Err()
-}
-
-// holdsInvisibleRef reports a searched string that is a reference to a
-// class the session cannot see. The filter's not-a-hidden-reference
-// conjunct leaves hidden classes' references out; a missing class's cannot
-// be named in a filter, so the in-process engines leave those rows out
-// here: a reference to a missing class then matches exactly as one to a
-// hidden class (never), and hidden ≡ missing holds for search too.
-func holdsInvisibleRef(d *Deps, schema *parsedb.Schema, doc bson.Raw, fields []string) bool {
-	for _, f := range fields {
-		if s, ok := doc.Lookup(f).StringValueOK(); ok {
-			if c, ok := parsedb.ReferenceClass(s); ok && d.Policy.TargetInvisible(schema, c) {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 func rawID(doc bson.Raw) string {
@@ -923,9 +913,6 @@ func textScan(ctx context.Context, d *Deps, s *searchScope, query string, fields
 	top := &topK{k: limit}
 	texts := make([]string, len(fields))
 	err := scan(ctx, d, s, parsedb.Projection(s.cls, fields), "a text index on "+strings.Join(fields, ", ")+" (or an Atlas Search index)", func(doc bson.Raw) {
-		if holdsInvisibleRef(d, s.schema, doc, fields) {
-			return
-		}
 		for i, f := range fields {
 			texts[i], _ = doc.Lookup(f).StringValueOK()
 		}
@@ -1032,9 +1019,6 @@ func prefixHits(ctx context.Context, d *Deps, s *searchScope, field, prefix stri
 	defer cur.Close(context.WithoutCancel(ctx))
 	var out []hit
 	for cur.Next(ctx) {
-		if holdsInvisibleRef(d, s.schema, cur.Current, []string{sf}) {
-			continue
-		}
 		out = append(out, hit{id: rawID(cur.Current), score: 1})
 	}
 	return out, cur.Err()
@@ -1291,9 +1275,6 @@ func atlasFacetedSearch(ctx context.Context, d *Deps, in facetedSearchIn) (*face
 	texts := make([]string, len(textFields))
 	total := 0
 	err = scan(ctx, d, s, parsedb.Projection(cls, searched), "an Atlas Search index with these facets", func(doc bson.Raw) {
-		if holdsInvisibleRef(d, schema, doc, searched) {
-			return
-		}
 		if query != "" {
 			for i, f := range textFields {
 				texts[i], _ = doc.Lookup(f).StringValueOK()

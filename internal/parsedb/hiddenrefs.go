@@ -301,6 +301,44 @@ func (h *HiddenRefs) NotHiddenRefAtStoragePath(path string) bson.D {
 	return bson.D{{Key: "$and", Value: notRefClauses(path, true, names, re, h.knownValue())}}
 }
 
+// NotMissingRefFilter keeps a row from matching when its value at one of
+// the REST paths that may hold a reference (MayHoldHiddenRef) is a string
+// of a reference's shape (ReferenceClass) to a class outside Known —
+// missing from _SCHEMA. The filter lists the known classes, since a
+// missing one cannot be named. With NotHiddenRefFilter it leaves out every
+// reference to an invisible class: the one membership rule of every search
+// engine (in-process, $text, Atlas), which all run the same filter
+// (SECURITY.md "Search"). nil when Known is unknown or no path needs it.
+func (h *HiddenRefs) NotMissingRefFilter(cls *Class, paths []string) bson.D {
+	if h == nil || h.Known == nil || len(paths) == 0 {
+		return nil
+	}
+	quoted := make([]string, 0, len(h.Known))
+	for _, n := range h.Known {
+		quoted = append(quoted, regexp.QuoteMeta(n))
+	}
+	// Typed like the conjunct's pattern: it lists the hidden classes too.
+	known := HiddenRefPattern(`^(?:` + strings.Join(quoted, "|") + `)\$`)
+	shape := `^[A-Za-z_][A-Za-z0-9_]{0,127}\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}$`
+	var nor bson.A
+	seen := map[string]bool{}
+	for _, p := range paths {
+		q := StorageFieldName(cls, p)
+		if seen[q] || !MayHoldHiddenRef(cls, p) {
+			continue
+		}
+		seen[q] = true
+		nor = append(nor, bson.D{{Key: "$and", Value: bson.A{
+			bson.D{{Key: q, Value: bson.D{{Key: "$regex", Value: shape}}}},
+			bson.D{{Key: q, Value: bson.D{{Key: "$not", Value: known}}}},
+		}}})
+	}
+	if len(nor) == 0 {
+		return nil
+	}
+	return bson.D{{Key: "$nor", Value: nor}}
+}
+
 // NotHiddenRefFilter ANDs NotHiddenRef over several REST paths; nil when
 // none needs it.
 func (h *HiddenRefs) NotHiddenRefFilter(cls *Class, paths []string) bson.D {

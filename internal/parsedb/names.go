@@ -140,3 +140,38 @@ type NameChoice struct {
 func (c NameChoice) MatchString(s string) bool {
 	return slices.Contains(c.Literals, s) || slices.ContainsFunc(c.Patterns, func(p *NamePattern) bool { return p.MatchString(s) })
 }
+
+// NameHoldsReference reports whether a name an app or operator chose — an
+// index name or an index key, a field or class name read from _SCHEMA, an
+// entry of a class-level permission — holds a part of a stored reference's
+// shape anywhere in it: a word of [A-Za-z0-9_], "$", and at least RefIDMin
+// of [A-Za-z0-9_-] ("VaultSecret$ab12cd34ef", "meta.VaultSecret$ab12cd34ef_1",
+// the name MongoDB gives an index on a map keyed by reference). Names are
+// identifiers, not text: Parse's own names never hold a "$", so a name that
+// does is left out of every metadata output whatever class it names —
+// hidden, missing or visible alike, so no answer tells them apart
+// (SECURITY.md "Names as data").
+func NameHoldsReference(name string) bool {
+	for i := strings.IndexByte(name, '$'); i >= 0; {
+		if i > 0 && idByte(name[i-1]) && name[i-1] != '-' {
+			n := 0
+			for j := i + 1; j < len(name) && idByte(name[j]); j++ {
+				n++
+			}
+			if n >= RefIDMin {
+				return true
+			}
+		}
+		next := strings.IndexByte(name[i+1:], '$')
+		if next < 0 {
+			break
+		}
+		i += next + 1
+	}
+	return false
+}
+
+// idByte reports a byte of a reference's id ([A-Za-z0-9_-]).
+func idByte(c byte) bool {
+	return c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_' || c == '-'
+}

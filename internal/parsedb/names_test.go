@@ -111,3 +111,23 @@ func FuzzNamePatterns(f *testing.F) {
 		}
 	})
 }
+
+func TestNameHoldsReference(t *testing.T) {
+	for name, want := range map[string]bool{
+		"VaultSecret$abcdefghij":        true,
+		"meta.VaultSecret$abcdefghij_1": true,
+		"_p_owner_Vault$0123456789":     true,
+		"x$abcdefghij":                  true,
+		"Vault$abcdefghi":               false, // 9 id characters
+		"title_1":                       false,
+		"$abcdefghijkl":                 false, // no word before the $
+		"Ke$ha":                         false,
+		"a-$abcdefghijk":                false, // "-" cannot end a class name
+		"A$AP Rocky":                    false,
+		"one$two$abcdefghij":            true,
+	} {
+		if got := NameHoldsReference(name); got != want {
+			t.Errorf("NameHoldsReference(%q) = %v, want %v", name, got, want)
+		}
+	}
+}

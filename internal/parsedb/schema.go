@@ -231,7 +231,9 @@ var builtInFields = map[string]map[string]*Field{
 // for documents without a string _id.
 func ClassFromSchemaDoc(doc bson.M) *Class {
 	name, _ := doc["_id"].(string)
-	if name == "" {
+	if name == "" || NameHoldsReference(name) {
+		// Not a name Parse accepts; one holding a reference's shape would
+		// name it in every listing (SECURITY.md "Names as data").
 		return nil
 	}
 	cls := &Class{Name: name, Fields: map[string]*Field{}, InSchema: true}
@@ -253,7 +255,7 @@ func ClassFromSchemaDoc(doc bson.M) *Class {
 		fieldOptions, _ = md["fields_options"].(bson.M)
 	}
 	for k, v := range doc {
-		if k == "_id" || k == "_metadata" {
+		if k == "_id" || k == "_metadata" || NameHoldsReference(k) {
 			continue
 		}
 		ts, ok := v.(string)

@@ -510,6 +510,13 @@ func (t *whereTranslator) fieldClauses(cls *Class, key, storage string, f *Field
 			return t.ops(key, storage, f, m, root)
 		}
 	}
+	if a, ok := whereArray(v); ok && len(a) == 0 {
+		// Parse Server's MongoTransform takes a bare [] for a constraint
+		// object without operators and sends {key: {}}: equality with an
+		// empty object, which no empty array matches (MongoDB and both
+		// test engines agree). {"$eq": []} keeps MongoDB's equality.
+		return []bson.E{{Key: storage, Value: bson.D{}}}, nil
+	}
 	if str, d, ok := untypedDate(f, v); ok {
 		return []bson.E{{Key: storage, Value: bson.D{{Key: "$in", Value: bson.A{str, d}}}}}, nil
 	}

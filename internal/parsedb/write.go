@@ -870,6 +870,15 @@ func sortedFieldNames(fields map[string]any) []string {
 	return out
 }
 
+// CheckDefaultValue runs a defaultValue through the encoder create_object
+// stores a value of the field with, so a default create_object would refuse
+// (an object key holding "$" or ".", Parse's 121) is refused when it is set,
+// not on every create that applies it (SECURITY.md "Names as data").
+func CheckDefaultValue(f *Field, v any) error {
+	_, _, err := topLevel(&Class{Fields: map[string]*Field{f.Name: f}}, f.Name, v, nil, nil)
+	return err
+}
+
 // RESTDefault is a field's _SCHEMA defaultValue as a REST value, exactly
 // what create_object writes for the field when none is given (nil: no
 // default).

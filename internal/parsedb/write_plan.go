@@ -522,6 +522,12 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 			if !ok || !typesMatch(f, vt) {
 				return nil, ParseErr(ParseIncorrectType, "schema mismatch for %s.%s default value; expected %s but got %s", name, fname, fieldType(f), vt)
 			}
+			// The value every create without the field will write: it
+			// passes create_object's encoder now (a key holding "$" or
+			// "." is Parse's 121), not on every later create.
+			if err := CheckDefaultValue(f, dv); err != nil {
+				return nil, err
+			}
 			opt = append(opt, bson.E{Key: "defaultValue", Value: plainBSON(dv)})
 		}
 		if len(opt) > 0 {
@@ -542,7 +548,7 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 		md = append(md, bson.E{Key: "fields_options", Value: options})
 	}
 	if req.CLP != nil {
-		clp, err := validCLP(req.CLP)
+		clp, err := validCLP(req.CLP, req.Fields)
 		if err != nil {
 			return nil, err
 		}
@@ -580,10 +586,21 @@ func plainBSON(v any) any {
 
 var clpOperations = []string{"find", "count", "get", "create", "update", "delete", "addField", "protectedFields", "readUserFields", "writeUserFields"}
 
-// validCLP checks class-level permissions as Parse's validateCLP does in
-// outline: known operations, entries "*", a user id, "role:Name",
-// requiresAuthentication or pointerFields.
-func validCLP(clp map[string]any) (bson.D, error) {
+// validCLP checks class-level permissions as Parse's validateCLP does:
+// known operations, entries "*", a user id, "role:Name",
+// requiresAuthentication or pointerFields; the field names of
+// readUserFields, writeUserFields and pointerFields must be Pointer<_User>
+// or Array fields of the new class, those of protectedFields fields of it
+// (never objectId, createdAt, updatedAt, ACL) — so an internal name
+// (_hashed_password, _rperm) is refused with Parse's 107.
+func validCLP(clp map[string]any, fields map[string]any) (bson.D, error) {
+	userField := func(name any, op string) error {
+		s, _ := name.(string)
+		if def, _ := fields[s].(map[string]any); def != nil && (def["type"] == TypePointer && def["targetClass"] == "_User" || def["type"] == TypeArray) {
+			return nil
+		}
+		return ParseErr(ParseInvalidJSON, "'%s' is not a valid column for class level pointer permissions %s", truncateMsg(fmt.Sprint(name), 40), op)
+	}
 	var out bson.D
 	for _, op := range sortedFieldNames(clp) {
 		known := false
@@ -596,8 +613,14 @@ func validCLP(clp map[string]any) (bson.D, error) {
 		v := clp[op]
 		switch op {
 		case "readUserFields", "writeUserFields":
-			if _, ok := v.([]any); !ok {
+			list, ok := v.([]any)
+			if !ok {
 				return nil, ParseErr(ParseInvalidJSON, "this perms[%s] is not a valid value for class level permissions %s", op, op)
+			}
+			for _, name := range list {
+				if err := userField(name, op); err != nil {
+					return nil, err
+				}
 			}
 			out = append(out, bson.E{Key: op, Value: plainBSON(v)})
 			continue
@@ -609,12 +632,28 @@ func validCLP(clp map[string]any) (bson.D, error) {
 		for en, ev := range m {
 			switch {
 			case op == "protectedFields":
-				if _, ok := ev.([]any); !ok {
+				list, ok := ev.([]any)
+				if !ok {
 					return nil, ParseErr(ParseInvalidJSON, "protectedFields.%s must be an array of field names", truncateMsg(en, 40))
 				}
+				for _, name := range list {
+					fn := fmt.Sprint(name)
+					if defaultFields[fn] != nil {
+						return nil, ParseErr(ParseInvalidJSON, "Default field '%s' can not be protected", fn)
+					}
+					if _, ok := fields[fn]; !ok {
+						return nil, ParseErr(ParseInvalidJSON, "Field '%s' in protectedFields:%s does not exist", truncateMsg(fn, 40), truncateMsg(en, 40))
+					}
+				}
 			case en == "pointerFields":
-				if _, ok := ev.([]any); !ok {
+				list, ok := ev.([]any)
+				if !ok {
 					return nil, ParseErr(ParseInvalidJSON, "%s.pointerFields must be an array of field names", op)
+				}
+				for _, name := range list {
+					if err := userField(name, op); err != nil {
+						return nil, err
+					}
 				}
 			case en == "requiresAuthentication" || en == "*" || validObjectID(en) || aclRoleRe.MatchString(en):
 				if b, ok := ev.(bool); !ok || !b {
