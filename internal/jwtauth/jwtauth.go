@@ -25,6 +25,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/authn"
+	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
 // Skew is the clock difference allowed between the identity provider and
@@ -72,7 +73,8 @@ type Config struct {
 	// Tier is the configured tier: a permissions or scope claim may only
 	// lower it.
 	Tier string
-	// CacheTTL is how long a user claim's objectId is reused (0: 30 s).
+	// CacheTTL is how long a user claim's objectId is reused
+	// (PARSE_MCP_IDENTITY_CACHE; 0: not cached).
 	CacheTTL time.Duration
 	// HTTPClient fetches the JWKS (nil: a client with a 5 s timeout that
 	// follows no redirect).
@@ -121,9 +123,6 @@ func New(cfg Config, users Users) (*Authenticator, error) {
 	}
 	if cfg.UserClaim == "" {
 		cfg.UserClaim = "sub"
-	}
-	if cfg.CacheTTL <= 0 {
-		cfg.CacheTTL = 30 * time.Second
 	}
 	a := &Authenticator{cfg: cfg, users: users, now: cfg.Now, cache: map[string]cachedUser{}}
 	if a.now == nil {
@@ -368,6 +367,9 @@ func (a *Authenticator) userID(ctx context.Context, value string) (string, error
 	if id == "" {
 		return "", refusal("no such user")
 	}
+	if a.cfg.CacheTTL <= 0 {
+		return id, nil
+	}
 	a.mu.Lock()
 	if len(a.cache) >= maxCachedUsers {
 		clear(a.cache)
@@ -375,4 +377,23 @@ func (a *Authenticator) userID(ctx context.Context, value string) (string, error
 	a.cache[value] = cachedUser{objectID: id, until: now.Add(a.cfg.CacheTTL)}
 	a.mu.Unlock()
 	return id, nil
+}
+
+// FromConfig builds the jwt mode from PARSE_MCP_JWT_* (validated at start-up
+// by config.Validate) and the configured tier.
+func FromConfig(cfg *config.Config, users Users, log zerolog.Logger) (*Authenticator, error) {
+	c := Config{
+		JWKSURL:      cfg.JWTJWKSURL,
+		Issuer:       cfg.JWTIssuer,
+		Audience:     cfg.JWTAudience,
+		UserClaim:    cfg.JWTUserClaim,
+		AuthProvider: cfg.JWTAuthProvider,
+		Tier:         cfg.Permissions,
+		CacheTTL:     cfg.IdentityCache,
+		Log:          log,
+	}
+	if cfg.JWTSecret.IsSet() {
+		c.Secret = []byte(cfg.JWTSecret.Reveal())
+	}
+	return New(c, users)
 }

@@ -303,6 +303,8 @@ func TestAuthenticateRefuses(t *testing.T) {
 		{"ES256 naming the RSA key", "no key in the JWKS has this kid and algorithm", jwks, sign(t, jose.ES256, p.ec, "rsa1", claims("alice01", nil))},
 		{"unknown kid", "no key in the JWKS has this kid and algorithm", jwks, sign(t, jose.RS256, otherRSA, "rsa2", claims("alice01", nil))},
 		{"known kid, another key", "bad signature", jwks, sign(t, jose.RS256, otherRSA, "rsa1", claims("alice01", nil))},
+		{"the signer's own key embedded in the header", "bad signature", jwks, embeddedJWK(t, otherRSA, "rsa1", claims("alice01", nil))},
+		{"a jku pointing elsewhere", "no key in the JWKS has this kid and algorithm", jwks, withHeader(t, otherRSA, map[string]any{"kid": "evil", "jku": "https://evil.example.com/jwks"}, claims("alice01", nil))},
 		{"HS256 with another secret", "bad signature", hs, sign(t, jose.HS256, []byte(secret+"x"), "", claims("alice01", nil))},
 		{"payload swapped", "bad signature", jwks, parts[0] + "." + payload + "." + parts[2]},
 		{"signature cut", "bad signature", jwks, parts[0] + "." + parts[1] + "." + parts[2][:len(parts[2])-8]},
@@ -331,6 +333,39 @@ func TestAuthenticateRefuses(t *testing.T) {
 	if err != nil || p2.Tier != "readonly" {
 		t.Fatalf("permissions admin under readonly: %+v, %v", p2, err)
 	}
+}
+
+// embeddedJWK signs with key and puts its public half in the header's jwk,
+// which must never be the key that verifies.
+func embeddedJWK(t *testing.T, key *rsa.PrivateKey, kid string, c map[string]any) string {
+	t.Helper()
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{EmbedJWK: true}).WithType("JWT"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(s).Claims(c).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// withHeader signs with key under RS256 with extra header fields.
+func withHeader(t *testing.T, key *rsa.PrivateKey, hdr map[string]any, c map[string]any) string {
+	t.Helper()
+	opts := &jose.SignerOptions{}
+	for k, v := range hdr {
+		opts = opts.WithHeader(jose.HeaderKey(k), v)
+	}
+	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := jwt.Signed(s).Claims(c).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
@@ -486,6 +521,43 @@ func TestNewRefuses(t *testing.T) {
 	} {
 		if _, err := New(cfg, appUsers); err == nil {
 			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+// countingUsers counts lookups.
+type countingUsers struct {
+	users
+	n atomic.Int32
+}
+
+func (c *countingUsers) UserIDByAuth(ctx context.Context, provider, id string) (string, error) {
+	c.n.Add(1)
+	return c.users.UserIDByAuth(ctx, provider, id)
+}
+
+// A found user is looked up once per PARSE_MCP_IDENTITY_CACHE, not on every
+// request; 0 looks up every time.
+func TestUserLookupCache(t *testing.T) {
+	for _, tc := range []struct {
+		ttl  time.Duration
+		want int32
+	}{{30 * time.Second, 2}, {0, 4}} {
+		clk := &clock{now: t0}
+		u := &countingUsers{users: appUsers}
+		a, err := New(Config{Secret: []byte(secret), Issuer: issuer, Audience: audience, Tier: "readonly", AuthProvider: "github", CacheTTL: tc.ttl, Now: clk.Now}, u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tok := sign(t, jose.HS256, []byte(secret), "", claims("48151623", nil))
+		for _, step := range []time.Duration{0, time.Second, 30 * time.Second, time.Second} {
+			clk.Add(step)
+			if p, err := a.Authenticate(bearer(tok)); err != nil || p.UserID != "dave04" {
+				t.Fatalf("ttl %v: %+v, %v", tc.ttl, p, err)
+			}
+		}
+		if got := u.n.Load(); got != tc.want {
+			t.Errorf("ttl %v: %d lookups, want %d", tc.ttl, got, tc.want)
 		}
 	}
 }
