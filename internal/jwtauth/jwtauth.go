@@ -26,6 +26,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
 // Skew is the clock difference allowed between the identity provider and
@@ -361,6 +362,9 @@ func (a *Authenticator) userID(ctx context.Context, value string) (string, error
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	id, err := a.users.UserIDByAuth(ctx, a.cfg.AuthProvider, value)
+	if errors.Is(err, parsedb.ErrAmbiguousUser) {
+		return "", refusal("more than one user has this id")
+	}
 	if err != nil {
 		return "", fmt.Errorf("jwt: looking up the user: %w", err)
 	}

