@@ -115,7 +115,12 @@ func sign(t *testing.T, alg jose.SignatureAlgorithm, key any, kid string, claims
 	if kid != "" {
 		opts = opts.WithHeader("kid", kid)
 	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: key}, opts)
+	return signWith(t, jose.SigningKey{Algorithm: alg, Key: key}, opts, claims)
+}
+
+func signWith(t *testing.T, key jose.SigningKey, opts *jose.SignerOptions, claims map[string]any) string {
+	t.Helper()
+	s, err := jose.NewSigner(key, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -343,15 +348,7 @@ func TestAuthenticateRefuses(t *testing.T) {
 // which must never be the key that verifies.
 func embeddedJWK(t *testing.T, key *rsa.PrivateKey, kid string, c map[string]any) string {
 	t.Helper()
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{EmbedJWK: true}).WithType("JWT"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(c).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return signWith(t, jose.SigningKey{Algorithm: jose.RS256, Key: jose.JSONWebKey{Key: key, KeyID: kid}}, (&jose.SignerOptions{EmbedJWK: true}).WithType("JWT"), c)
 }
 
 // withHeader signs with key under RS256 with extra header fields.
@@ -361,15 +358,7 @@ func withHeader(t *testing.T, key *rsa.PrivateKey, hdr map[string]any, c map[str
 	for k, v := range hdr {
 		opts = opts.WithHeader(jose.HeaderKey(k), v)
 	}
-	s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tok, err := jwt.Signed(s).Claims(c).Serialize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tok
+	return signWith(t, jose.SigningKey{Algorithm: jose.RS256, Key: key}, opts, c)
 }
 
 func jsonInt(n int64) string { b, _ := json.Marshal(n); return string(b) }
