@@ -260,6 +260,9 @@ func TestHTTPJWT(t *testing.T) {
 	refusedJWT(t, h, "a token of the key rotated out", valid, "jwt: no key in the JWKS has this kid and algorithm")
 
 	noJWTInLog(t, h, minted)
+	if !strings.Contains(h.stderr.String(), `"client_id":"e2e-client"`) {
+		t.Fatal("bob's tool call's audit event does not name his token's azp as client_id")
+	}
 	if strings.Contains(h.stderr.String(), demo.CarolSessionToken) {
 		t.Fatal("the log holds the session token of a claim")
 	}

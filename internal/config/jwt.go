@@ -11,7 +11,7 @@ import (
 var jwtAuthProviderRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
 // validateJWT checks the jwt mode's variables whenever they are set (README
-// "Serve a team" → "JWT"); which of them the mode requires is checked with
+// "Serve a team" → "jwt"); which of them the mode requires is checked with
 // PARSE_MCP_HTTP_AUTH.
 func (c *Config) validateJWT() error {
 	if c.JWTJWKSURL != "" {

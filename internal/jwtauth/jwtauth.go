@@ -1,5 +1,5 @@
 // Package jwtauth is the jwt mode of per-request identity over HTTP (README
-// "Serve a team" → "JWT"; SECURITY.md "JWT mode"): a JWT from the app's own
+// "Serve a team" → "jwt"; SECURITY.md "JWT mode"): a JWT from the app's own
 // identity provider in Authorization: Bearer, verified against a JWKS URL or
 // one HS256 secret, becomes an authn.Principal — a Parse session token from
 // the parse_session_token claim, or the _User a claim names. Claims may only
