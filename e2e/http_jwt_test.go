@@ -1,7 +1,7 @@
 package e2e
 
 // The jwt mode of per-request identity through the binary (README "Serve a
-// team" → "JWT"; SECURITY.md "JWT mode"): an identity provider served by
+// team" → "jwt"; SECURITY.md "JWT mode"): an identity provider served by
 // the test on loopback (a JWKS with key rotation, or an HS256 secret),
 // users matched by objectId and by authData seeing only their rows, and
 // every refusal answering the fixed 401.
