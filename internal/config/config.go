@@ -68,6 +68,11 @@ type Config struct {
 	JWTSecret   Secret `envconfig:"PARSE_MCP_JWT_SECRET"`
 	JWTIssuer   string `envconfig:"PARSE_MCP_JWT_ISSUER"`
 	JWTAudience string `envconfig:"PARSE_MCP_JWT_AUDIENCE"`
+	// JWTUserClaim names the claim that names the user ("": sub);
+	// JWTAuthProvider matches it to _User's authData.<provider>.id instead
+	// of the objectId (validateJWT).
+	JWTUserClaim    string `envconfig:"PARSE_MCP_JWT_USER_CLAIM"`
+	JWTAuthProvider string `envconfig:"PARSE_MCP_JWT_AUTH_PROVIDER"`
 	// PublicURL is the address clients reach this server at, for the oauth
 	// mode's metadata, issuer and resource indicator.
 	PublicURL string `envconfig:"PARSE_MCP_PUBLIC_URL"`
@@ -329,6 +334,9 @@ func (c *Config) Validate() error {
 		return &Error{"PARSE_MCP_ACL_USER", "is not a Parse objectId", "use the _User objectId (letters, digits, _ and -)"}
 	}
 	if err := c.validateBridge(); err != nil {
+		return err
+	}
+	if err := c.validateJWT(); err != nil {
 		return err
 	}
 	if c.FilesURL != "" {

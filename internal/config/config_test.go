@@ -108,14 +108,14 @@ func TestValidate(t *testing.T) {
 		{"key bad user", func(c *Config) { c.HTTPAuth = "keys"; c.APIKeys = NewSecret("ops@user=a b:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
 		{"key unknown tier", func(c *Config) { c.HTTPAuth = "keys"; c.APIKeys = NewSecret("ops/root:0123456789abcdef") }, "PARSE_MCP_API_KEYS"},
 		{"identity cache too long", func(c *Config) { c.HTTPAuth = "parse-session"; c.IdentityCache = 2 * time.Hour }, "PARSE_MCP_IDENTITY_CACHE"},
-		{"jwt without issuer", func(c *Config) { c.HTTPAuth = "jwt"; c.JWTSecret = NewSecret("s") }, "PARSE_MCP_JWT_ISSUER"},
+		{"jwt without issuer", func(c *Config) { c.HTTPAuth = "jwt"; c.JWTSecret = NewSecret("0123456789abcdef0123456789abcdef") }, "PARSE_MCP_JWT_ISSUER"},
 		{"jwt without audience", func(c *Config) { c.HTTPAuth = "jwt"; c.JWTIssuer = "https://id" }, "PARSE_MCP_JWT_AUDIENCE"},
 		{"jwt without keys", func(c *Config) { c.HTTPAuth = "jwt"; c.JWTIssuer = "https://id"; c.JWTAudience = "mcp" }, "PARSE_MCP_JWT_JWKS_URL"},
 		{"jwt", func(c *Config) {
 			c.HTTPAuth = "jwt"
 			c.JWTIssuer = "https://id"
 			c.JWTAudience = "mcp"
-			c.JWTSecret = NewSecret("s")
+			c.JWTSecret = NewSecret("0123456789abcdef0123456789abcdef")
 		}, ""},
 		{"oauth without bridge", func(c *Config) { c.HTTPAuth = "oauth"; c.PublicURL = "https://mcp.example" }, "PARSE_MCP_SERVER_URL"},
 		{"oauth without public url", bridge(func(c *Config) { c.HTTPAuth = "oauth" }), "PARSE_MCP_PUBLIC_URL"},

@@ -227,3 +227,46 @@ func TestRoleHierarchyCycles(t *testing.T) {
 		t.Fatalf("self loop: %+v %v", id, err)
 	}
 }
+
+func TestUserIDByAuth(t *testing.T) {
+	s := aclStore(t)
+	ctx := context.Background()
+	for _, tc := range []struct {
+		name, provider, id, want string
+		wantErr                  bool
+	}{
+		{"objectId", "", demo.UserBobID, demo.UserBobID, false},
+		{"unknown objectId", "", "nobody", "", false},
+		{"authData id", "github", "48151623", demo.UserDaveID, false},
+		{"authData id of another provider", "google", "48151623", "", false},
+		{"unknown authData id", "github", "1", "", false},
+		{"an objectId is not an authData id", "github", demo.UserDaveID, "", false},
+		{"empty id", "github", "", "", false},
+		{"provider with a dot", "github.id", "48151623", "", true},
+		{"provider with an operator", "$where", "x", "", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := s.UserIDByAuth(ctx, tc.provider, tc.id)
+			if (err != nil) != tc.wantErr || got != tc.want {
+				t.Fatalf("UserIDByAuth(%q, %q) = %q, %v; want %q (error %v)", tc.provider, tc.id, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// Two users holding the same authData id (Parse refuses to link an id
+// twice, but a hand-edited database may): neither is picked.
+func TestUserIDByAuthAmbiguous(t *testing.T) {
+	s := NewStore(aclStore(t).Client, "parsedb_acl_test", "ambiguous_")
+	ctx := context.Background()
+	users := s.Collection("_User")
+	_ = users.Drop(ctx)
+	for _, id := range []string{"u1", "u2"} {
+		if _, err := users.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "_auth_data_acme", Value: bson.D{{Key: "id", Value: "same"}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, err := s.UserIDByAuth(ctx, "acme", "same"); !errors.Is(err, ErrAmbiguousUser) || got != "" {
+		t.Fatalf("got %q, %v; want ErrAmbiguousUser", got, err)
+	}
+}
