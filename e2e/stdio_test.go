@@ -262,6 +262,9 @@ func TestBadConfigurationExitCodes(t *testing.T) {
 		// database name: it is tried (unreachable here), not refused.
 		{"seed list", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3cret@127.0.0.1:1,127.0.0.2/app"}, nil, 1, "cannot connect to MongoDB at mongodb://user@127.0.0.1:1,127.0.0.2/app", "s3cret"},
 		{"unparsable URI", []string{"PARSE_MCP_MONGODB_URI=mongodb://user:s3@cret@127.0.0.1:1/app"}, nil, 2, "configuration error: PARSE_MCP_MONGODB_URI: not a valid connection string: unescaped @ sign", "cret"},
+		{"unknown limits store", []string{"PARSE_MCP_LIMITS_STORE=redis"}, nil, 2, "configuration error: PARSE_MCP_LIMITS_STORE: unknown store", ""},
+		{"unparsable limits URI", []string{"PARSE_MCP_HTTP_ADDR=127.0.0.1:0", "PARSE_MCP_LIMITS_STORE=mongodb", "PARSE_MCP_LIMITS_URI=mongodb://user:s3@cret@127.0.0.1:1/limits"}, nil, 2, "configuration error: PARSE_MCP_LIMITS_URI: not a valid connection string: unescaped @ sign", "cret"},
+		{"unreachable limits store", []string{"PARSE_MCP_HTTP_ADDR=127.0.0.1:0", "PARSE_MCP_LIMITS_STORE=mongodb", "PARSE_MCP_LIMITS_URI=mongodb://user:s3cret@127.0.0.1:1/limits"}, nil, 1, "cannot connect to the limits store at mongodb://user@127.0.0.1:1/limits", "s3cret"},
 		{"flag after the command", nil, []string{"call", "count_objects", "{}", "--demo"}, 2, "flag --demo must come before the command", ""},
 		// mongodb+srv:// resolves at once: the message says DNS, names the
 		// name that failed, and does not claim a timeout.

@@ -236,7 +236,7 @@ func overheadEngine(b testing.TB) (*Engine, *parsedb.Schema) {
 		b.Fatal(err)
 	}
 	e.log = zerolog.New(io.Discard) // the audit event is built and written
-	e.limiter = newRateLimiter(1<<30, time.Minute, time.Now)
+	e.rateLimit = 1 << 30
 	schema, err := secDB(b).Schema.Get(context.Background())
 	if err != nil {
 		b.Fatal(err)

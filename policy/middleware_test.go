@@ -7,7 +7,6 @@ import (
 	"errors"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/rs/zerolog"
@@ -223,38 +222,5 @@ func TestMarkUntrusted(t *testing.T) {
 	}
 	if _, ok := markUntrusted([]byte(`[1]`)); ok {
 		t.Error("array marked")
-	}
-}
-
-func TestRateLimiterSlidingWindow(t *testing.T) {
-	now := time.Unix(1000, 0)
-	r := newRateLimiter(3, 10*time.Second, func() time.Time { return now })
-	for range 3 {
-		if _, ok := r.allow("a"); !ok {
-			t.Fatal("refused early")
-		}
-		now = now.Add(time.Second)
-	}
-	wait, ok := r.allow("a")
-	if ok || wait != 7*time.Second {
-		t.Fatalf("4th: %v %v", wait, ok)
-	}
-	if _, ok := r.allow("b"); !ok {
-		t.Fatal("another session is limited by a's calls")
-	}
-	now = now.Add(7 * time.Second) // the first call leaves the window
-	if _, ok := r.allow("a"); !ok {
-		t.Fatal("still refused after the window slid")
-	}
-	if _, ok := r.allow("a"); ok {
-		t.Fatal("refused calls must not have freed slots")
-	}
-	now = now.Add(time.Hour)
-	r.allow("c")
-	if len(r.buckets) != 1 {
-		t.Fatalf("idle buckets kept: %d", len(r.buckets))
-	}
-	if _, ok := newRateLimiter(0, time.Second, time.Now).allow("x"); !ok {
-		t.Fatal("limit 0 must disable")
 	}
 }

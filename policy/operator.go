@@ -185,14 +185,18 @@ func (e *Engine) describeTools() []map[string]any {
 
 // describeRateLimit is the report's rate_limit section.
 func (e *Engine) describeRateLimit() map[string]any {
-	if e.limiter.limit <= 0 {
+	if e.rateLimit <= 0 {
 		return map[string]any{"disabled": true}
 	}
-	rl := map[string]any{"requests": e.limiter.limit, "window": e.limiter.window.String(), "scope": "process"}
+	rl := map[string]any{"requests": e.rateLimit, "window": e.rateWindow.String(), "scope": "process"}
 	if e.cfg.HTTPAddr != "" {
+		_, _, clientFactor, processFactor := e.cfg.HTTPCaps()
 		rl["scope"] = "per HTTP session"
-		rl["per_client"] = e.clientLimiter.limit
-		rl["per_process"] = e.processLimiter.limit
+		rl["per_client"] = e.rateLimit * clientFactor
+		rl["per_process"] = e.rateLimit * processFactor
+		if e.rates != nil {
+			rl["store"] = "mongodb"
+		}
 	}
 	return rl
 }

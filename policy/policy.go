@@ -28,6 +28,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -76,13 +77,18 @@ type Engine struct {
 	// shared engine, the environment identity).
 	request *RequestScope
 	store   *parsedb.Store
-	limiter *rateLimiter
-	// clientLimiter bounds one client over HTTP (per-session limit ×
-	// PARSE_MCP_HTTP_CLIENT_RATE_FACTOR), processLimiter the whole process
-	// (× PARSE_MCP_HTTP_PROCESS_RATE_FACTOR, always more than one client's).
-	clientLimiter  *rateLimiter
-	processLimiter *rateLimiter
-	now            func() time.Time
+	// rateLimit calls per rateWindow (0: no limit) per session over HTTP,
+	// per process over stdio; over HTTP a client gets ×
+	// PARSE_MCP_HTTP_CLIENT_RATE_FACTOR, the process (or, with a shared
+	// store, the process group) × PARSE_MCP_HTTP_PROCESS_RATE_FACTOR
+	// (ratelimit.go).
+	rateLimit  int
+	rateWindow time.Duration
+	// localRates are this process's rate windows; rates, when set, the
+	// shared store HTTP calls count in instead.
+	localRates *limits.Memory
+	rates      limits.Store
+	now        func() time.Time
 }
 
 // DefaultHiddenClasses are hidden whatever the policy file says (internal
@@ -120,10 +126,7 @@ func New(cfg *config.Config, file *File, log zerolog.Logger) *Engine {
 			}
 		}
 	}
-	e.limiter = newRateLimiter(limit, window, func() time.Time { return e.now() })
-	_, _, clientFactor, processFactor := cfg.HTTPCaps()
-	e.clientLimiter = newRateLimiter(limit*clientFactor, window, func() time.Time { return e.now() })
-	e.processLimiter = newRateLimiter(limit*processFactor, window, func() time.Time { return e.now() })
+	e.rateLimit, e.rateWindow, e.localRates = limit, window, limits.NewMemory()
 	return e
 }
 

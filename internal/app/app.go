@@ -44,6 +44,8 @@ type App struct {
 	Deps       *tools.Deps
 	Dispatcher *server.Dispatcher
 	embedded   *embeddeddb.Server
+	// limits is the database of PARSE_MCP_LIMITS_URI (nil: none).
+	limits *parsedb.Store
 }
 
 // PingDatabase is GET /health's database check.
@@ -56,6 +58,9 @@ func (a *App) Close() {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	_ = a.Store.Close(ctx)
+	if a.limits != nil {
+		_ = a.limits.Close(ctx)
+	}
 	if a.embedded != nil {
 		a.embedded.Stop()
 	}
@@ -118,16 +123,15 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		if a.embedded != nil {
 			a.embedded.Stop()
 		}
-		if problem, ok := uriSyntaxError(err); ok && !cfg.Demo {
-			fix := "check the connection string"
-			if strings.Contains(problem, "unescaped") || strings.Contains(problem, "user info") || strings.HasPrefix(problem, "invalid password") || strings.HasPrefix(problem, "invalid username") {
-				fix = "percent-encode special characters of the user name and password, e.g. @ as %40"
-			}
-			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_MONGODB_URI: not a valid connection string: %s (%s)\n", problem, fix)
-			return nil, exitBadUsage
+		if cfg.Demo {
+			fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
+			return nil, exitFailure
 		}
-		fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
-		return nil, exitFailure
+		return nil, connectFailed(stderr, "PARSE_MCP_MONGODB_URI", "MongoDB", uri, err)
+	}
+	if code := a.connectLimits(ctx, cfg, stderr); code != exitOK {
+		a.Close()
+		return nil, code
 	}
 	if !cfg.Demo {
 		warnIfNoParseClasses(ctx, a.Store, log)
@@ -166,7 +170,9 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	if cfg.HTTPAddr != "" {
 		// Over HTTP several processes may serve one client (README
 		// "Scale-out"): confirmations are single-use across all of them.
-		a.Deps.Confirmations = parsedb.NewConfirmationLedger(a.Store, cfg.ConfirmSecret.Reveal())
+		ledger := parsedb.NewConfirmationLedger(a.Store, cfg.ConfirmSecret.Reveal())
+		a.Deps.Confirmations = ledger
+		a.shareLimits(cfg, engine, ledger, log)
 	}
 	if bridge != nil && cfg.LiveQueryURL != "" {
 		lq, err := bridge.NewLiveQuery(cfg.LiveQueryURL, log)

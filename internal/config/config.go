@@ -181,8 +181,10 @@ func Load() (*Config, error) {
 		}
 	}
 	// Desktop clients pass variables verbatim, without a shell: a tier is a
-	// word in any case, as the gates are, and a path may start with ~/.
+	// word in any case, as the gates are (so is the limits store), and a
+	// path may start with ~/.
 	c.Permissions = strings.ToLower(strings.TrimSpace(c.Permissions))
+	c.LimitsStore = strings.ToLower(strings.TrimSpace(c.LimitsStore))
 	for _, path := range []*string{&c.PolicyFile, &c.LogFile, &c.DemoDir} {
 		*path = expandHome(*path)
 	}
@@ -383,7 +385,58 @@ func (c *Config) Validate() error {
 	if c.ConfirmSecret.IsSet() && len(c.ConfirmSecret.Reveal()) < 32 {
 		return &Error{"PARSE_MCP_CONFIRM_SECRET", "is shorter than 32 characters", "use a long random secret, the same on every process (e.g. openssl rand -hex 32)"}
 	}
+	return c.validateLimits()
+}
+
+// The PARSE_MCP_LIMITS_STORE values.
+const (
+	LimitsMemory  = "memory"
+	LimitsMongoDB = "mongodb"
+)
+
+// validateLimits checks PARSE_MCP_LIMITS_STORE and PARSE_MCP_LIMITS_URI
+// (whose password no message quotes; the driver checks the rest of the
+// string when it connects).
+func (c *Config) validateLimits() error {
+	switch c.LimitsStore {
+	case "", LimitsMemory:
+		if c.LimitsURI.IsSet() {
+			return &Error{"PARSE_MCP_LIMITS_URI", "is set but PARSE_MCP_LIMITS_STORE is not mongodb", "set PARSE_MCP_LIMITS_STORE=mongodb to keep the limits there, or unset PARSE_MCP_LIMITS_URI"}
+		}
+	case LimitsMongoDB:
+		if !c.LimitsURI.IsSet() {
+			return nil
+		}
+		uri := c.LimitsURI.Reveal()
+		if scheme, _, hosts, _ := splitURI(uri); (scheme != "mongodb" && scheme != "mongodb+srv") || hosts == "" {
+			return &Error{"PARSE_MCP_LIMITS_URI", fmt.Sprintf("%s is not a mongodb:// or mongodb+srv:// connection string", RedactedURI(uri)), "check the connection string"}
+		}
+	default:
+		return &Error{"PARSE_MCP_LIMITS_STORE", fmt.Sprintf("unknown store %q", gateValue(c.LimitsStore)), "use memory (this process's limits) or mongodb (one limit for every process sharing the store)"}
+	}
 	return nil
+}
+
+// LimitsDatabaseName is the database PARSE_MCP_LIMITS_URI names in its
+// path, else the app's.
+func (c *Config) LimitsDatabaseName() string {
+	_, _, _, path := splitURI(c.LimitsURI.Reveal())
+	if db, err := url.PathUnescape(path); err == nil && db != "" {
+		return db
+	}
+	return c.DatabaseName()
+}
+
+// URIPasswords are the password in a connection string as written and
+// percent-decoded (empty for none), so that messages can be cleared of it.
+func URIPasswords(uri string) (raw, decoded string) {
+	_, userinfo, _, _ := splitURI(uri)
+	_, raw, _ = strings.Cut(userinfo, ":")
+	decoded, err := url.PathUnescape(raw)
+	if err != nil {
+		decoded = raw
+	}
+	return raw, decoded
 }
 
 // DatabaseName is PARSE_MCP_DATABASE, or the path of the connection string.

@@ -119,6 +119,18 @@ func TestValidate(t *testing.T) {
 		}, ""},
 		{"oauth without bridge", func(c *Config) { c.HTTPAuth = "oauth"; c.PublicURL = "https://mcp.example" }, "PARSE_MCP_SERVER_URL"},
 		{"oauth without public url", bridge(func(c *Config) { c.HTTPAuth = "oauth" }), "PARSE_MCP_PUBLIC_URL"},
+		{"limits memory", func(c *Config) { c.LimitsStore = "memory" }, ""},
+		{"limits mongodb, app database", func(c *Config) { c.LimitsStore = "mongodb" }, ""},
+		{"limits mongodb, own URI", func(c *Config) {
+			c.LimitsStore = "mongodb"
+			c.LimitsURI = NewSecret("mongodb://u:pw@a:27017,b/limits?replicaSet=rs")
+		}, ""},
+		{"limits unknown store", func(c *Config) { c.LimitsStore = "redis" }, "PARSE_MCP_LIMITS_STORE"},
+		{"limits URI without the store", func(c *Config) { c.LimitsURI = NewSecret("mongodb://h/limits") }, "PARSE_MCP_LIMITS_URI"},
+		{"limits URI not mongodb", func(c *Config) {
+			c.LimitsStore = "mongodb"
+			c.LimitsURI = NewSecret("redis://u:pw@h/0")
+		}, "PARSE_MCP_LIMITS_URI"},
 		{"files url", func(c *Config) { c.FilesURL = "https://cdn.example/files/app/" }, ""},
 		{"files url not http", func(c *Config) { c.FilesURL = "ftp://cdn.example/" }, "PARSE_MCP_FILES_URL"},
 		{"files url with credentials", func(c *Config) { c.FilesURL = "https://u:p@cdn.example/" }, "PARSE_MCP_FILES_URL"},
@@ -436,6 +448,7 @@ func TestLoadReadsAsAShellWould(t *testing.T) {
 		t.Skip("no home directory")
 	}
 	t.Setenv("PARSE_MCP_PERMISSIONS", " Write ")
+	t.Setenv("PARSE_MCP_LIMITS_STORE", "MongoDB")
 	t.Setenv("PARSE_MCP_POLICY_FILE", "~/parse-mcp/policy.yaml")
 	t.Setenv("PARSE_MCP_LOG_FILE", "~")
 	t.Setenv("PARSE_MCP_DEMO_DIR", "~other/dir")
@@ -448,6 +461,9 @@ func TestLoadReadsAsAShellWould(t *testing.T) {
 	}
 	if c.Permissions != TierWrite {
 		t.Errorf("PARSE_MCP_PERMISSIONS=\" Write \" read as %q, want %q", c.Permissions, TierWrite)
+	}
+	if c.LimitsStore != LimitsMongoDB {
+		t.Errorf("PARSE_MCP_LIMITS_STORE=MongoDB read as %q", c.LimitsStore)
 	}
 	if want := filepath.Join(home, "parse-mcp/policy.yaml"); c.PolicyFile != want {
 		t.Errorf("policy file %q, want %q", c.PolicyFile, want)
@@ -481,5 +497,28 @@ func TestNamedAPIKeyIdentities(t *testing.T) {
 		if got != want[i] || k.Key.Reveal() != wantKeys[i] {
 			t.Errorf("key %d = %+v (key ok: %v), want %+v", i, got, k.Key.Reveal() == wantKeys[i], want[i])
 		}
+	}
+}
+
+// TestLimitsURINeverQuoted: a refused PARSE_MCP_LIMITS_URI is named with
+// its password cut; its database and password are read from it.
+func TestLimitsURINeverQuoted(t *testing.T) {
+	c := valid()
+	c.LimitsStore = LimitsMongoDB
+	c.LimitsURI = NewSecret("postgres://limits:hunter2-secret@h:5432/limits")
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), "PARSE_MCP_LIMITS_URI") || strings.Contains(err.Error(), "hunter2") {
+		t.Fatalf("error: %v", err)
+	}
+	c.LimitsURI = NewSecret("mongodb://limits:p%40ss@h1,h2/shared?authSource=admin")
+	if got := c.LimitsDatabaseName(); got != "shared" {
+		t.Fatalf("database %q", got)
+	}
+	if raw, decoded := URIPasswords(c.LimitsURI.Reveal()); raw != "p%40ss" || decoded != "p@ss" {
+		t.Fatalf("password %q %q", raw, decoded)
+	}
+	c.LimitsURI = NewSecret("mongodb://h1/")
+	if got := c.LimitsDatabaseName(); got != "app" {
+		t.Fatalf("database without a path: %q, want the app's", got)
 	}
 }

@@ -11,7 +11,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 )
 
 // ConfirmationCollection records which confirmations (2026-07-28
@@ -32,25 +33,37 @@ const confirmationRetention = 10 * time.Minute
 // ConfirmationLedger is the MongoDB record of used confirmations.
 type ConfirmationLedger struct {
 	coll *mongo.Collection
+	// nonces holds the used nonces: coll, or the limits store's (SpendIn).
+	nonces *mongo.Collection
 	// fixed is the configured secret (PARSE_MCP_CONFIRM_SECRET), if any.
 	fixed []byte
 
-	mu        sync.Mutex
-	secret    []byte
-	indexed   bool
-	lastSweep time.Time
-	now       func() time.Time
+	// expiry removes used nonces after their expiresAt.
+	expiry *limits.Expiry
+
+	mu     sync.Mutex
+	secret []byte
+	now    func() time.Time
 }
 
 // NewConfirmationLedger is the ledger in store's database (under its
 // collection prefix). secret, when not empty, signs tokens instead of the
 // per-database secret.
 func NewConfirmationLedger(store *Store, secret string) *ConfirmationLedger {
-	l := &ConfirmationLedger{coll: store.Collection(ConfirmationCollection), now: time.Now}
+	coll := store.Collection(ConfirmationCollection)
+	l := &ConfirmationLedger{coll: coll, nonces: coll, expiry: &limits.Expiry{Coll: coll, Field: "expiresAt"}, now: time.Now}
 	if secret != "" {
 		l.fixed = []byte(secret)
 	}
 	return l
+}
+
+// SpendIn records used nonces in store's database instead
+// (PARSE_MCP_LIMITS_URI, README "Behind a load balancer"); the secret stays
+// in the app's database. Call it before the ledger is used.
+func (l *ConfirmationLedger) SpendIn(store *Store) {
+	l.nonces = store.Collection(ConfirmationCollection)
+	l.expiry = &limits.Expiry{Coll: l.nonces, Field: "expiresAt"}
 }
 
 // Secret is the key tokens are signed with: the configured secret, else
@@ -94,8 +107,8 @@ func (l *ConfirmationLedger) Secret(ctx context.Context) ([]byte, error) {
 // expired records here (FerretDB 1.24 has no TTL indexes) — either way only
 // after the token itself can no longer be accepted.
 func (l *ConfirmationLedger) Spend(ctx context.Context, nonce []byte, expires time.Time) (fresh bool, err error) {
-	l.prepare(ctx)
-	_, err = l.coll.InsertOne(ctx, bson.D{
+	l.expiry.Maintain(ctx, l.now())
+	_, err = l.nonces.InsertOne(ctx, bson.D{
 		{Key: "_id", Value: "nonce:" + hex.EncodeToString(nonce)},
 		{Key: "expiresAt", Value: expires.Add(confirmationRetention)},
 	})
@@ -106,27 +119,4 @@ func (l *ConfirmationLedger) Spend(ctx context.Context, nonce []byte, expires ti
 		return false, nil
 	}
 	return false, fmt.Errorf("recording a used confirmation in %s: %w", ConfirmationCollection, err)
-}
-
-// prepare creates the TTL index once (ignoring a server without TTL
-// indexes) and sweeps expired records at most once a minute.
-func (l *ConfirmationLedger) prepare(ctx context.Context) {
-	l.mu.Lock()
-	now := l.now()
-	index := !l.indexed
-	l.indexed = true
-	sweep := now.Sub(l.lastSweep) >= time.Minute
-	if sweep {
-		l.lastSweep = now
-	}
-	l.mu.Unlock()
-	if index {
-		_, _ = l.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
-			Keys:    bson.D{{Key: "expiresAt", Value: 1}},
-			Options: options.Index().SetExpireAfterSeconds(0).SetName("expiresAt_ttl"),
-		})
-	}
-	if sweep {
-		_, _ = l.coll.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: now}}}})
-	}
 }
