@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -82,5 +83,24 @@ func TestTrustRedactedValueOperatorMatrix(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %s", path, fmt.Sprint(got["hidden"]))
+		// Sorting, grouping and distinct leave a redacted row out: the same
+		// answer for a hidden, a missing and a string reference.
+		for _, tc := range []struct {
+			tool string
+			args map[string]any
+		}{
+			{"group_by", map[string]any{"class_name": "Doc", "field": path}},
+			{"distinct", map[string]any{"class_name": "Doc", "field": path}},
+			{"query_class", map[string]any{"class_name": "Doc", "order": path, "keys": []any{"title"}}},
+		} {
+			var answers []string
+			for _, id := range []string{"hidden", "missing", "string"} {
+				tc.args["where"] = map[string]any{"objectId": id}
+				answers = append(answers, strings.ReplaceAll(text(call(t, c, tc.tool, tc.args)), `"`+id+`"`, `"<id>"`))
+			}
+			if answers[0] != answers[1] || answers[0] != answers[2] {
+				t.Errorf("%s %s: hidden, missing and string references answer differently:\n%s", tc.tool, path, strings.Join(answers, "\n"))
+			}
+		}
 	}
 }
