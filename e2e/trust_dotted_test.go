@@ -73,6 +73,9 @@ func attackDotted(t *testing.T, c *client.Client, db *mongo.Database, class stri
 					continue
 				}
 				msg := strings.ReplaceAll(text(res), id, "<id>")
+				if !strings.Contains(msg, "a dotted key changes part of a stored value") {
+					t.Errorf("%v dry_run=%v on %s: not the dotted-write refusal: %s", fields, dry, id, msg)
+				}
 				if strings.Contains(msg, "vsecretid01") || strings.Contains(msg, "Vault") {
 					t.Errorf("%v on %s: the refusal names what is hidden: %s", fields, id, msg)
 				}
@@ -140,6 +143,10 @@ func TestTrustDottedWritesIntoRedacted(t *testing.T) {
 			attackDotted(t, c, db, "Box", []string{"wo_meta", "wo_none"}, []map[string]any{{"meta.n": 2}, {"meta.n": map[string]any{"__op": "Increment", "amount": 1}}})
 		}
 	}
+	// A write that would need confirmation is refused before anyone is
+	// asked: the checkpoint runs first.
+	confirm := writeClient(t, uri, policyEnv(t, "classes:\n  Vault: {hidden: true}\nsettings: {confirm_writes: always, rate_limit: {requests: 1000, window: 60s}}\n"))
+	attackDotted(t, confirm, db, "Box", redacted, dottedAttackKeys[:2])
 	// Beside and below visible values, dotted writes work as Parse's do.
 	c := writeClient(t, uri, policyEnv(t, outputPolicy), "PARSE_MCP_ACL_USER=u1", "PARSE_MCP_PERMISSIONS=write")
 	callOK(t, c, "update_object", map[string]any{"class_name": "Box", "object_id": "plain", "fields": map[string]any{"meta.n": map[string]any{"__op": "Increment", "amount": 1}, "meta.ref.objectId": "m1"}})
@@ -164,7 +171,7 @@ func TestTrustDottedWritesIntoRedactedBridge(t *testing.T) {
 		insert(t, db, "Box", bson.D{{Key: "_id", Value: id}, {Key: "title", Value: "t"}, {Key: "meta", Value: meta}})
 		ids = append(ids, id)
 	}
-	pol := policyEnv(t, "classes:\n  Vault: {hidden: true}\nsettings: {confirm_writes: never}\n")
+	pol := policyEnv(t, "classes:\n  Vault: {hidden: true}\nsettings: {confirm_writes: never, rate_limit: {requests: 1000, window: 60s}}\n")
 	for _, ident := range []string{"PARSE_MCP_MASTER_KEY=" + ps.MasterKey, "PARSE_MCP_SESSION_TOKEN=" + session} {
 		c := stdioClient(t, append(bridgeEnv(ps, ident, pol), append(writeEnv, "PARSE_MCP_PERMISSIONS=write")...)...)
 		attackDotted(t, c, db, "Box", ids, dottedAttackKeys)
