@@ -42,7 +42,7 @@ func TestTrustRedactedValueOperatorMatrix(t *testing.T) {
 	}
 	ops := []string{`null`, `{"$eq":null}`, `{"$ne":null}`, `"vsecretid01"`, `"wrongguess1"`, `{"$ne":"vsecretid01"}`, `{"$ne":"wrongguess1"}`,
 		`{"$in":[null]}`, `{"$in":["vsecretid01"]}`, `{"$in":["wrongguess1"]}`, `{"$nin":[null]}`, `{"$nin":["vsecretid01"]}`, `{"$nin":["wrongguess1"]}`,
-		`{"$exists":true}`, `{"$exists":false}`, `{"$gt":""}`, `{"$lt":"vsecretid02"}`, `{"$regex":"^v"}`, `{"$all":["vsecretid01"]}`,
+		`{"$exists":true}`, `{"$exists":false}`, `{"$gt":""}`, `{"$lt":"vsecretid02"}`, `{"$regex":"^v"}`, `{"$all":["vsecretid01"]}`, `{"$containedBy":["vsecretid01"]}`,
 		`{"$exists":true,"$ne":"vsecretid01"}`, `{"$exists":true,"$ne":"wrongguess1"}`}
 	for _, path := range []string{"meta.ref", "meta.ref.objectId"} {
 		got := map[string]map[string]bool{}

@@ -453,12 +453,12 @@ func redactedOr(clauses []bson.E, nh, above bson.A, at, below bool) []bson.E {
 
 // redactedAnswers is what a where value answers for a redacted value at
 // its path (at) and for a path below one, which is absent (below): every
-// operator of the value must hold. Equality, ranges, $regex, $all,
-// $containedBy, geo and sub-query membership test a value and hold for
-// neither; $ne, $nin, $notInQuery and $dontSelect hold for the present
-// value, and for the absent one as MongoDB answers a missing field ($ne
-// null and $nin [null] do not); null equality and $in [null] hold for the
-// absent one only; $exists answers by presence.
+// operator of the value must hold. Equality, ranges, $regex, $all, geo
+// and sub-query membership test a value and hold for neither; $ne, $nin,
+// $notInQuery, $dontSelect and $containedBy hold for the present value,
+// and for the absent one as MongoDB answers a missing field ($ne null and
+// $nin [null] do not); null equality and $in [null] hold for the absent
+// one only; $exists answers by presence.
 func redactedAnswers(v any) (at, below bool) {
 	m, ok := whereMap(v)
 	if !ok || len(m) == 0 || !strings.HasPrefix(whereSortedKeys(m)[0], "$") {
@@ -480,7 +480,10 @@ func redactedAnswers(v any) (at, below bool) {
 		case "$exists":
 			want, _ := x.(bool)
 			a, b = want, !want
-		case "$notInQuery", "$dontSelect":
+		case "$notInQuery", "$dontSelect", "$containedBy":
+			// $containedBy holds for a value that is not an array
+			// (MongoDB's {$nor: [{p: {$elemMatch: {$nin: L}}}]}), present or
+			// absent.
 			a, b = true, true
 		case "$options", "$maxDistance", "$maxDistanceInRadians", "$maxDistanceInMiles", "$maxDistanceInKilometers":
 			a, b = true, true // modifiers: their operator decides
