@@ -179,6 +179,7 @@ func TestWhereRedactedOperatorTable(t *testing.T) {
 		{"meta.ref", `{"$exists":true,"$ne":"x"}`, `{"$or":[{"meta.ref":{"$exists":true,"$ne":"x"},"$and":NH},{"$and":AB,"$nor":[{"$and":NH}]}]}`},
 		{"meta.ref", `{"$gt":"a","$ne":"x"}`, `{"meta.ref":{"$gt":"a","$ne":"x"},"$and":NH}`},
 		{"meta.ref", `{"$regex":"a","$options":"i"}`, `{"meta.ref":{"$regex":"a","$options":"i"},"$and":NH}`},
+		{"meta.ref", `{"$containedBy":["x"]}`, `{"$or":[{"$nor":[{"meta.ref":{"$elemMatch":{"$nin":["x"]}}}],"$and":NH},{"$nor":[{"$and":NH}]}]}`},
 		{"leak", `null`, `{"leak":null,"$and":NH}`},
 		{"leak", `{"$ne":null}`, `{"$or":[{"leak":{"$ne":null},"$and":NH},{"$nor":[{"$and":NH}]}]}`},
 		{"leak", `{"$nin":[null]}`, `{"$or":[{"leak":{"$nin":[null]},"$and":NH},{"$nor":[{"$and":NH}]}]}`},
