@@ -796,9 +796,10 @@ func simulateUpdate(existing bson.Raw, update bson.D) (bson.Raw, error) {
 // or Remove on anything but an array (a missing value is created, or for
 // Remove left alone). MongoDB fails the update; Parse Server passes that on
 // as an internal error (code 1), which tells the caller nothing, so both
-// write paths answer with Parse's INCORRECT_TYPE (111) and the type found
-// (README.md "Writes"). The stored value is one the caller can read: a
-// dotted key never reaches into a redacted value (SECURITY.md "Writes").
+// write paths answer with Parse's INCORRECT_TYPE (111) (README.md
+// "Writes"). The answer does not describe the stored value: on a field
+// that drifted it may be a redacted reference, whose form (string or
+// object) the marker hides.
 func opOnStored(op, path string, old any, exists bool) error {
 	if !exists {
 		return nil
@@ -809,13 +810,13 @@ func opOnStored(op, path string, old any, exists bool) error {
 		case int32, int64, float64:
 			return nil
 		}
-		return ParseErr(ParseIncorrectType, "Cannot increment %s: it holds %s, not a number", truncateMsg(path, 60), describeStored(old))
+		return ParseErr(ParseIncorrectType, "Cannot increment %s: the stored value is not a number", truncateMsg(path, 60))
 	}
 	if _, ok := old.(bson.A); ok {
 		return nil
 	}
 	verb := map[string]string{"$push": "Add to", "$addToSet": "AddUnique to", "$pullAll": "Remove from"}[op]
-	return ParseErr(ParseIncorrectType, "Cannot %s %s: it holds %s, not an array", verb, truncateMsg(path, 60), describeStored(old))
+	return ParseErr(ParseIncorrectType, "Cannot %s %s: the stored value is not an array", verb, truncateMsg(path, 60))
 }
 
 // CheckOperations runs, without touching anything, the checks of an

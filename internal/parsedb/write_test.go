@@ -599,12 +599,12 @@ func TestOperationsOnStoredValues(t *testing.T) {
 		fields string
 		want   string
 	}{
-		{`{"meta.deep":{"__op":"Increment","amount":1}}`, "Cannot increment meta.deep: it holds an object, not a number (Parse error 111)"},
-		{`{"meta.z":{"__op":"Increment","amount":1}}`, "Cannot increment meta.z: it holds null, not a number (Parse error 111)"},
-		{`{"meta.s":{"__op":"Add","objects":[1]}}`, "Cannot Add to meta.s: it holds a string, not an array (Parse error 111)"},
-		{`{"meta.k":{"__op":"AddUnique","objects":[1]}}`, "Cannot AddUnique to meta.k: it holds a number, not an array (Parse error 111)"},
-		{`{"meta.deep":{"__op":"Remove","objects":[1]}}`, "Cannot Remove from meta.deep: it holds an object, not an array (Parse error 111)"},
-		{`{"views":{"__op":"Increment","amount":1}}`, "Cannot increment views: it holds a string, not a number (Parse error 111)"},
+		{`{"meta.deep":{"__op":"Increment","amount":1}}`, "Cannot increment meta.deep: the stored value is not a number (Parse error 111)"},
+		{`{"meta.z":{"__op":"Increment","amount":1}}`, "Cannot increment meta.z: the stored value is not a number (Parse error 111)"},
+		{`{"meta.s":{"__op":"Add","objects":[1]}}`, "Cannot Add to meta.s: the stored value is not an array (Parse error 111)"},
+		{`{"meta.k":{"__op":"AddUnique","objects":[1]}}`, "Cannot AddUnique to meta.k: the stored value is not an array (Parse error 111)"},
+		{`{"meta.deep":{"__op":"Remove","objects":[1]}}`, "Cannot Remove from meta.deep: the stored value is not an array (Parse error 111)"},
+		{`{"views":{"__op":"Increment","amount":1}}`, "Cannot increment views: the stored value is not a number (Parse error 111)"},
 		{`{"meta.k":{"__op":"Nope"}}`, "The Nope operator is not supported (use Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation or a Batch of relation operations) (Parse error 107)"},
 		{`{"meta.k":{"__op":"Increment","amount":1},"meta.arr":{"__op":"Remove","objects":[1]},"meta.new":{"__op":"Increment","amount":1},"meta.none":{"__op":"Remove","objects":[1]}}`, ""},
 	} {
