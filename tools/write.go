@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -261,7 +262,29 @@ func (d *Deps) objectRequest(ctx context.Context, op parsedb.WriteOp, name, id s
 			return nil, err
 		}
 	}
+	if op == parsedb.WriteUpdateObject && hasDottedKey(fields) {
+		// A dotted key merges into the stored value: the policy judges it
+		// against the object as get_object shows it to this session
+		// (SECURITY.md "Writes"), on either write path, before anything
+		// is planned or sent.
+		shown, err := d.readBack(ctx, cls.Name, id)
+		if err != nil {
+			return nil, err
+		}
+		if err := d.Policy.CheckDottedWrite(schema, cls, req.Existing, shown != nil, fields); err != nil {
+			return nil, err
+		}
+	}
 	return req, nil
+}
+
+func hasDottedKey(fields map[string]any) bool {
+	for k := range fields {
+		if strings.Contains(k, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 // namesUnknownField reports whether a write names a top-level field the

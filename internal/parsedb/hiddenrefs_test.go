@@ -144,3 +144,61 @@ func TestWherePointerToHiddenRefused(t *testing.T) {
 		t.Errorf("policy filter refused: %v", err)
 	}
 }
+
+// TestWhereRedactedOperatorTable pins the exact filter of each operator
+// on a path that may hold a hidden reference (SECURITY.md "Hidden
+// references", the operator table): a hidden reference at the path is one
+// present, non-null value equal to no operand (NH: the conjunct over every
+// prefix), a path below one is absent (AB: the conjunct over the proper
+// prefixes), so a hidden-reference row and a missing-reference row answer
+// every operator as one value does, and {p: null} / {p: {$ne: null}} never
+// both leave it out.
+func TestWhereRedactedOperatorTable(t *testing.T) {
+	schema := hiddenSchema()
+	song := schema.Classes["Song"]
+	h := testHiddenRefs()
+	js := func(v any) string {
+		b, err := bson.MarshalExtJSON(bson.D{{Key: "x", Value: v}}, false, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSuffix(strings.TrimPrefix(string(b), `{"x":`), `}`)
+	}
+	for _, tc := range []struct{ path, where, want string }{
+		{"meta.ref", `"x"`, `{"meta.ref":"x","$and":NH}`},
+		{"meta.ref", `{"$eq":"x"}`, `{"meta.ref":{"$eq":"x"},"$and":NH}`},
+		{"meta.ref", `null`, `{"$or":[{"meta.ref":null,"$and":NH},{"$nor":[{"$and":AB}]}]}`},
+		{"meta.ref", `{"$eq":null}`, `{"$or":[{"meta.ref":{"$eq":null},"$and":NH},{"$nor":[{"$and":AB}]}]}`},
+		{"meta.ref", `{"$ne":"x"}`, `{"$or":[{"meta.ref":{"$ne":"x"},"$and":NH},{"$nor":[{"$and":NH}]}]}`},
+		{"meta.ref", `{"$ne":null}`, `{"$or":[{"meta.ref":{"$ne":null},"$and":NH},{"$and":AB,"$nor":[{"$and":NH}]}]}`},
+		{"meta.ref", `{"$in":["x"]}`, `{"meta.ref":{"$in":["x"]},"$and":NH}`},
+		{"meta.ref", `{"$in":["x",null]}`, `{"$or":[{"meta.ref":{"$in":["x",null]},"$and":NH},{"$nor":[{"$and":AB}]}]}`},
+		{"meta.ref", `{"$nin":["x"]}`, `{"$or":[{"meta.ref":{"$nin":["x"]},"$and":NH},{"$nor":[{"$and":NH}]}]}`},
+		{"meta.ref", `{"$nin":["x",null]}`, `{"$or":[{"meta.ref":{"$nin":["x",null]},"$and":NH},{"$and":AB,"$nor":[{"$and":NH}]}]}`},
+		{"meta.ref", `{"$exists":true}`, `{"meta.ref":{"$exists":true},"$and":AB}`},
+		{"meta.ref", `{"$exists":true,"$ne":"x"}`, `{"$or":[{"meta.ref":{"$exists":true,"$ne":"x"},"$and":NH},{"$and":AB,"$nor":[{"$and":NH}]}]}`},
+		{"meta.ref", `{"$gt":"a","$ne":"x"}`, `{"meta.ref":{"$gt":"a","$ne":"x"},"$and":NH}`},
+		{"meta.ref", `{"$regex":"a","$options":"i"}`, `{"meta.ref":{"$regex":"a","$options":"i"},"$and":NH}`},
+		{"meta.ref", `{"$containedBy":["x"]}`, `{"$or":[{"$nor":[{"meta.ref":{"$elemMatch":{"$nin":["x"]}}}],"$and":NH},{"$nor":[{"$and":NH}]}]}`},
+		{"leak", `null`, `{"leak":null,"$and":NH}`},
+		{"leak", `{"$ne":null}`, `{"$or":[{"leak":{"$ne":null},"$and":NH},{"$nor":[{"$and":NH}]}]}`},
+		{"leak", `{"$nin":[null]}`, `{"$or":[{"leak":{"$nin":[null]},"$and":NH},{"$nor":[{"$and":NH}]}]}`},
+	} {
+		var where map[string]any
+		if err := json.Unmarshal([]byte(fmt.Sprintf(`{%q:%s}`, tc.path, tc.where)), &where); err != nil {
+			t.Fatal(err)
+		}
+		f, err := WhereToFilter(context.Background(), song, where, WhereOptions{Schema: schema, Hidden: h})
+		if err != nil {
+			t.Fatalf("%s %s: %v", tc.path, tc.where, err)
+		}
+		got, _ := bson.MarshalExtJSON(f, false, false)
+		want := strings.ReplaceAll(tc.want, "NH", js(h.NotHiddenRef(song, tc.path)))
+		if ab := h.NotHiddenRefAbove(song, tc.path); ab != nil {
+			want = strings.ReplaceAll(want, "AB", js(ab))
+		}
+		if string(got) != want {
+			t.Errorf("%s %s:\n got %s\nwant %s", tc.path, tc.where, got, want)
+		}
+	}
+}

@@ -422,9 +422,75 @@ func (t *whereTranslator) field(cls *Class, key string, v any, root bool) ([]bso
 		nh = t.opt.Hidden.NotHiddenRefAnyType(cls, key)
 	}
 	if nh != nil {
-		clauses = append(clauses, bson.E{Key: "$and", Value: nh})
+		at, below := redactedAnswers(v)
+		clauses = redactedOr(clauses, nh, t.opt.Hidden.NotHiddenRefAbove(cls, key), at, below)
 	}
 	return clauses, nil
+}
+
+// redactedOr is a field's constraint with the rule for redacted values
+// (SECURITY.md "Hidden references", the operator table): a row whose value
+// at the path is, or passes through, a hidden reference is never tested on
+// what is stored there. It answers at when a hidden reference sits at the
+// path itself (one present, non-null value equal to no operand) and below
+// when one sits above the path (the path is absent, as the row codec shows
+// it). clauses are the constraint on the stored value, nh the
+// not-a-hidden-reference conjunct over every prefix of the path, above the
+// one over its proper prefixes (nil: none).
+func redactedOr(clauses []bson.E, nh, above bson.A, at, below bool) []bson.E {
+	tested := append(append([]bson.E{}, clauses...), bson.E{Key: "$and", Value: nh})
+	not := func(x bson.A) bson.D { return bson.D{{Key: "$nor", Value: bson.A{bson.D{{Key: "$and", Value: x}}}}} }
+	switch {
+	case at && (below || above == nil):
+		return []bson.E{{Key: "$or", Value: bson.A{bson.D(tested), not(nh)}}}
+	case at:
+		return []bson.E{{Key: "$or", Value: bson.A{bson.D(tested), append(bson.D{{Key: "$and", Value: above}}, not(nh)...)}}}
+	case below && above != nil:
+		return []bson.E{{Key: "$or", Value: bson.A{bson.D(tested), not(above)}}}
+	}
+	return tested
+}
+
+// redactedAnswers is what a where value answers for a redacted value at
+// its path (at) and for a path below one, which is absent (below): every
+// operator of the value must hold. Equality, ranges, $regex, $all, geo
+// and sub-query membership test a value and hold for neither; $ne, $nin,
+// $notInQuery, $dontSelect and $containedBy hold for the present value,
+// and for the absent one as MongoDB answers a missing field ($ne null and
+// $nin [null] do not); null equality and $in [null] hold for the absent
+// one only; $exists answers by presence.
+func redactedAnswers(v any) (at, below bool) {
+	m, ok := whereMap(v)
+	if !ok || len(m) == 0 || !strings.HasPrefix(whereSortedKeys(m)[0], "$") {
+		return false, v == nil
+	}
+	at, below = true, true
+	for op, x := range m {
+		a, b := false, false
+		list, _ := whereArray(x)
+		switch op {
+		case "$eq":
+			b = x == nil
+		case "$ne":
+			a, b = true, x != nil
+		case "$in":
+			b = slices.Contains(list, nil)
+		case "$nin":
+			a, b = true, !slices.Contains(list, nil)
+		case "$exists":
+			want, _ := x.(bool)
+			a, b = want, !want
+		case "$notInQuery", "$dontSelect", "$containedBy":
+			// $containedBy holds for a value that is not an array
+			// (MongoDB's {$nor: [{p: {$elemMatch: {$nin: L}}}]}), present or
+			// absent.
+			a, b = true, true
+		case "$options", "$maxDistance", "$maxDistanceInRadians", "$maxDistanceInMiles", "$maxDistanceInKilometers":
+			a, b = true, true // modifiers: their operator decides
+		}
+		at, below = at && a, below && b
+	}
+	return at, below
 }
 
 // existsOnly reports whether a where value is exactly {"$exists": bool}.

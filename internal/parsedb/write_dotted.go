@@ -230,8 +230,14 @@ func describeStored(v any) string {
 		return "a number"
 	case bool:
 		return "a boolean"
+	case bson.D:
+		return "an object"
+	case nil:
+		return "null"
+	case bson.DateTime:
+		return "a date"
 	}
-	return fmt.Sprintf("%T", v)
+	return "a value of another type"
 }
 
 // orderedBSON converts a REST value to BSON as given, objects in the

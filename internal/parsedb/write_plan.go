@@ -734,6 +734,9 @@ func simulateUpdate(existing bson.Raw, update bson.D) (bson.Raw, error) {
 		for _, e := range part.Value.(bson.D) {
 			var f func(old any, exists bool) (any, bool)
 			onlyExisting := false
+			// opErr is MongoDB's refusal of an operation on the stored
+			// value's type, worded for the caller (opOnStored).
+			var opErr error
 			switch part.Key {
 			case "$set":
 				f = func(any, bool) (any, bool) { return e.Value, false }
@@ -741,22 +744,30 @@ func simulateUpdate(existing bson.Raw, update bson.D) (bson.Raw, error) {
 				onlyExisting = true
 				f = func(any, bool) (any, bool) { return nil, true }
 			case "$inc":
-				f = func(old any, _ bool) (any, bool) {
+				f = func(old any, exists bool) (any, bool) {
+					opErr = opOnStored("$inc", e.Key, old, exists)
 					n, _ := storageNumber(toFloat(old) + toFloat(e.Value))
 					return n, false
 				}
 			case "$push":
 				each := e.Value.(bson.D)[0].Value.(bson.A)
-				f = func(old any, _ bool) (any, bool) { return append(append(bson.A{}, asArray(old)...), each...), false }
+				f = func(old any, exists bool) (any, bool) {
+					opErr = opOnStored(part.Key, e.Key, old, exists)
+					return append(append(bson.A{}, asArray(old)...), each...), false
+				}
 			case "$addToSet":
 				each := e.Value.(bson.D)[0].Value.(bson.A)
-				f = func(old any, _ bool) (any, bool) { return uniqueValues(asArray(old), each), false }
+				f = func(old any, exists bool) (any, bool) {
+					opErr = opOnStored(part.Key, e.Key, old, exists)
+					return uniqueValues(asArray(old), each), false
+				}
 			case "$pullAll":
 				drop := map[string]bool{}
 				for _, x := range e.Value.(bson.A) {
 					drop[valueKey(x)] = true
 				}
-				f = func(old any, _ bool) (any, bool) {
+				f = func(old any, exists bool) (any, bool) {
+					opErr = opOnStored(part.Key, e.Key, old, exists)
 					kept := bson.A{}
 					for _, x := range asArray(old) {
 						if !drop[valueKey(x)] {
@@ -772,9 +783,85 @@ func simulateUpdate(existing bson.Raw, update bson.D) (bson.Raw, error) {
 			if doc, err = updatePath(doc, e.Key, onlyExisting, f); err != nil {
 				return nil, err
 			}
+			if opErr != nil {
+				return nil, opErr
+			}
 		}
 	}
 	return bson.Marshal(doc)
+}
+
+// opOnStored is the refusal of an operation MongoDB cannot apply to the
+// stored value at path: Increment on anything but a number, Add, AddUnique
+// or Remove on anything but an array (a missing value is created, or for
+// Remove left alone). MongoDB fails the update; Parse Server passes that on
+// as an internal error (code 1), which tells the caller nothing, so both
+// write paths answer with Parse's INCORRECT_TYPE (111) (README.md
+// "Writes"). The answer does not describe the stored value: on a field
+// that drifted it may be a redacted reference, whose form (string or
+// object) the marker hides.
+func opOnStored(op, path string, old any, exists bool) error {
+	if !exists {
+		return nil
+	}
+	switch op {
+	case "$inc":
+		switch old.(type) {
+		case int32, int64, float64:
+			return nil
+		}
+		return ParseErr(ParseIncorrectType, "Cannot increment %s: the stored value is not a number", truncateMsg(path, 60))
+	}
+	if _, ok := old.(bson.A); ok {
+		return nil
+	}
+	verb := map[string]string{"$push": "Add to", "$addToSet": "AddUnique to", "$pullAll": "Remove from"}[op]
+	return ParseErr(ParseIncorrectType, "Cannot %s %s: the stored value is not an array", verb, truncateMsg(path, 60))
+}
+
+// CheckOperations runs, without touching anything, the checks of an
+// object write that Parse Server does not answer itself but fails on with
+// an internal error (code 1): an unknown __op on any key (Parse's 107, as
+// the direct path answers), and every dotted key of an update applied to
+// the stored object (an Increment on an object, an Add on a string, a
+// sub-key below a number: 111). The Parse Server bridge runs it before
+// sending, so both write paths answer alike (README.md "Parse Server
+// bridge").
+func CheckOperations(req *WriteRequest) error {
+	s := &fieldState{cls: req.Class, ord: req.KeyOrder}
+	var update bson.D
+	for _, name := range sortedFieldNames(req.Fields) {
+		v := req.Fields[name]
+		if m, ok := v.(map[string]any); ok {
+			if op, has := m["__op"]; has {
+				if _, _, err := opType(name, op, m); err != nil && !knownOp(op) {
+					return err
+				}
+			}
+		}
+		if req.Op != WriteUpdateObject || !strings.Contains(name, ".") || s.cls == nil {
+			continue
+		}
+		c, err := s.dotted(name, v)
+		if err != nil {
+			return err
+		}
+		update = append(update, bson.E{Key: c.op, Value: bson.D{{Key: c.path, Value: c.value}}})
+	}
+	if len(update) == 0 || req.Existing == nil {
+		return nil
+	}
+	_, err := simulateUpdate(req.Existing, update)
+	return err
+}
+
+// knownOp reports whether op is an __op Parse Server applies.
+func knownOp(op any) bool {
+	switch op {
+	case "Increment", "Delete", "Add", "AddUnique", "Remove", "AddRelation", "RemoveRelation", "Batch":
+		return true
+	}
+	return false
 }
 
 func toFloat(v any) float64 {

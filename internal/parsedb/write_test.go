@@ -586,3 +586,43 @@ func TestPlanBatchRelations(t *testing.T) {
 		t.Errorf("joins %s, want %s", b, want)
 	}
 }
+
+// TestOperationsOnStoredValues: an operation MongoDB cannot apply to the
+// stored value's type is refused by the plan (dry run and real write) and
+// by CheckOperations (the bridge's check) with the same 111 sentence; an
+// unknown __op with Parse's 107; values of the right type or missing
+// values pass.
+func TestOperationsOnStoredValues(t *testing.T) {
+	existing, _ := bson.Marshal(bson.D{{Key: "_id", Value: "ID"}, {Key: "title", Value: "t"}, {Key: "views", Value: "drifted"},
+		{Key: "meta", Value: bson.D{{Key: "k", Value: int32(1)}, {Key: "deep", Value: bson.D{{Key: "a", Value: int32(1)}}}, {Key: "s", Value: "x"}, {Key: "z", Value: nil}, {Key: "arr", Value: bson.A{int32(1)}}}}})
+	for _, tc := range []struct {
+		fields string
+		want   string
+	}{
+		{`{"meta.deep":{"__op":"Increment","amount":1}}`, "Cannot increment meta.deep: the stored value is not a number (Parse error 111)"},
+		{`{"meta.z":{"__op":"Increment","amount":1}}`, "Cannot increment meta.z: the stored value is not a number (Parse error 111)"},
+		{`{"meta.s":{"__op":"Add","objects":[1]}}`, "Cannot Add to meta.s: the stored value is not an array (Parse error 111)"},
+		{`{"meta.k":{"__op":"AddUnique","objects":[1]}}`, "Cannot AddUnique to meta.k: the stored value is not an array (Parse error 111)"},
+		{`{"meta.deep":{"__op":"Remove","objects":[1]}}`, "Cannot Remove from meta.deep: the stored value is not an array (Parse error 111)"},
+		{`{"views":{"__op":"Increment","amount":1}}`, "Cannot increment views: the stored value is not a number (Parse error 111)"},
+		{`{"meta.k":{"__op":"Nope"}}`, "The Nope operator is not supported (use Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation or a Batch of relation operations) (Parse error 107)"},
+		{`{"meta.k":{"__op":"Increment","amount":1},"meta.arr":{"__op":"Remove","objects":[1]},"meta.new":{"__op":"Increment","amount":1},"meta.none":{"__op":"Remove","objects":[1]}}`, ""},
+	} {
+		fields := decodeJSON(t, tc.fields)
+		req := &WriteRequest{Op: WriteUpdateObject, ClassName: "Note", Class: noteClass(), ObjectID: "ID", Existing: existing, Fields: fields}
+		_, planErr := Plan(req, writeNow)
+		checkErr := CheckOperations(req)
+		for name, err := range map[string]error{"plan": planErr, "CheckOperations": checkErr} {
+			if name == "CheckOperations" && !strings.Contains(tc.fields, ".") && !strings.Contains(tc.fields, "Nope") {
+				continue // the bridge leaves top-level fields to Parse, which types them itself
+			}
+			got := ""
+			if err != nil {
+				got = err.Error()
+			}
+			if got != tc.want {
+				t.Errorf("%s %s: got %q, want %q", name, tc.fields, got, tc.want)
+			}
+		}
+	}
+}

@@ -32,6 +32,12 @@ func (w *Writer) Plan(ctx context.Context, req *parsedb.WriteRequest) (*parsedb.
 	if err != nil {
 		return nil, err
 	}
+	// What Parse would fail on with an internal error is answered here as
+	// the direct path answers it (an unknown __op: 107; a dotted operation
+	// on a stored value of another type: 111), before anything is sent.
+	if err := parsedb.CheckOperations(req); err != nil {
+		return nil, err
+	}
 	var r Request
 	switch req.Op {
 	case parsedb.WriteCreateObject:
