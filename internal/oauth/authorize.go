@@ -132,7 +132,7 @@ func (s *Server) authorizeStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, csrf := r.PostForm.Get("request"), r.PostForm.Get("csrf")
-	if len(id) < 16 || len(id) > 64 || csrf == "" {
+	if len(id) < 16 || len(id) > 64 {
 		errorPage(w, http.StatusBadRequest, "The form is incomplete; start the sign-in again from the application.")
 		return
 	}

@@ -40,7 +40,8 @@ var pages = template.Must(template.New("").Parse(`
 // page is what the templates show. Every field a client or the app chose
 // is escaped by html/template; the client_uri is https only.
 type page struct {
-	Title, Style                           string
+	Title                                  string
+	Style                                  template.CSS
 	ClientName, ClientURI, RedirectURI     string
 	Action, Request, CSRF, Username, Error string
 	Scopes                                 []string
@@ -53,7 +54,7 @@ type page struct {
 // form post answers with), no framing (the consent button cannot be
 // clickjacked), no caching, no referrer.
 func render(w http.ResponseWriter, status int, name string, p page, formTarget string) {
-	p.Style = pageStyle
+	p.Style = template.CSS(pageStyle)
 	if p.Title == "" {
 		p.Title = "Sign in"
 	}
