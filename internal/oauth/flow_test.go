@@ -186,6 +186,15 @@ func TestOAuth(t *testing.T) {
 		if resp := stranger.post(base+"/authorize", login); resp.StatusCode != http.StatusForbidden {
 			t.Errorf("login from a browser without the cookie: %d", resp.StatusCode)
 		}
+		// A cookie the attacker planted (a sibling subdomain can) with a
+		// form token to match: the token is not the request's.
+		planted := f.browser(base)
+		u, _ := url.Parse(base + "/authorize")
+		planted.c.Jar.SetCookies(u, []*http.Cookie{{Name: csrfCookiePrefix + good.Get("request")[:16], Value: "planted-token", Path: "/authorize"}})
+		forged := url.Values{"step": {"login"}, "username": {"alice"}, "password": {alicePassword}, "request": {good.Get("request")}, "csrf": {"planted-token"}}
+		if resp := planted.post(base+"/authorize", forged); resp.StatusCode != http.StatusForbidden {
+			t.Errorf("login with a planted cookie and token: %d", resp.StatusCode)
+		}
 		if resp := b.post(base+"/authorize", login); resp.StatusCode != http.StatusOK || !strings.Contains(b.last, `value="approve"`) {
 			t.Fatalf("login: %d", resp.StatusCode)
 		}
