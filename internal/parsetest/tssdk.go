@@ -86,4 +86,3 @@ func RunNode(t testing.TB, node, script string, env ...string) []byte {
 	}
 	return out
 }
-
