@@ -73,6 +73,9 @@ func (s *Server) authorizeStart(w http.ResponseWriter, r *http.Request) {
 		back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)")
 	case q.Has("resource") && s.canonicalResource(q["resource"]) == "":
 		back("invalid_target", "tokens here are for "+s.resource+" only")
+	case !s.limits.allowAuthorization(s.addr(r)):
+		w.Header().Set("Retry-After", "60")
+		errorPage(w, http.StatusTooManyRequests, "Too many sign-ins started from this address; wait a minute.")
 	default:
 		tier, narrowed := grantTier(q.Get("scope"), s.tier)
 		id, csrf := newSecret(""), newSecret("")

@@ -30,13 +30,12 @@ type clientInfo struct {
 }
 
 const (
-	maxRedirectURIs    = 10
-	maxURILength       = 2000
-	maxNameLength      = 200
-	maxMetadataBytes   = 64 << 10
-	metadataTimeout    = 5 * time.Second
-	maxRegisterBody    = 64 << 10
-	registrationPerMin = 20
+	maxRedirectURIs  = 10
+	maxURILength     = 2000
+	maxNameLength    = 200
+	maxMetadataBytes = 64 << 10
+	metadataTimeout  = 5 * time.Second
+	maxRegisterBody  = 64 << 10
 )
 
 var schemeRe = regexp.MustCompile(`^[a-z][a-z0-9+.-]*$`)

@@ -279,6 +279,35 @@ func TestOAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("one address: login attempts and sign-ins started are limited", func(t *testing.T) {
+		_, challenge := pkce()
+		b := f.browser(base)
+		b.get(base + "/authorize?" + authRequest(pub.ID, challenge).Encode())
+		form := b.hidden()
+		form.Set("step", "login")
+		form.Set("password", "wrong")
+		var last int
+		for i := range loginsPerAddress + 1 {
+			form.Set("username", "nobody-"+string(rune('a'+i))) // never the same user twice
+			last = b.post(base+"/authorize", form).StatusCode
+			if i < loginsPerAddress && last != http.StatusUnauthorized {
+				t.Fatalf("attempt %d: %d", i, last)
+			}
+		}
+		if last != http.StatusTooManyRequests {
+			t.Fatalf("attempt %d from one address was not limited: %d", loginsPerAddress+1, last)
+		}
+		for i := range authorizationsPerMin + 1 {
+			last = b.get(base + "/authorize?" + authRequest(pub.ID, challenge).Encode()).StatusCode
+			if i < authorizationsPerMin-1 && last != http.StatusOK {
+				t.Fatalf("sign-in %d: %d", i, last)
+			}
+		}
+		if last != http.StatusTooManyRequests {
+			t.Fatalf("sign-ins started from one address were not limited: %d", last)
+		}
+	})
+
 	t.Run("scopes only narrow the configured tier", func(t *testing.T) {
 		ro, roHTTP := f.server(config.TierReadonly, nil)
 		roBase := roHTTP.URL

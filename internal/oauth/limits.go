@@ -16,6 +16,9 @@ const (
 	loginsPerAddress = 20
 	loginsPerUser    = 10
 	limiterKeys      = 50_000
+
+	authorizationsPerMin = 30
+	registrationPerMin   = 20
 )
 
 // loginLimiter counts attempts in fixed windows.
@@ -88,6 +91,12 @@ func (l *loginLimiter) allowLogin(addr, username string) bool {
 func (l *loginLimiter) loginSucceeded(addr, username string) {
 	a, u := loginKeys(addr, username)
 	l.giveBack(a, u)
+}
+
+// allowAuthorization bounds the sign-ins one address may start (each is a
+// stored record for its 10 minutes).
+func (l *loginLimiter) allowAuthorization(addr string) bool {
+	return l.take(map[string]int{"authorize:" + addr: authorizationsPerMin}, time.Minute)
 }
 
 func (l *loginLimiter) allowRegistration(addr string) bool {

@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -113,6 +114,9 @@ func (f *fixture) server(tier string, metadata *http.Client) (*Server, *httptest
 	srv, err := New(Config{
 		PublicURL: hs.URL, Tier: tier, Store: f.store, Parse: f.bridge,
 		Log: zerolog.New(f.log), MetadataClient: metadata, Now: f.clock.now,
+		// Each test browser is its own client address (the per-address
+		// limits would otherwise count every subtest together).
+		ClientAddr: func(r *http.Request) string { return cmp.Or(r.Header.Get("X-Test-Addr"), "127.0.0.1") },
 	})
 	if err != nil {
 		f.t.Fatal(err)
@@ -162,7 +166,19 @@ type browser struct {
 
 func (f *fixture) browser(base string) *browser {
 	jar, _ := cookiejar.New(nil)
-	return &browser{f: f, base: base, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &browser{f: f, base: base, c: &http.Client{
+		Jar: jar, Transport: fromAddr{newSecret("")},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}}
+}
+
+// fromAddr sends requests as one client address (see fixture.server).
+type fromAddr struct{ addr string }
+
+func (a fromAddr) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("X-Test-Addr", a.addr)
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 func (b *browser) get(u string) *http.Response {

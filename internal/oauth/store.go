@@ -72,7 +72,9 @@ type store struct {
 	coll *mongo.Collection
 	now  func() time.Time
 
-	once sync.Once
+	once      sync.Once
+	mu        sync.Mutex
+	lastSweep time.Time
 }
 
 func recordID(kind, secret string) string {
@@ -125,9 +127,10 @@ func open(secret, sealed string) (config.Secret, error) {
 	return config.NewSecret(string(plain)), nil
 }
 
-// prepare creates the TTL and family indexes once. FerretDB 1.24 has no
-// TTL indexes: the error is ignored, every read checks expiresAt, and
-// sweep removes what expired.
+// prepare creates the TTL and family indexes once, and removes expired
+// records at most once a minute. FerretDB 1.24 has no TTL indexes: the
+// error is ignored, every read checks expiresAt, and the sweep keeps the
+// collection from growing.
 func (s *store) prepare(ctx context.Context) {
 	s.once.Do(func() {
 		_, _ = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{
@@ -135,8 +138,17 @@ func (s *store) prepare(ctx context.Context) {
 			Options: options.Index().SetExpireAfterSeconds(0).SetName("expiresAt_ttl"),
 		})
 		_, _ = s.coll.Indexes().CreateOne(ctx, mongo.IndexModel{Keys: bson.D{{Key: "family", Value: 1}}, Options: options.Index().SetName("family")})
-		_, _ = s.coll.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: s.now()}}}})
 	})
+	s.mu.Lock()
+	now := s.now()
+	sweep := now.Sub(s.lastSweep) >= time.Minute
+	if sweep {
+		s.lastSweep = now
+	}
+	s.mu.Unlock()
+	if sweep {
+		_, _ = s.coll.DeleteMany(ctx, bson.D{{Key: "expiresAt", Value: bson.D{{Key: "$lt", Value: now}}}})
+	}
 }
 
 func (s *store) insert(ctx context.Context, doc any) error {

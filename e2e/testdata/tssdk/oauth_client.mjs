@@ -3,7 +3,8 @@
 // registration), runs PKCE and the token exchange; redirectToAuthorization
 // is a person at the browser, played by a scripted form post (login page,
 // then consent). Then it calls a tool, refreshes its tokens, and calls it
-// again. It prints one JSON line of facts (never a token) on stdout.
+// again. It prints one JSON line of facts on stdout, with the last access
+// token (the test uses it, then checks that no log line shows it).
 //
 // Environment: SDK_MODULES (node_modules holding @modelcontextprotocol/sdk),
 // MCP_URL, PARSE_USER, PARSE_PASSWORD, TOOL, TOOL_ARGS (JSON).
@@ -94,5 +95,6 @@ facts.refresh = await auth(provider, { serverUrl });
 facts.rotated = store.tokens.access_token !== before;
 const second = await client.callTool({ name: process.env.TOOL, arguments: args });
 facts.second = { isError: !!second.isError, text: second.content?.[0]?.text };
+facts.accessToken = store.tokens.access_token;
 await client.close();
 process.stdout.write(JSON.stringify(facts) + '\n');
