@@ -43,6 +43,13 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) {
 func (s *Server) authorizeStart(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	clientID, redirect := q.Get("client_id"), q.Get("redirect_uri")
+	// Counted before anything is fetched or stored: a metadata document
+	// client_id makes this server fetch a URL.
+	if !s.limits.allowAuthorization(s.addr(r)) {
+		w.Header().Set("Retry-After", "60")
+		errorPage(w, http.StatusTooManyRequests, "Too many sign-ins started from this address; wait a minute.")
+		return
+	}
 	if clientID == "" {
 		errorPage(w, http.StatusBadRequest, "The request names no client (client_id).")
 		return
@@ -73,9 +80,6 @@ func (s *Server) authorizeStart(w http.ResponseWriter, r *http.Request) {
 		back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)")
 	case q.Has("resource") && s.canonicalResource(q["resource"]) == "":
 		back("invalid_target", "tokens here are for "+s.resource+" only")
-	case !s.limits.allowAuthorization(s.addr(r)):
-		w.Header().Set("Retry-After", "60")
-		errorPage(w, http.StatusTooManyRequests, "Too many sign-ins started from this address; wait a minute.")
 	default:
 		tier, narrowed := grantTier(q.Get("scope"), s.tier)
 		id, csrf := newSecret(""), newSecret("")
