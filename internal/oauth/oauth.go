@@ -28,6 +28,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/authn"
+	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
@@ -62,8 +63,9 @@ type Config struct {
 	// Parse is the bridge: logins are Parse's own.
 	Parse *parseserver.Client
 	Log   zerolog.Logger
-	// ClientAddr names the client a login attempt counts against (the
-	// transport's trusted-proxy aware address); nil: the peer address.
+	// ClientAddr names the client a login attempt counts against; nil: the
+	// transport's client (callinfo: the address, or the one a declared
+	// proxy forwards), else the peer address.
 	ClientAddr func(*http.Request) string
 	// MetadataClient fetches Client ID Metadata Documents; nil: the guarded
 	// client that refuses every address that is not public (metadata.go).
@@ -171,6 +173,9 @@ func (s *Server) Issuer() string { return s.issuer }
 func (s *Server) Resource() string { return s.resource }
 
 func peerAddr(r *http.Request) string {
+	if c := callinfo.From(r.Context()).Client; c != "" {
+		return c
+	}
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr
