@@ -18,14 +18,16 @@ import (
 // exchange, a refresh), a scripted person signs in with a Parse username
 // and password, and its tool calls see exactly what Parse shows that user.
 // Deleting the grant's _Session in Parse ends the token within the
-// identity cache's TTL; no log line shows a password, code, token or
-// session token.
+// identity cache's TTL. Then three people by oauth in the same process see
+// on five classes exactly what Parse REST shows each of them. No log line
+// shows a password, code, token or session token.
 func TestOAuthTypeScriptSDK(t *testing.T) {
 	node, modules := parsetest.TSSDK(t)
 	ps := startParse(t)
-	const alicePassword, bobPassword = "alice-Pa55word!", "bob-Pa55word!"
+	const alicePassword, bobPassword, carolPassword = "alice-Pa55word!", "bob-Pa55word!", "carol-Pa55word!"
 	aliceID, alice := ps.SignUp(t, "alice", alicePassword)
 	bobID, bob := ps.SignUp(t, "bob", bobPassword)
+	carolID, carol := ps.SignUp(t, "carol", carolPassword)
 	for i, owner := range []struct{ id, token string }{{aliceID, alice}, {aliceID, alice}, {bobID, bob}, {"*", bob}} {
 		acl := map[string]any{owner.id: map[string]any{"read": true, "write": true}}
 		if owner.id == "*" {
@@ -40,6 +42,9 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 	if wantAlice != 3 {
 		t.Fatalf("Parse shows alice %v notes", wantAlice)
 	}
+
+	// Created before the server starts (its schema cache is loaded then).
+	classes := oauthParityFixture(t, ps, map[string][2]string{"alice": {aliceID, alice}, "bob": {bobID, bob}, "carol": {carolID, carol}})
 
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -101,8 +106,36 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 		t.Errorf("the token outlived its deleted _Session: %d %s", st, body)
 	}
 
+	// Three people by oauth in one process: for every class, parse-mcp
+	// answers each exactly what Parse REST answers that person's session
+	// (counts, and refusals by CLP); _Session is hidden like a missing
+	// class.
+	seen := map[string]string{}
+	for _, p := range []struct{ name, password, session string }{{"alice", alicePassword, alice}, {"bob", bobPassword, bob}, {"carol", carolPassword, carol}} {
+		token := oauthToken(t, public, p.name, p.password)
+		secrets = append(secrets, token)
+		var got []string
+		for _, cls := range classes {
+			want, have := parseCountAnswer(t, ps, cls, p.session), mcpCountAnswer(t, h, p.name+cls, cls, token)
+			if want != have {
+				t.Errorf("%s, %s: parse-mcp answers %s, Parse REST %s", p.name, cls, have, want)
+			}
+			got = append(got, have)
+		}
+		if other, dup := seen[strings.Join(got, ",")]; dup {
+			t.Errorf("%s and %s see the same %v: the fixture does not tell them apart", p.name, other, got)
+		}
+		seen[strings.Join(got, ",")] = p.name
+		_, hidden, isErr := h.statelessTool(p.name+"s", "count_objects", map[string]any{"class_name": "_Session"}, map[string]string{"Authorization": "Bearer " + token})
+		_, missing, _ := h.statelessTool(p.name+"m", "count_objects", map[string]any{"class_name": "NoSuchClass"}, map[string]string{"Authorization": "Bearer " + token})
+		if !isErr || strings.ReplaceAll(hidden, "_Session", "NoSuchClass") != missing {
+			t.Errorf("%s: _Session answered %q, a missing class %q", p.name, hidden, missing)
+		}
+		t.Logf("%s sees %v", p.name, got)
+	}
+
 	log := h.stderr.String()
-	for _, s := range append(secrets, alicePassword, facts.AccessToken, "pmcp_at_", "pmcp_rt_", "pmcp_ac_", "pmcp_cs_") {
+	for _, s := range append(secrets, alicePassword, bobPassword, carolPassword, facts.AccessToken, "pmcp_at_", "pmcp_rt_", "pmcp_ac_", "pmcp_cs_") {
 		if strings.Contains(log, s) {
 			t.Errorf("the server log shows a secret (%.12s…)", s)
 		}
