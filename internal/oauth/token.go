@@ -107,23 +107,8 @@ func (s *Server) token(w http.ResponseWriter, r *http.Request) {
 // first use obtained is revoked.
 func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c *clientInfo) {
 	code := r.PostForm.Get("code")
-	if !strings.HasPrefix(code, codePrefix) {
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown authorization code")
-		return
-	}
-	g, first, err := s.store.spend(r.Context(), kindCode, code, usedRetention)
-	if err != nil {
-		s.serverError(w, err)
-		return
-	}
-	switch {
-	case g == nil:
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown authorization code")
-		return
-	case !first:
-		s.log.Warn().Str("client_id", logClientID(g.ClientID)).Msg("oauth: an authorization code was used twice; its tokens are revoked")
-		s.revokeGrant(g.Family, code, g.Session)
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code was already used")
+	g, ok := s.spendOnce(w, r, kindCode, codePrefix, code, usedRetention, "authorization code")
+	if !ok {
 		return
 	}
 	verifier := r.PostForm.Get("code_verifier")
@@ -149,6 +134,31 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c *clientI
 	s.revokeGrant(g.Family, code, g.Session)
 }
 
+// spendOnce marks a code or refresh token used and returns its record
+// (as it was before); a second presentation revokes everything its family
+// obtained and logs the Parse session out. false: answered already.
+func (s *Server) spendOnce(w http.ResponseWriter, r *http.Request, kind, prefix, secret string, keep time.Duration, what string) (*grant, bool) {
+	if !strings.HasPrefix(secret, prefix) {
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown "+what)
+		return nil, false
+	}
+	g, first, err := s.store.spend(r.Context(), kind, secret, keep)
+	switch {
+	case err != nil:
+		s.serverError(w, err)
+		return nil, false
+	case g == nil:
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown or revoked "+what)
+		return nil, false
+	case !first:
+		s.log.Warn().Str("client_id", logClientID(g.ClientID)).Msg("oauth: a used " + what + " was presented again; its grant is revoked")
+		s.revokeGrant(g.Family, secret, g.Session)
+		oauthError(w, http.StatusBadRequest, "invalid_grant", "the "+what+" was already used")
+		return nil, false
+	}
+	return g, true
+}
+
 func s256(verifier string) string {
 	sum := sha256.Sum256([]byte(verifier))
 	return base64.RawURLEncoding.EncodeToString(sum[:])
@@ -159,24 +169,11 @@ func s256(verifier string) string {
 // one) revokes the whole family and logs its Parse session out.
 func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c *clientInfo) {
 	rt := r.PostForm.Get("refresh_token")
-	if !strings.HasPrefix(rt, refreshPrefix) {
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown refresh token")
-		return
-	}
-	g, first, err := s.store.spend(r.Context(), kindRefresh, rt, 0)
-	if err != nil {
-		s.serverError(w, err)
+	g, ok := s.spendOnce(w, r, kindRefresh, refreshPrefix, rt, 0, "refresh token")
+	if !ok {
 		return
 	}
 	switch {
-	case g == nil:
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown or revoked refresh token")
-		return
-	case !first:
-		s.log.Warn().Str("client_id", logClientID(g.ClientID)).Msg("oauth: a rotated refresh token was presented again; its family is revoked")
-		s.revokeGrant(g.Family, rt, g.Session)
-		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token was already used")
-		return
 	case !s.now().Before(g.ExpiresAt):
 		s.revokeGrant(g.Family, rt, g.Session)
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the refresh token expired")
