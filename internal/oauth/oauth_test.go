@@ -38,29 +38,12 @@ type fixture struct {
 	bridge *parseserver.Client
 	srv    *Server
 	http   *httptest.Server
-	log    *syncBuffer
+	log    *parsetest.SyncBuffer
 	clock  *clock
 	// secrets are every password and token the tests saw: none may appear
 	// in the log.
 	mu      sync.Mutex
 	secrets []string
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type clock struct {
@@ -97,7 +80,7 @@ func newFixture(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, ps: ps, store: parsedb.NewStore(cl, ps.Database, ""), bridge: bridge, log: &syncBuffer{}, clock: &clock{}}
+	f := &fixture{t: t, ps: ps, store: parsedb.NewStore(cl, ps.Database, ""), bridge: bridge, log: &parsetest.SyncBuffer{}, clock: &clock{}}
 	f.secrets = append(f.secrets, alicePassword, "bob-Pa55word!")
 	f.srv, f.http = f.server(config.TierWrite, nil)
 	return f
