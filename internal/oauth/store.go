@@ -217,11 +217,6 @@ func (s *store) update(ctx context.Context, kind, secret string, set bson.D) err
 	return nil
 }
 
-func (s *store) remove(ctx context.Context, kind, secret string) error {
-	_, err := s.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: recordID(kind, secret)}})
-	return err
-}
-
 // revokeFamily deletes every code and token descending from one
 // authorization.
 func (s *store) revokeFamily(ctx context.Context, family string) error {

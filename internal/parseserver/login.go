@@ -24,7 +24,7 @@ func (c *Client) Login(ctx context.Context, username, password string) (config.S
 	}
 	token, _ := out["sessionToken"].(string)
 	if token == "" {
-		return config.Secret{}, errors.New("Parse Server POST /login: the answer has no session token")
+		return config.Secret{}, errors.New("the login answer of Parse Server has no session token")
 	}
 	return config.NewSecret(token), nil
 }
