@@ -418,6 +418,21 @@ func TestOAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("a grant whose Parse session ended cannot be refreshed", func(t *testing.T) {
+		tok := f.tokens(base, pub)
+		p, _, _ := f.principal(base, tok["access_token"].(string))
+		if st, _, err := f.ps.Do("POST", "/logout", map[string]any{}, parsetest.AsSession(p.SessionToken)); err != nil || st != 200 {
+			t.Fatalf("Parse logout: %d %v", st, err)
+		}
+		st, out := f.tokenCall(base, url.Values{"grant_type": {"refresh_token"}, "client_id": {pub.ID}, "refresh_token": {tok["refresh_token"].(string)}})
+		if st != 400 || out["error"] != "invalid_grant" {
+			t.Fatalf("refresh after a Parse logout: %d %v", st, out)
+		}
+		if _, code, _ := f.principal(base, tok["access_token"].(string)); code != 401 {
+			t.Errorf("the grant's access token outlived the refused refresh: %d", code)
+		}
+	})
+
 	t.Run("confidential clients authenticate", func(t *testing.T) {
 		st, out := f.register(base, map[string]any{"redirect_uris": []string{redirect}, "token_endpoint_auth_method": "client_secret_post"})
 		if st != 201 || out["client_secret"] == nil {

@@ -5,12 +5,14 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"regexp"
 	"strings"
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
 
 // A PKCE code_verifier: 43 to 128 unreserved characters.
@@ -189,6 +191,18 @@ func (s *Server) refresh(w http.ResponseWriter, r *http.Request, c *clientInfo) 
 	session, err := open(rt, g.Session)
 	if err != nil {
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "unknown refresh token")
+		return
+	}
+	// A grant whose Parse session ended (a logout, the session deleted in
+	// the dashboard, its expiry) ends here too: the client signs in again
+	// instead of getting tokens that every request would refuse.
+	if _, err := s.parse.Do(r.Context(), parseserver.Request{Method: http.MethodGet, Path: "/users/me"}, parseserver.Identity{SessionToken: session}); err != nil {
+		if pe, ok := errors.AsType[*parseserver.Error](err); ok && pe.Code == parseserver.CodeInvalidSessionToken {
+			s.revokeGrant(g.Family, rt, g.Session)
+			oauthError(w, http.StatusBadRequest, "invalid_grant", "the Parse session behind this grant has ended")
+			return
+		}
+		s.serverError(w, err)
 		return
 	}
 	if tier, _ := grantTier(r.PostForm.Get("scope"), g.Tier); r.PostForm.Get("scope") != "" {
