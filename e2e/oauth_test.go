@@ -43,6 +43,14 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 		t.Fatalf("Parse shows alice %v notes", wantAlice)
 	}
 
+	// A public URL that is not an https origin stops the mode at start-up.
+	for _, bad := range []string{"http://mcp.example.com", "https://mcp.example.com/mcp"} {
+		_, stderr, code := runCLI(t, bridgeEnv(ps, "PARSE_MCP_HTTP_ADDR=127.0.0.1:0", "PARSE_MCP_HTTP_AUTH=oauth", "PARSE_MCP_MASTER_KEY="+ps.MasterKey, "PARSE_MCP_PUBLIC_URL="+bad))
+		if code != 2 || !strings.Contains(stderr, "PARSE_MCP_PUBLIC_URL") {
+			t.Errorf("PARSE_MCP_PUBLIC_URL=%s: exit %d, %q; want 2 naming the variable", bad, code, stderr)
+		}
+	}
+
 	// Created before the server starts (its schema cache is loaded then).
 	classes := oauthParityFixture(t, ps, map[string][2]string{"alice": {aliceID, alice}, "bob": {bobID, bob}, "carol": {carolID, carol}})
 
