@@ -143,6 +143,16 @@ func TestOAuthTypeScriptSDK(t *testing.T) {
 	}
 
 	log := h.stderr.String()
+	// Audit: the tool calls name the OAuth client, never a token.
+	audited := false
+	for line := range strings.SplitSeq(log, "\n") {
+		if strings.Contains(line, `"event":"tool_call"`) && strings.Contains(line, `"client_id":"pmcp_client_`) && strings.Contains(line, `"user":`) {
+			audited = true
+		}
+	}
+	if !audited {
+		t.Errorf("no tool_call audit event names the oauth client")
+	}
 	for _, s := range append(secrets, alicePassword, bobPassword, carolPassword, facts.AccessToken, "pmcp_at_", "pmcp_rt_", "pmcp_ac_", "pmcp_cs_") {
 		if strings.Contains(log, s) {
 			t.Errorf("the server log shows a secret (%.12s…)", s)
