@@ -1,14 +1,14 @@
 // Package oauth is the oauth mode of per-request identity over HTTP
-// (README "Serve a team" → "OAuth"): parse-mcp as an OAuth 2.1
+// (README "Serve a team" → "oauth"): parse-mcp as an OAuth 2.1
 // authorization server whose login is the Parse app's own. A person signs
 // in on /authorize with their Parse username and password, which Parse
 // Server itself checks (POST /login through the bridge, so lockout, email
-// verification, MFA, auth adapters and beforeLogin apply), consents, and
+// verification, auth adapters and beforeLogin apply), consents, and
 // the client gets an opaque access token bound to this server's /mcp
 // resource and mapped, server-side, to the Parse session that login
 // created. The session token never leaves the server; the database holds
 // only token hashes and the session token sealed under the token itself
-// (SECURITY.md "OAuth").
+// (SECURITY.md "OAuth mode").
 //
 // The Server is an authn.Authenticator (access tokens on /mcp), an
 // authn.Challenger (the 401's resource_metadata) and an authn.Router (the

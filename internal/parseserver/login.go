@@ -10,7 +10,7 @@ import (
 
 // Login is Parse's own password login (POST /login, without the master
 // key), so that everything the app configured for logins applies: account
-// lockout, email verification, MFA and other auth adapters, beforeLogin
+// lockout, email verification, auth adapters, beforeLogin
 // triggers. It returns the new session's token; a refusal is Parse's *Error
 // (code 101 for a wrong username or password). The password is sent only
 // in the request body, never in a URL, a log line or an error.
