@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -95,13 +96,8 @@ func oauthParityFixture(t *testing.T, ps *parsetest.Server, users map[string][2]
 		"users": map[string]any{"__op": "AddRelation", "objects": []any{map[string]any{"__type": "Pointer", "className": "_User", "objectId": users["bob"][0]}}}}, parsetest.AsMaster)
 	closed := map[string]any{"create": map[string]any{}, "update": map[string]any{}, "delete": map[string]any{}, "addField": map[string]any{}}
 	with := func(extra map[string]any) map[string]any {
-		out := map[string]any{}
-		for k, v := range closed {
-			out[k] = v
-		}
-		for k, v := range extra {
-			out[k] = v
-		}
+		out := maps.Clone(closed)
+		maps.Copy(out, extra)
 		return out
 	}
 	editors := map[string]any{"role:Editors": true}
