@@ -7,8 +7,8 @@ import (
 )
 
 // The oauth mode (README "Serve a team" → "oauth"): the grants live in the
-// app's database, logins go through the bridge, and every scope is capped
-// at PARSE_MCP_PERMISSIONS.
+// app's database, logins go through the bridge, every scope is capped at
+// PARSE_MCP_PERMISSIONS, and the login limits share the rate-window store.
 func init() {
 	AuthModes[authn.ModeOAuth] = func(cfg *config.Config, a *App) (authn.Authenticator, error) {
 		return oauth.New(oauth.Config{
@@ -17,6 +17,7 @@ func init() {
 			Store:     a.Store,
 			Parse:     a.Deps.Bridge,
 			Log:       a.Deps.Log,
+			Limits:    a.rates,
 		})
 	}
 }

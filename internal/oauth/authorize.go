@@ -45,7 +45,7 @@ func (s *Server) authorizeStart(w http.ResponseWriter, r *http.Request) {
 	clientID, redirect := q.Get("client_id"), q.Get("redirect_uri")
 	// Counted before anything is fetched or stored: a metadata document
 	// client_id makes this server fetch a URL.
-	if !s.limits.allowAuthorization(s.addr(r)) {
+	if !s.limits.allowAuthorization(r.Context(), s.addr(r)) {
 		w.Header().Set("Retry-After", "60")
 		errorPage(w, http.StatusTooManyRequests, "Too many sign-ins started from this address; wait a minute.")
 		return
@@ -180,7 +180,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, g *grant, id, csr
 	}
 	p.Username = username
 	addr := s.addr(r)
-	if !s.limits.allowLogin(addr, username) {
+	if !s.limits.allowLogin(r.Context(), addr, username) {
 		s.log.Warn().Str("client_addr", addr).Msg("oauth: login attempts rate-limited")
 		w.Header().Set("Retry-After", "600")
 		p.Error = "Too many sign-in attempts. Wait a few minutes and try again."
@@ -201,7 +201,6 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, g *grant, id, csr
 		render(w, http.StatusBadGateway, "login", p, "")
 		return
 	}
-	s.limits.loginSucceeded(addr, username)
 	if err := s.store.update(r.Context(), kindRequest, id, bson.D{{Key: "session", Value: seal(id, session)}}); err != nil {
 		s.log.Error().Err(err).Msg("oauth: storing a login")
 		s.logout(session)

@@ -196,7 +196,7 @@ type registration struct {
 // clients expect, rate-limited per address; a client gets nothing but the
 // right to ask a person for consent.
 func (s *Server) register(w http.ResponseWriter, r *http.Request) {
-	if !s.limits.allowRegistration(s.addr(r)) {
+	if !s.limits.allowRegistration(r.Context(), s.addr(r)) {
 		w.Header().Set("Retry-After", "60")
 		oauthError(w, http.StatusTooManyRequests, "slow_down", "too many registrations from this address")
 		return

@@ -3,13 +3,17 @@ package oauth
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
+
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
@@ -117,4 +121,35 @@ func f0Bridge(t *testing.T) *parseserver.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestLoginLimitsShared: with the shared rate-window store
+// (PARSE_MCP_LIMITS_STORE=mongodb) two processes count one login window:
+// the guesses made through one are refused through the other.
+func TestLoginLimitsShared(t *testing.T) {
+	f := newFixture(t)
+	shared := func() limits.Store {
+		return limits.NewMongo(f.store.Collection(limits.Collection), "oauth-test", zerolog.New(f.log), "test")
+	}
+	_, a := f.serverWith(config.TierReadonly, nil, shared())
+	_, b := f.serverWith(config.TierReadonly, nil, shared())
+	guess := func(base string, i int) int {
+		c := f.publicClient(base)
+		_, challenge := pkce()
+		br := f.browser(base)
+		br.get(base + "/authorize?" + authRequest(c.ID, challenge).Encode())
+		form := br.hidden()
+		form.Set("step", "login")
+		form.Set("username", "bob")
+		form.Set("password", fmt.Sprint("guess-", i))
+		return br.post(base+"/authorize", form).StatusCode
+	}
+	for i := range loginsPerUser {
+		if st := guess(a.URL, i); st != http.StatusUnauthorized {
+			t.Fatalf("guess %d through A: %d", i, st)
+		}
+	}
+	if st := guess(b.URL, loginsPerUser); st != http.StatusTooManyRequests {
+		t.Fatalf("through B after %d guesses through A: %d, want 429", loginsPerUser, st)
+	}
 }

@@ -30,6 +30,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
@@ -67,6 +68,9 @@ type Config struct {
 	// transport's client (callinfo: the address, or the one a declared
 	// proxy forwards), else the peer address.
 	ClientAddr func(*http.Request) string
+	// Limits keeps the login, sign-in and registration windows: the shared
+	// store of PARSE_MCP_LIMITS_STORE=mongodb; nil: this process's own.
+	Limits limits.Store
 	// MetadataClient fetches Client ID Metadata Documents; nil: the guarded
 	// client that refuses every address that is not public (metadata.go).
 	MetadataClient *http.Client
@@ -85,7 +89,7 @@ type Server struct {
 	addr     func(*http.Request) string
 	fetch    *http.Client
 	now      func() time.Time
-	limits   *loginLimiter
+	limits   *limiter
 	secure   bool // https: cookies are Secure
 }
 
@@ -135,7 +139,10 @@ func New(c Config) (*Server, error) {
 		s.fetch = guardedClient()
 	}
 	s.store.now = s.now
-	s.limits = newLoginLimiter(s.now)
+	s.limits = &limiter{store: c.Limits, now: s.now}
+	if s.limits.store == nil {
+		s.limits.store = limits.NewMemory()
+	}
 	return s, nil
 }
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
@@ -89,6 +90,10 @@ func newFixture(t *testing.T) *fixture {
 // server starts an oauth Server on its own listener (its public URL is the
 // listener's), on the fixture's database and bridge.
 func (f *fixture) server(tier string, metadata *http.Client) (*Server, *httptest.Server) {
+	return f.serverWith(tier, metadata, nil)
+}
+
+func (f *fixture) serverWith(tier string, metadata *http.Client, rates limits.Store) (*Server, *httptest.Server) {
 	f.t.Helper()
 	mux := http.NewServeMux()
 	hs := httptest.NewUnstartedServer(mux)
@@ -96,7 +101,7 @@ func (f *fixture) server(tier string, metadata *http.Client) (*Server, *httptest
 	f.t.Cleanup(hs.Close)
 	srv, err := New(Config{
 		PublicURL: hs.URL, Tier: tier, Store: f.store, Parse: f.bridge,
-		Log: zerolog.New(f.log), MetadataClient: metadata, Now: f.clock.now,
+		Log: zerolog.New(f.log), MetadataClient: metadata, Now: f.clock.now, Limits: rates,
 		// Each test browser is its own client address (the per-address
 		// limits would otherwise count every subtest together).
 		ClientAddr: func(r *http.Request) string { return cmp.Or(r.Header.Get("X-Test-Addr"), "127.0.0.1") },
@@ -257,6 +262,10 @@ func (f *fixture) authorize(base string, params url.Values, username, password s
 	if resp := b.get(base + "/authorize?" + params.Encode()); resp.StatusCode != http.StatusOK {
 		f.t.Fatalf("login page: %d %s", resp.StatusCode, b.last)
 	}
+	// Every login counts against the user's window (loginsPerUser in
+	// loginWindow): the tests sign alice in far more often than a person
+	// would, so each sign-in takes its share of the window.
+	f.clock.advance(loginWindow / loginsPerUser)
 	form := b.hidden()
 	form.Set("step", "login")
 	form.Set("username", username)
