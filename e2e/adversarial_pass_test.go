@@ -24,15 +24,22 @@ func advAnswer(t *testing.T, call func(string, map[string]any) string, tool stri
 	return strings.ReplaceAll(call(tool, args), name, "<C>")
 }
 
-// TestAdvConfirmationLedgerUnreachable: parse-mcp's own confirmation ledger
-// (the HMAC secret of 2026-07-28 confirmation tokens) lives in the app's
-// database under a name that is a valid class name. No tool may read it,
-// write it, or create a class of that name, and every answer about it is
-// the answer about a missing class: knowing the secret forges a user's
-// "yes" for any write.
+// TestAdvConfirmationLedgerUnreachable: parse-mcp's own collections — the
+// confirmation ledger (the HMAC secret of 2026-07-28 confirmation tokens)
+// and the oauth grants — live in the app's database under names that are
+// valid class names. No tool may read them, write them, or create a class
+// of that name, and every answer about them is the answer about a missing
+// class: knowing the secret forges a user's "yes" for any write, and the
+// grants map tokens to Parse sessions.
 func TestAdvConfirmationLedgerUnreachable(t *testing.T) {
+	for _, internal := range []string{parsedb.ConfirmationCollection, parsedb.OAuthCollection} {
+		t.Run(internal, func(t *testing.T) { advInternalUnreachable(t, internal) })
+	}
+}
+
+func advInternalUnreachable(t *testing.T, internal string) {
 	db, uri := writeDB(t, writeOutSchemas()...)
-	insert(t, db, parsedb.ConfirmationCollection, bson.D{{Key: "_id", Value: "signing-secret"}, {Key: "secret", Value: "deadbeefcafe0123456789"}})
+	insert(t, db, internal, bson.D{{Key: "_id", Value: "signing-secret"}, {Key: "secret", Value: "deadbeefcafe0123456789"}})
 	c := writeClient(t, uri, policyEnv(t, outputPolicy))
 	run := func(tool string, args map[string]any) string {
 		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: args}})
@@ -42,7 +49,7 @@ func TestAdvConfirmationLedgerUnreachable(t *testing.T) {
 		return fmt.Sprint(res.IsError, " ", text(res))
 	}
 	answers := map[string][]string{}
-	for _, cls := range []string{parsedb.ConfirmationCollection, "_parse_mcp_nothing"} {
+	for _, cls := range []string{internal, "_parse_mcp_nothing"} {
 		for _, a := range []struct {
 			tool string
 			args map[string]any
@@ -66,7 +73,7 @@ func TestAdvConfirmationLedgerUnreachable(t *testing.T) {
 			answers[cls] = append(answers[cls], a.tool+": "+ans)
 		}
 	}
-	h, m := answers[parsedb.ConfirmationCollection], answers["_parse_mcp_nothing"]
+	h, m := answers[internal], answers["_parse_mcp_nothing"]
 	t.Logf("answers: %s", strings.Join(h, "\n"))
 	for i := range h {
 		if h[i] != m[i] {
@@ -74,7 +81,7 @@ func TestAdvConfirmationLedgerUnreachable(t *testing.T) {
 		}
 	}
 	var doc bson.M
-	if err := db.Collection(parsedb.ConfirmationCollection).FindOne(context.Background(), bson.D{{Key: "_id", Value: "signing-secret"}}).Decode(&doc); err != nil || doc["secret"] != "deadbeefcafe0123456789" {
+	if err := db.Collection(internal).FindOne(context.Background(), bson.D{{Key: "_id", Value: "signing-secret"}}).Decode(&doc); err != nil || doc["secret"] != "deadbeefcafe0123456789" {
 		t.Errorf("the ledger was changed: %v %v", doc, err)
 	}
 	if n := count(t, db, "_SCHEMA"); n != int64(len(writeOutSchemas())) {

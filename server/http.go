@@ -258,7 +258,8 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/mcp":
 	default:
 		if h.auth != nil && h.auth.Routes != nil {
-			h.auth.Routes.ServeHTTP(w, r)
+			// The routes' own limits (login attempts) count per client too.
+			h.auth.Routes.ServeHTTP(w, r.WithContext(callinfo.With(r.Context(), callinfo.Info{Client: h.clientOf(r)})))
 			return
 		}
 		http.NotFound(w, r)

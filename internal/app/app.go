@@ -24,6 +24,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/policy"
@@ -46,6 +47,9 @@ type App struct {
 	embedded   *embeddeddb.Server
 	// limits is the database of PARSE_MCP_LIMITS_URI (nil: none).
 	limits *parsedb.Store
+	// rates is the shared rate-window store (PARSE_MCP_LIMITS_STORE=mongodb;
+	// nil: each limit is this process's own).
+	rates limits.Store
 }
 
 // PingDatabase is GET /health's database check.

@@ -47,8 +47,9 @@ func (a *App) shareLimits(cfg *config.Config, engine *policy.Engine, ledger *par
 	}
 	log.Info().Str("limits_store", config.RedactedURI(uri)).Msg("rate windows and spent confirmations are shared with every process using this store (PARSE_MCP_LIMITS_STORE=mongodb)")
 	raw, decoded := config.URIPasswords(uri)
-	engine.SetLimitsStore(limits.NewMongo(store.Collection(limits.Collection), cfg.DatabaseName()+"/"+cfg.CollectionPrefix, log,
-		config.RedactedURI(uri), raw, decoded))
+	a.rates = limits.NewMongo(store.Collection(limits.Collection), cfg.DatabaseName()+"/"+cfg.CollectionPrefix, log,
+		config.RedactedURI(uri), raw, decoded)
+	engine.SetLimitsStore(a.rates)
 }
 
 // connectFailed prints why a connection string (variable) could not be

@@ -75,16 +75,22 @@ func (s *Store) SchemaCollection() *mongo.Collection {
 	return s.DB.Collection(s.Prefix + "_SCHEMA")
 }
 
+// OAuthCollection holds the oauth mode's registered clients, pending
+// authorizations and grants (internal/oauth): token hashes, never tokens.
+// Like ConfirmationCollection its name is no valid Parse class name and no
+// tool reads it.
+const OAuthCollection = "_parse_mcp_oauth"
+
 // IsInternalCollection reports whether a class name designates one of Parse
-// Server's internal collections, or parse-mcp's own confirmation ledger,
-// which no tool may ever read.
+// Server's internal collections, or one of parse-mcp's own (the
+// confirmation ledger, the oauth grants), which no tool may ever read.
 func IsInternalCollection(name string) bool {
 	if strings.HasPrefix(name, "_Join:") {
 		return true
 	}
 	switch name {
 	case "_SCHEMA", "_Hooks", "_GlobalConfig", "_GraphQLConfig", "_Idempotency", "_PushStatus",
-		"_JobStatus", "_JobSchedule", "_Audience", "_Product", "_ExportProgress", ConfirmationCollection:
+		"_JobStatus", "_JobSchedule", "_Audience", "_Product", "_ExportProgress", ConfirmationCollection, OAuthCollection:
 		return true
 	}
 	return false
