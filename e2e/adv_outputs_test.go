@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode"
+)
+
+// revealed is text as a person or a program reads it back: JSON escapes
+// (at any depth) and percent escapes decoded, and the characters a
+// terminal shows as nothing removed.
+func revealed(text string) string {
+	text = regexp.MustCompile(`\\+u([0-9a-fA-F]{4})`).ReplaceAllStringFunc(text, func(m string) string {
+		v, _ := strconv.ParseUint(m[len(m)-4:], 16, 32)
+		return string(rune(v))
+	})
+	text = regexp.MustCompile(`\\+/`).ReplaceAllString(text, "/")
+	if u, err := url.PathUnescape(text); err == nil {
+		text = u
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.Is(unicode.Cf, r) || unicode.Is(unicode.Variation_Selector, r) || r < 0x20 && r != '\n' {
+			return -1
+		}
+		return r
+	}, text)
+}
+
+// TestEchoedKeyInAnyDisguiseNeverShown: an embeddings endpoint echoes the
+// request's key in its error body disguised — a zero-width space or a
+// variation selector inserted, a control character inserted (the log's
+// JSON escapes it), every character JSON-escaped, percent-encoded in lower
+// case. Neither `embed`'s stderr, `call`'s stderr nor the operator log file
+// carries it in a form a reader can put back together (SECURITY.md
+// "Secrets in output").
+func TestEchoedKeyInAnyDisguiseNeverShown(t *testing.T) {
+	const key = "emb-adv/secret-key-0001"
+	disguises := map[string]func(string) string{
+		"zero-width space":   func(k string) string { return k[:5] + "\u200b" + k[5:] },
+		"variation selector": func(k string) string { return k[:5] + "\ufe0f" + k[5:] },
+		"control character":  func(k string) string { return k[:5] + "\x01" + k[5:] },
+		"json escapes": func(k string) string {
+			var b strings.Builder
+			for _, r := range k {
+				b.WriteString(`\u00` + strconv.FormatInt(int64(r), 16))
+			}
+			return b.String()
+		},
+		"lower-case percent": func(k string) string { return strings.ReplaceAll(url.PathEscape(k), "%2F", "%2f") },
+	}
+	for name, disguise := range disguises {
+		t.Run(name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusUnauthorized)
+				_, _ = w.Write([]byte(`{"error":{"message":"bad key ` + disguise(strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")) + `"}}`))
+			}))
+			defer srv.Close()
+			dir := t.TempDir()
+			logFile := filepath.Join(dir, "operator.log")
+			envv := []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, "PARSE_MCP_LOG_FILE=" + logFile, "PARSE_MCP_LOG_LEVEL=info",
+				"PARSE_MCP_EMBEDDINGS_URL=" + srv.URL + "/v1", "PARSE_MCP_EMBEDDINGS_MODEL=m", "PARSE_MCP_EMBEDDINGS_API_KEY=" + key}
+			_, embedErr, _ := runCLI(t, envv, "--demo", "embed", "Song", "--all")
+			_, callErr, _ := runCLI(t, envv, "--demo", "call", "semantic_search", `{"query":"harbor"}`)
+			logged, err := os.ReadFile(logFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for where, text := range map[string]string{"embed stderr": embedErr, "call stderr": callErr, "log file": string(logged)} {
+				if !strings.Contains(text, "HTTP 401") {
+					t.Errorf("%s lacks the endpoint's refusal:\n%s", where, text)
+				}
+				if strings.Contains(revealed(text), "secret-key") {
+					t.Errorf("%s carries the key, disguised:\n%s", where, text)
+				}
+			}
+		})
+	}
+}
