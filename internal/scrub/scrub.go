@@ -172,7 +172,8 @@ func hidden(r rune) bool {
 	return terminal.Unsafe(r) || unicode.Is(unicode.Variation_Selector, r)
 }
 
-// unescape reads one JSON escape, behind any number of backslashes (a JSON
+// unescape reads one JSON escape (or one of Go's \x and \U, which the
+// console log writer quotes with), behind any number of backslashes (a JSON
 // string quoted in another): the rune, its length, and, with size 0,
 // whether more bytes could complete it.
 func unescape(b []byte) (r rune, size int, more bool) {
@@ -192,18 +193,23 @@ func unescape(b []byte) (r rune, size int, more bool) {
 		return '\f', p + 1, false
 	case 'r':
 		return '\r', p + 1, false
-	case 'u':
-	default:
+	case 'a':
+		return '\a', p + 1, false
+	case 'v':
+		return '\v', p + 1, false
+	}
+	digits := map[byte]int{'u': 4, 'x': 2, 'U': 8}[b[p]] // and Go's strconv.Quote
+	if digits == 0 {
 		return 0, 0, false
 	}
-	if p+5 > len(b) {
+	if p+1+digits > len(b) {
 		return 0, 0, true
 	}
-	v, err := strconv.ParseUint(string(b[p+1:p+5]), 16, 16)
-	if err != nil {
+	v, err := strconv.ParseUint(string(b[p+1:p+1+digits]), 16, 32)
+	if err != nil || v > unicode.MaxRune {
 		return 0, 0, false
 	}
-	r, size = rune(v), p+5
+	r, size = rune(v), p+1+digits
 	if r >= 0xd800 && r < 0xdc00 { // a high surrogate: its pair follows
 		lo, losize, more := unescape(b[size:])
 		if losize == 0 {

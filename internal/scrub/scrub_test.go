@@ -70,6 +70,7 @@ func TestScrubberHiddenInsertionsAndEscapes(t *testing.T) {
 		`k \u0065mb-adv-secret-key/0001.`:                "k " + m + ".",
 		"k emb-adv-secret-key%2f0001.":                   "k " + m + ".",
 		"k %65mb-adv-secret-key%2F0001.":                 "k " + m + ".",
+		`k emb-a\x01dv-sec\U000e0041ret-key/0001.`:       "k " + m + ".",
 		"k emb-adv-secret-key 0001.":                     "k emb-adv-secret-key 0001.",
 		"k emb-adv-secret-key\n/0001.":                   "k emb-adv-secret-key\n/0001.",
 		`path C:\Users\x 100% done \u00e9`:               `path C:\Users\x 100% done \u00e9`,
