@@ -17,6 +17,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/scrub"
 )
 
 // Provider kinds (LLM_PROVIDER).
@@ -413,7 +416,9 @@ var keyShapes = sync.OnceValue(func() *regexp.Regexp {
 // scrub removes the API key, and anything shaped like one, from text.
 func (h *httpClient) scrub(s string) string {
 	if h.key != "" {
-		s = strings.ReplaceAll(s, h.key, "[redacted]")
+		// As the process's scrubber matches it: escaped, or with
+		// invisible characters inserted.
+		s = strings.ReplaceAll(scrub.New([]string{h.key}).String(s), config.Masked, "[redacted]")
 	}
 	return keyShapes().ReplaceAllString(s, "[redacted]")
 }

@@ -569,3 +569,21 @@ func TestReadSSE(t *testing.T) {
 		t.Fatalf("%q %v", got, err)
 	}
 }
+
+// TestErrorEchoingKeyDisguised: a provider error echoing the key with a
+// zero-width space inserted, placed where the 300-byte cut would halve it,
+// leaves no part of it in the message (the process scrubber could not
+// recognise half a key).
+func TestErrorEchoingKeyDisguised(t *testing.T) {
+	for name, key := range map[string]string{"zero-width": "sk-test\u200b-secret-123456", "json escapes": `s\u006b-test-secret-123456`} {
+		t.Run(name, func(t *testing.T) {
+			body := `{"error":{"message":"` + strings.Repeat("x", 290) + ` ` + key + `"}}`
+			srv := newWireServer(t, status(401, nil, body))
+			p := testProvider(t, KindOpenAI, srv.URL, func(c *Config) { c.APIKey = "sk-test-secret-123456" })
+			_, err := p.Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "q"}}}, func(string) {})
+			if err == nil || strings.Contains(err.Error(), "test") {
+				t.Fatalf("err %v", err)
+			}
+		})
+	}
+}
