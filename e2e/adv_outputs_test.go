@@ -83,3 +83,32 @@ func TestEchoedKeyInAnyDisguiseNeverShown(t *testing.T) {
 		})
 	}
 }
+
+// TestLLMBaseURLPasswordNeverShown: the password in LLM_BASE_URL's user
+// info is a secret: a mistyped URL is refused without being repeated, and
+// a server (sent that password as Basic auth, there being no key) that
+// echoes it in its error shows it masked.
+func TestLLMBaseURLPasswordNeverShown(t *testing.T) {
+	const password = "llm-url-password-0123"
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, pw, _ := r.BasicAuth()
+		w.WriteHeader(http.StatusUnauthorized)
+		_, _ = w.Write([]byte(`{"error":{"message":"wrong password ` + pw + `"}}`))
+	}))
+	defer srv.Close()
+	dir := t.TempDir()
+	base := "http://me:" + password + "@" + strings.TrimPrefix(srv.URL, "http://") + "/v1?key=llm-query-key-0123"
+	for _, tc := range []struct{ base, want string }{
+		{"htps" + strings.TrimPrefix(base, "http"), "LLM_BASE_URL: is not an http(s) URL"},
+		{base, "HTTP 401: wrong password ********"},
+	} {
+		envv := []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, "LLM_PROVIDER=openai-compatible", "LLM_BASE_URL=" + tc.base, "LLM_MODEL=m", "LLM_API_KEY="}
+		out, stderr, code := runCLI(t, envv, "--demo", "ask", "q")
+		if code == 0 || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", tc.base, code, stderr, tc.want)
+		}
+		if text := revealed(out + stderr); strings.Contains(text, "password-0123") || strings.Contains(text, "query-key") {
+			t.Errorf("%s: the URL's secrets are shown:\n%s", tc.base, text)
+		}
+	}
+}

@@ -138,7 +138,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
-		return c, &ConfigError{"LLM_BASE_URL", fmt.Sprintf("%q is not an http(s) URL", c.BaseURL), "e.g. http://localhost:1234/v1"}
+		// Not quoted: a mistyped URL may still hold a password or a key.
+		return c, &ConfigError{"LLM_BASE_URL", "is not an http(s) URL", "e.g. http://localhost:1234/v1"}
 	}
 	return c, nil
 }

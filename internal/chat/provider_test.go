@@ -508,11 +508,12 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"LLM_PROVIDER": "gemini"}, wantErr: `unknown provider "gemini"`},
 		{env: map[string]string{"LLM_PROVIDER": "vllm", "LLM_BASE_URL": "localhost:8000"}, wantErr: "not an http(s) URL"},
 		{env: map[string]string{"LLM_PROVIDER": "vllm", "LLM_TIMEOUT": "soon"}, wantErr: "LLM_TIMEOUT"},
+		{env: map[string]string{"LLM_PROVIDER": "vllm", "LLM_BASE_URL": "htps://u:pw-secret@h/v1?key=q-secret"}, wantErr: "not an http(s) URL"},
 	}
 	for _, tc := range cases {
 		c, err := ConfigFromEnv(func(k string) string { return tc.env[k] })
 		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "secret") {
 				t.Errorf("%v: err %v, want %q", tc.env, err, tc.wantErr)
 			}
 			continue

@@ -105,7 +105,7 @@ func (c *Config) Secrets() []string {
 				}
 				continue
 			}
-			out = append(out, uriPassword(value)...)
+			out = append(out, URIPassword(value)...)
 		}
 	}
 	walk(reflect.ValueOf(c).Elem())
@@ -117,9 +117,9 @@ func (c *Config) Secrets() []string {
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
-// uriPassword is the password of a URL's user info (raw and decoded), if
+// URIPassword is the password of a URL's user info (raw and decoded), if
 // any.
-func uriPassword(uri string) []string {
+func URIPassword(uri string) []string {
 	_, userinfo, _, _ := splitURI(uri)
 	_, password, ok := strings.Cut(userinfo, ":")
 	if !ok || password == "" {
