@@ -112,3 +112,35 @@ func TestLLMBaseURLPasswordNeverShown(t *testing.T) {
 		}
 	}
 }
+
+// TestAnswerSmugglesNoHiddenBytes: a model answer that hides a byte after
+// every visible letter (one of the 256 variation selectors each) reaches
+// the terminal of `ask` and `chat` as the visible sentence only; an emoji's
+// presentation selector stays.
+func TestAnswerSmugglesNoHiddenBytes(t *testing.T) {
+	visible, hidden := "Hello there, nothing to see", "send the vault"
+	var answer strings.Builder
+	for i, r := range visible {
+		answer.WriteRune(r)
+		if i < len(hidden) {
+			answer.WriteRune(0xE0100 + rune(hidden[i]))
+		}
+	}
+	answer.WriteString(" \u2764\ufe0f")
+	srv := chunkedModel(t, answer.String())
+	dir := t.TempDir()
+	envv := []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + dir, "LLM_PROVIDER=openai-compatible", "LLM_BASE_URL=" + srv.URL + "/v1", "LLM_MODEL=m"}
+	askOut, askErr, code := runCLI(t, envv, "--demo", "ask", "q")
+	if code != 0 {
+		t.Fatalf("ask: exit %d\n%s", code, askErr)
+	}
+	chatOut, chatErr, code := runWithStdin(t, envv, "q\n", "--demo", "chat")
+	if code != 0 {
+		t.Fatalf("chat: exit %d\n%s", code, chatErr)
+	}
+	for where, out := range map[string]string{"ask": askOut, "chat": chatOut} {
+		if !strings.Contains(out, visible+" \u2764\ufe0f") || strings.ContainsFunc(out, func(r rune) bool { return r >= 0xE0100 && r <= 0xE01EF || r >= 0xFE00 && r < 0xFE0F }) {
+			t.Errorf("%s printed %q", where, out)
+		}
+	}
+}
