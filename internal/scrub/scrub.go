@@ -10,7 +10,6 @@ import (
 	"io"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"unicode"
@@ -55,8 +54,6 @@ func New(secrets []string) *Scrubber {
 			s.first[form[0]] = true
 		}
 	}
-	// A secret's first byte may arrive escaped (\u0073, %73).
-	s.first['\\'], s.first['%'] = true, true
 	slices.SortFunc(s.secrets, func(a, b []byte) int { return len(b) - len(a) })
 	return s
 }
@@ -76,7 +73,7 @@ func (s *Scrubber) scrub(b []byte, final bool) (out, held []byte) {
 	}
 	out = make([]byte, 0, len(b))
 	for i := 0; i < len(b); {
-		if !s.first[b[i]] {
+		if !s.mayStart(b[i:]) {
 			out = append(out, b[i])
 			i++
 			continue
@@ -107,6 +104,48 @@ func (s *Scrubber) scrub(b []byte, final bool) (out, held []byte) {
 	return out, nil
 }
 
+// mayStart reports whether a secret may begin at b[0]: its first byte as
+// written, or escaped (\u0073, %73), or an escape not yet complete.
+func (s *Scrubber) mayStart(b []byte) bool {
+	switch {
+	case s.first[b[0]]:
+		return true
+	case b[0] == '%':
+		if len(b) < 3 {
+			return true
+		}
+		c, ok := hexValue(b[1:3])
+		return ok && s.first[byte(c)]
+	case b[0] == '\\':
+		r, size, more := unescape(b)
+		if size == 0 {
+			return more
+		}
+		var first [utf8.UTFMax]byte
+		utf8.EncodeRune(first[:], r)
+		return s.first[first[0]]
+	}
+	return false
+}
+
+// hexValue is b read as hexadecimal digits.
+func hexValue(b []byte) (rune, bool) {
+	var v rune
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			v = v<<4 | rune(c-'0')
+		case c >= 'a' && c <= 'f':
+			v = v<<4 | rune(c-'a'+10)
+		case c >= 'A' && c <= 'F':
+			v = v<<4 | rune(c-'A'+10)
+		default:
+			return 0, false
+		}
+	}
+	return v, true
+}
+
 // maxHeld bounds what a stream holds back while a secret may be under way.
 const maxHeld = 64 << 10
 
@@ -134,7 +173,7 @@ func matchAt(b, secret []byte) (n int, more bool) {
 			if p+3 > len(b) {
 				return 0, true
 			}
-			if v, err := strconv.ParseUint(string(b[p+1:p+3]), 16, 8); err == nil && byte(v) == c {
+			if v, ok := hexValue(b[p+1 : p+3]); ok && byte(v) == c {
 				p, j = p+3, j+1
 				continue
 			}
@@ -198,18 +237,25 @@ func unescape(b []byte) (r rune, size int, more bool) {
 	case 'v':
 		return '\v', p + 1, false
 	}
-	digits := map[byte]int{'u': 4, 'x': 2, 'U': 8}[b[p]] // and Go's strconv.Quote
-	if digits == 0 {
+	var digits int
+	switch b[p] {
+	case 'u':
+		digits = 4
+	case 'x': // Go's strconv.Quote, as \U
+		digits = 2
+	case 'U':
+		digits = 8
+	default:
 		return 0, 0, false
 	}
 	if p+1+digits > len(b) {
 		return 0, 0, true
 	}
-	v, err := strconv.ParseUint(string(b[p+1:p+1+digits]), 16, 32)
-	if err != nil || v > unicode.MaxRune {
+	v, ok := hexValue(b[p+1 : p+1+digits])
+	if !ok || v < 0 || v > unicode.MaxRune {
 		return 0, 0, false
 	}
-	r, size = rune(v), p+1+digits
+	r, size = v, p+1+digits
 	if r >= 0xd800 && r < 0xdc00 { // a high surrogate: its pair follows
 		lo, losize, more := unescape(b[size:])
 		if losize == 0 {

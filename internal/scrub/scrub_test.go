@@ -90,3 +90,14 @@ func TestScrubberHiddenInsertionsAndEscapes(t *testing.T) {
 		t.Fatalf("streamed: %q, want %q", b.String(), want)
 	}
 }
+
+// BenchmarkEscapedJSON: JSON full of escapes (a result of escaped text)
+// through a scrubber of several secrets.
+func BenchmarkEscapedJSON(b *testing.B) {
+	s := New([]string{"sk-live-0123456789", "emb-adv-secret-key/0001", "confirm-0123456789abcdef", "mongopass-0123"})
+	in := []byte(strings.Repeat(`{"t":"a\\u00e9b\\\"c\\n d%20e"},`, 4096))
+	b.SetBytes(int64(len(in)))
+	for b.Loop() {
+		_, _ = s.scrub(in, true)
+	}
+}
