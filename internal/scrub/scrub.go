@@ -112,7 +112,8 @@ func (s *Scrubber) mayStart(b []byte) bool {
 		return true
 	case b[0] == '%':
 		if len(b) < 3 {
-			return true
+			_, ok := hexValue(b[1:])
+			return ok // a percent escape may still be under way
 		}
 		c, ok := hexValue(b[1:3])
 		return ok && s.first[byte(c)]
@@ -171,7 +172,8 @@ func matchAt(b, secret []byte) (n int, more bool) {
 		switch b[p] {
 		case '%':
 			if p+3 > len(b) {
-				return 0, true
+				_, ok := hexValue(b[p+1:])
+				return 0, ok
 			}
 			if v, ok := hexValue(b[p+1 : p+3]); ok && byte(v) == c {
 				p, j = p+3, j+1
@@ -249,7 +251,8 @@ func unescape(b []byte) (r rune, size int, more bool) {
 		return 0, 0, false
 	}
 	if p+1+digits > len(b) {
-		return 0, 0, true
+		_, ok := hexValue(b[p+1:])
+		return 0, 0, ok // more only while the digits so far are hex
 	}
 	v, ok := hexValue(b[p+1 : p+1+digits])
 	if !ok || v < 0 || v > unicode.MaxRune {

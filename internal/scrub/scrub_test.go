@@ -89,6 +89,15 @@ func TestScrubberHiddenInsertionsAndEscapes(t *testing.T) {
 	if want := "k " + m + "."; b.String() != want {
 		t.Fatalf("streamed: %q, want %q", b.String(), want)
 	}
+	// A percent sign or a backslash that can no longer begin an escape is
+	// written at once: an answer ending "100%" is not held back.
+	b.Reset()
+	for _, chunk := range []string{"up 100%", "\\n", " C:\\", "x\n"} {
+		_, _ = w.Write([]byte(chunk))
+	}
+	if want := "up 100%\\n C:\\x\n"; b.String() != want {
+		t.Fatalf("held back: %q, want %q", b.String(), want)
+	}
 }
 
 // BenchmarkEscapedJSON: JSON full of escapes (a result of escaped text)
