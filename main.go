@@ -84,7 +84,10 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// terminal filter as well (SECURITY.md "Secrets in output", "Terminal
 	// output"). stdout of the MCP server is protocol and stays as it is.
 	cmd := fs.Args()
-	scrubber := scrub.New(append(cfg.Secrets(), llmEnv("LLM_API_KEY")))
+	// The chat's settings are read apart from the configuration: its key and
+	// its base URL's password are secrets too (a server without a key gets
+	// that password as Basic auth, and may echo it).
+	scrubber := scrub.New(append(append(cfg.Secrets(), llmEnv("LLM_API_KEY")), config.URIPassword(llmEnv("LLM_BASE_URL"))...))
 	rawStdout, stderrTTY := stdout, isTerminal(stderr)
 	scrubbedErr := scrubber.Writer(stderr)
 	defer scrubbedErr.Flush()

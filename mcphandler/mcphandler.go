@@ -27,6 +27,8 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/app"
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/scrub"
+	"github.com/parse-mcp/parse-mcp/internal/terminal"
 	"github.com/parse-mcp/parse-mcp/server"
 )
 
@@ -66,7 +68,8 @@ type IdentityFunc func(*http.Request) (Identity, error)
 type Options struct {
 	// Identify decides each request's identity (required).
 	Identify IdentityFunc
-	// Log receives parse-mcp's operator log, JSON lines (nil: os.Stderr).
+	// Log receives parse-mcp's operator log, JSON lines (nil: os.Stderr),
+	// through the binary's scrubber and JSON terminal filter.
 	Log io.Writer
 }
 
@@ -77,6 +80,7 @@ type Handler struct {
 	app    *app.App
 	http   *server.HTTPHandler
 	cancel context.CancelFunc
+	logOut *scrub.Writer
 }
 
 // New starts parse-mcp from the environment (connects to the database,
@@ -97,6 +101,11 @@ func New(ctx context.Context, o Options) (*Handler, error) {
 	if w == nil {
 		w = os.Stderr
 	}
+	// The log passes the binary's scrubber and JSON terminal filter
+	// (SECURITY.md "Secrets in output", "Terminal output"): a line may
+	// quote an endpoint's error body or a database message.
+	logOut := scrub.New(cfg.Secrets()).Writer(w)
+	w = terminal.JSON(logOut)
 	level, err := zerolog.ParseLevel(strings.ToLower(cfg.LogLevel))
 	if err != nil {
 		level = zerolog.InfoLevel
@@ -113,7 +122,7 @@ func New(ctx context.Context, o Options) (*Handler, error) {
 	h := server.MountHTTP(hctx, a.Dispatcher, server.HTTPOptions{Log: log, Health: a.PingDatabase,
 		TrustedProxies: trusted, MaxSessions: maxSessions, SessionsPerClient: perClient,
 		Auth: a.IdentifyWith(cfg, authenticator(o.Identify))}, false)
-	return &Handler{app: a, http: h, cancel: cancel}, nil
+	return &Handler{app: a, http: h, cancel: cancel, logOut: logOut}, nil
 }
 
 // authenticator adapts an IdentityFunc to the transport's authenticators.
@@ -152,5 +161,5 @@ func (h *Handler) Close() error {
 	case <-done:
 	case <-time.After(5 * time.Second):
 	}
-	return nil
+	return h.logOut.Flush()
 }

@@ -17,6 +17,9 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/scrub"
 )
 
 // Provider kinds (LLM_PROVIDER).
@@ -135,7 +138,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 	}
 	if !strings.HasPrefix(c.BaseURL, "http://") && !strings.HasPrefix(c.BaseURL, "https://") {
-		return c, &ConfigError{"LLM_BASE_URL", fmt.Sprintf("%q is not an http(s) URL", c.BaseURL), "e.g. http://localhost:1234/v1"}
+		// Not quoted: a mistyped URL may still hold a password or a key.
+		return c, &ConfigError{"LLM_BASE_URL", "is not an http(s) URL", "e.g. http://localhost:1234/v1"}
 	}
 	return c, nil
 }
@@ -413,7 +417,9 @@ var keyShapes = sync.OnceValue(func() *regexp.Regexp {
 // scrub removes the API key, and anything shaped like one, from text.
 func (h *httpClient) scrub(s string) string {
 	if h.key != "" {
-		s = strings.ReplaceAll(s, h.key, "[redacted]")
+		// As the process's scrubber matches it: escaped, or with
+		// invisible characters inserted.
+		s = strings.ReplaceAll(scrub.New([]string{h.key}).String(s), config.Masked, "[redacted]")
 	}
 	return keyShapes().ReplaceAllString(s, "[redacted]")
 }

@@ -508,11 +508,12 @@ func TestConfigFromEnv(t *testing.T) {
 		{env: map[string]string{"LLM_PROVIDER": "gemini"}, wantErr: `unknown provider "gemini"`},
 		{env: map[string]string{"LLM_PROVIDER": "vllm", "LLM_BASE_URL": "localhost:8000"}, wantErr: "not an http(s) URL"},
 		{env: map[string]string{"LLM_PROVIDER": "vllm", "LLM_TIMEOUT": "soon"}, wantErr: "LLM_TIMEOUT"},
+		{env: map[string]string{"LLM_PROVIDER": "vllm", "LLM_BASE_URL": "htps://u:pw-secret@h/v1?key=q-secret"}, wantErr: "not an http(s) URL"},
 	}
 	for _, tc := range cases {
 		c, err := ConfigFromEnv(func(k string) string { return tc.env[k] })
 		if tc.wantErr != "" {
-			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) || strings.Contains(err.Error(), "secret") {
 				t.Errorf("%v: err %v, want %q", tc.env, err, tc.wantErr)
 			}
 			continue
@@ -567,5 +568,23 @@ func TestReadSSE(t *testing.T) {
 	if err != nil || strings.Join(got, "|") != `a=1
 2|={"x":3}|end=last` {
 		t.Fatalf("%q %v", got, err)
+	}
+}
+
+// TestErrorEchoingKeyDisguised: a provider error echoing the key with a
+// zero-width space inserted, placed where the 300-byte cut would halve it,
+// leaves no part of it in the message (the process scrubber could not
+// recognise half a key).
+func TestErrorEchoingKeyDisguised(t *testing.T) {
+	for name, key := range map[string]string{"zero-width": "sk-test\u200b-secret-123456", "json escapes": `s\u006b-test-secret-123456`} {
+		t.Run(name, func(t *testing.T) {
+			body := `{"error":{"message":"` + strings.Repeat("x", 290) + ` ` + key + `"}}`
+			srv := newWireServer(t, status(401, nil, body))
+			p := testProvider(t, KindOpenAI, srv.URL, func(c *Config) { c.APIKey = "sk-test-secret-123456" })
+			_, err := p.Stream(context.Background(), Request{Messages: []Message{{Role: RoleUser, Text: "q"}}}, func(string) {})
+			if err == nil || strings.Contains(err.Error(), "test") {
+				t.Fatalf("err %v", err)
+			}
+		})
 	}
 }

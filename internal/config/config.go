@@ -344,7 +344,7 @@ func (c *Config) Validate() error {
 	if c.FilesURL != "" {
 		u, err := url.Parse(c.FilesURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return &Error{"PARSE_MCP_FILES_URL", fmt.Sprintf("%q is not an http(s) URL without credentials, query or fragment", c.FilesURL), "use the prefix of your files' URLs, e.g. https://api.example.com/parse/files/myAppId/"}
+			return &Error{"PARSE_MCP_FILES_URL", fmt.Sprintf("%q is not an http(s) URL without credentials, query or fragment", refusedURL(c.FilesURL)), "use the prefix of your files' URLs, e.g. https://api.example.com/parse/files/myAppId/"}
 		}
 	}
 	switch strings.ToLower(c.LogLevel) {
@@ -608,7 +608,7 @@ func (c *Config) validateBridge() error {
 	if c.LiveQueryURL != "" {
 		u, err := url.Parse(c.LiveQueryURL)
 		if err != nil || (u.Scheme != "ws" && u.Scheme != "wss") || u.Host == "" || u.User != nil {
-			return &Error{"PARSE_MCP_LIVEQUERY_URL", fmt.Sprintf("%q is not a ws:// or wss:// URL", withoutUserInfo(c.LiveQueryURL)), "use the LiveQuery server's address, e.g. ws://127.0.0.1:1337/"}
+			return &Error{"PARSE_MCP_LIVEQUERY_URL", fmt.Sprintf("%q is not a ws:// or wss:// URL", refusedURL(c.LiveQueryURL)), "use the LiveQuery server's address, e.g. ws://127.0.0.1:1337/"}
 		}
 	}
 	return nil

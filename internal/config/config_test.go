@@ -426,7 +426,8 @@ func TestParseServerURL(t *testing.T) {
 	}
 	// The refusal of a URL with user info is printed at start-up: it does
 	// not quote the password (parsable or not).
-	for _, raw := range []string{"https://admin:hunter2@parse.example.com/parse", "https://admin:hunter2@parse.example.com:x/parse", "ftp://admin:hunter2@parse.example.com/parse", "https://admin:hun/ter2@parse.example.com/parse", "https://admin:hun?ter2@parse.example.com/parse"} {
+	for _, raw := range []string{"https://admin:hunter2@parse.example.com/parse", "https://admin:hunter2@parse.example.com:x/parse", "ftp://admin:hunter2@parse.example.com/parse", "https://admin:hun/ter2@parse.example.com/parse", "https://admin:hun?ter2@parse.example.com/parse",
+		"https://parse.example.com/parse?token=hunter2", "ftp://parse.example.com/parse#hunter2"} {
 		if _, err := ParseServerURL(raw); err == nil || strings.Contains(err.Error(), "hunter2") || strings.Contains(err.Error(), "ter2") {
 			t.Errorf("ParseServerURL(%q) error %v: want a refusal without the password", raw, err)
 		}
@@ -436,6 +437,11 @@ func TestParseServerURL(t *testing.T) {
 	c.LiveQueryURL = "wss://admin:hunter2@lq.example.com/"
 	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "PARSE_MCP_LIVEQUERY_URL") || strings.Contains(err.Error(), "hunter2") {
 		t.Errorf("PARSE_MCP_LIVEQUERY_URL with user info: %v", err)
+	}
+	c = valid()
+	c.FilesURL = "https://files.example.com/parse/files/app/?X-Amz-Signature=hunter2"
+	if err := c.Validate(); err == nil || !strings.Contains(err.Error(), "PARSE_MCP_FILES_URL") || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("PARSE_MCP_FILES_URL with a query: %v", err)
 	}
 }
 

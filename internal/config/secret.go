@@ -40,24 +40,25 @@ func (s Secret) MarshalJSON() ([]byte, error) { return json.Marshal(Masked) }
 func ParseServerURL(raw string) (*url.URL, error) {
 	u, err := url.Parse(strings.TrimRight(raw, "/"))
 	if err != nil {
-		return nil, fmt.Errorf("%q is not a URL", withoutUserInfo(raw))
+		return nil, fmt.Errorf("%q is not a URL", refusedURL(raw))
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return nil, fmt.Errorf("%q must start with http:// or https://", withoutUserInfo(raw))
+		return nil, fmt.Errorf("%q must start with http:// or https://", refusedURL(raw))
 	}
 	if u.Host == "" {
-		return nil, fmt.Errorf("%q has no host", withoutUserInfo(raw))
+		return nil, fmt.Errorf("%q has no host", refusedURL(raw))
 	}
 	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-		return nil, fmt.Errorf("%q must not carry user info, a query or a fragment", withoutUserInfo(raw))
+		return nil, fmt.Errorf("%q must not carry user info, a query or a fragment", refusedURL(raw))
 	}
 	return u, nil
 }
 
-// withoutUserInfo is a URL as a refusal quotes it: everything up to its
-// last @ (user info, a password typically, which may hold a / or ? of its
-// own) replaced by Masked.
-func withoutUserInfo(raw string) string {
+// refusedURL is a URL as a refusal quotes it: everything up to its last @
+// (user info, a password typically, which may hold a / or ? of its own)
+// replaced by Masked, and so are its query and fragment (a token or a
+// signature often travels there).
+func refusedURL(raw string) string {
 	scheme, rest, ok := strings.Cut(raw, "://")
 	if !ok {
 		scheme, rest = "", raw
@@ -65,9 +66,12 @@ func withoutUserInfo(raw string) string {
 		scheme += "://"
 	}
 	if i := strings.LastIndex(rest, "@"); i >= 0 {
-		return scheme + Masked + rest[i:]
+		rest = Masked + rest[i:]
 	}
-	return raw
+	if i := strings.IndexAny(rest, "?#"); i >= 0 {
+		rest = rest[:i+1] + Masked
+	}
+	return scheme + rest
 }
 
 // Secrets is every credential the configuration holds, for the process's one
@@ -105,7 +109,7 @@ func (c *Config) Secrets() []string {
 				}
 				continue
 			}
-			out = append(out, uriPassword(value)...)
+			out = append(out, URIPassword(value)...)
 		}
 	}
 	walk(reflect.ValueOf(c).Elem())
@@ -117,9 +121,9 @@ func (c *Config) Secrets() []string {
 	return slices.DeleteFunc(out, func(s string) bool { return s == "" })
 }
 
-// uriPassword is the password of a URL's user info (raw and decoded), if
+// URIPassword is the password of a URL's user info (raw and decoded), if
 // any.
-func uriPassword(uri string) []string {
+func URIPassword(uri string) []string {
 	_, userinfo, _, _ := splitURI(uri)
 	_, password, ok := strings.Cut(userinfo, ":")
 	if !ok || password == "" {

@@ -21,7 +21,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/scrub"
 )
 
 // Embedder turns texts into vectors, one per text, in order.
@@ -312,10 +312,11 @@ func (c *Client) post(ctx context.Context, body []byte, n int) ([][]float64, err
 		return nil, &retryAfter{err: fmt.Errorf("embeddings response unreadable: %s", networkReason(err))}
 	}
 	if resp.StatusCode != http.StatusOK {
-		// An endpoint may echo the request's key: it is masked before the
-		// body is cut (a key cut in two would pass any scrubber).
+		// An endpoint may echo the request's key (escaped, or with
+		// invisible characters inserted): it is masked before the body is
+		// cut (a key cut in two would pass any scrubber).
 		if c.cfg.APIKey != "" {
-			raw = bytes.ReplaceAll(raw, []byte(c.cfg.APIKey), []byte(config.Masked))
+			raw = []byte(scrub.New([]string{c.cfg.APIKey}).String(string(raw)))
 		}
 		se := &StatusError{Status: resp.StatusCode, Body: snippet(raw)}
 		if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode >= 500 {

@@ -22,8 +22,8 @@ import (
 // separators U+2028/U+2029; and every other default-ignorable code point a
 // renderer shows as nothing (Hangul fillers, the combining grapheme joiner,
 // the Khmer inherent vowels, unassigned U+2065, U+FFF0–U+FFF8, U+E0080–
-// U+E0FFF). Variation selectors are judged by the filter: one after a
-// visible character stays (an emoji's presentation), the others go.
+// U+E0FFF). Variation selectors are judged by the filter (variantOf): one
+// a visible character has variants for stays, the others go.
 func Unsafe(r rune) bool {
 	switch {
 	case r == '\n' || r == '\t':
@@ -57,9 +57,9 @@ type filter struct {
 	w      io.Writer
 	escape bool
 	carry  []byte
-	// base: the last rune written was visible, so one variation selector
-	// may follow it.
-	base bool
+	// base: the last rune written, when visible and not yet given a
+	// variation selector (0 otherwise).
+	base rune
 }
 
 func (f *filter) Write(p []byte) (int, error) {
@@ -71,7 +71,10 @@ func (f *filter) Write(p []byte) (int, error) {
 	for i := 0; i < len(b); {
 		if c := b[i]; c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' {
 			out = append(out, c) // printable ASCII: the common case
-			f.base = c > ' '
+			f.base = 0
+			if c > ' ' {
+				f.base = rune(c)
+			}
 			i++
 			continue
 		}
@@ -82,15 +85,15 @@ func (f *filter) Write(p []byte) (int, error) {
 				break
 			}
 			i++ // invalid byte: dropped
-			f.base = false
+			f.base = 0
 			continue
 		}
 		keep := !Unsafe(r)
 		if unicode.Is(unicode.Variation_Selector, r) {
-			keep = f.base
-			f.base = false
-		} else {
-			f.base = keep && !unicode.IsSpace(r)
+			keep = variantOf(f.base, r)
+			f.base = 0
+		} else if f.base = 0; keep && !unicode.IsSpace(r) {
+			f.base = r
 		}
 		switch {
 		case keep:
@@ -104,6 +107,27 @@ func (f *filter) Write(p []byte) (int, error) {
 		return 0, err
 	}
 	return len(p), nil
+}
+
+// variantOf reports whether the variation selector vs after base (0: none)
+// is one a text needs: the emoji or text presentation (U+FE0E/U+FE0F) of a
+// non-ASCII character or a keycap's digit, #, *; an ideographic variation
+// (U+E0100–U+E01EF) of an ideograph; a Mongolian free variation selector of
+// a Mongolian letter; a standardized variant (U+FE00–U+FE0D) of a non-ASCII
+// character. Others carry hidden text: one of 256 selectors after each
+// letter of an ordinary sentence is a hidden byte per letter.
+func variantOf(base, vs rune) bool {
+	switch {
+	case base == 0:
+		return false
+	case vs == 0xfe0e || vs == 0xfe0f:
+		return base >= 0x80 || base >= '0' && base <= '9' || base == '#' || base == '*'
+	case vs >= 0xe0100:
+		return unicode.Is(unicode.Ideographic, base)
+	case vs >= 0x180b && vs <= 0x180f:
+		return unicode.Is(unicode.Mongolian, base)
+	}
+	return base >= 0x80
 }
 
 // appendEscape writes r as JSON's \uXXXX (a surrogate pair above U+FFFF).

@@ -8,7 +8,8 @@ import (
 // TestFilter: what a model, a row or an endpoint puts in text cannot drive
 // the terminal or hide in it: escape sequences, C0/C1 controls, bidi
 // controls, zero-width and other format characters, tag characters,
-// separators and runs of variation selectors are dropped, also when a chunk
+// separators, runs of variation selectors and those the character before
+// has no variant for are dropped, also when a chunk
 // boundary splits a UTF-8 sequence; ordinary text (accents, CJK, emoji with
 // one variation selector) stays.
 func TestFilter(t *testing.T) {
@@ -30,7 +31,9 @@ func TestFilter(t *testing.T) {
 		{"Hangul filler, CGJ", []string{"a\u3164b\u034fc\u115fd"}, "abcd"},
 		{"other Cf", []string{"\u0600\u2061\u2064\ufff9x\U0001d173"}, "x"},
 		{"one variation selector after a base", []string{"\u2764\ufe0f ok"}, "\u2764\ufe0f ok"},
-		{"variation selector run", []string{"a\ufe00\ufe01\ufe02\U000E0100b"}, "a\ufe00b"},
+		{"variation selector run", []string{"\u2229\ufe00\ufe01\ufe02\U000E0100b"}, "\u2229\ufe00b"},
+		{"keycap, ideograph, Mongolian", []string{"1\ufe0f\u20e3 \u845b\U000E0100 \u1820\u180b"}, "1\ufe0f\u20e3 \u845b\U000E0100 \u1820\u180b"},
+		{"a hidden byte per letter", []string{"H\U000E0173i\U000E0165 a\ufe0fl\ufe00l \u00e9\U000E0101"}, "Hi all \u00e9"},
 		{"variation selector alone", []string{" \ufe0f\U000E0101x"}, " x"},
 		{"text stays", []string{"日本語 Ünïcödé — “quotes” 🎵\n"}, "日本語 Ünïcödé — “quotes” 🎵\n"},
 	} {
