@@ -26,9 +26,9 @@ import (
 // same identity sees as the process's fixed identity over stdio.
 var identityClasses = []string{"Song", "Invoice", "Playlist"}
 
-func fixedIdentityCounts(t *testing.T, ident string) map[string]float64 {
+func fixedIdentityCounts(t *testing.T, env ...string) map[string]float64 {
 	t.Helper()
-	c := stdioClient(t, ident)
+	c := stdioClient(t, env...)
 	out := map[string]float64{}
 	for _, cls := range identityClasses {
 		n, _ := callOK(t, c, "count_objects", map[string]any{"class_name": cls})["count"].(float64)
@@ -383,5 +383,61 @@ func TestHTTPIdentityLimitsAndConfirmations(t *testing.T) {
 	}
 	if status, txt := count("bob"); status != 200 || strings.Contains(txt, "rate limit") {
 		t.Fatalf("bob is limited by alice's calls: %d %s", status, txt)
+	}
+}
+
+// TestHTTPTenantFromUser: with tenant_scope.from_user each person's tenant
+// is their own _User row's, per request; it equals the fixed identity with
+// PARSE_MCP_TENANT_ID set to that tenant; a user without one is refused.
+func TestHTTPTenantFromUser(t *testing.T) {
+	pol := policyFile(t, "tenant_from_user")
+	h := startHTTP(t, pol, "PARSE_MCP_HTTP_AUTH=parse-session")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// alice's tenant and a user of another one, with a session of its own.
+	tokens := map[string]string{"alice": demo.AliceSessionToken}
+	for user, org := range demo.UserOrg {
+		if org != demo.UserOrg["alice"] {
+			tokens[user] = "r:0000000000000000000000000000" + fmt.Sprintf("%04x", len(user))
+			if _, err := testDB.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: "tenantSess" + user}, {Key: "_session_token", Value: tokens[user]}, {Key: "_p_user", Value: "_User$" + demo.UserIDs[user]}}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = testDB.Collection("_Session").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "tenantSess" + user}}) })
+			break
+		}
+	}
+	orgs := map[string]bool{}
+	i := 0
+	for user, tok := range tokens {
+		i++
+		org := demo.UserOrg[user]
+		orgs[org] = true
+		want := fixedIdentityCounts(t, pol, "PARSE_MCP_SESSION_TOKEN="+tok, "PARSE_MCP_TENANT_ID="+org)
+		if got := fixedIdentityCounts(t, pol, "PARSE_MCP_SESSION_TOKEN="+tok); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s over stdio: from_user gives %v, PARSE_MCP_TENANT_ID=%s %v", user, got, org, want)
+		}
+		for _, cls := range identityClasses {
+			status, txt, isErr := h.statelessTool(fmt.Sprint("t", i, cls), "count_objects", map[string]any{"class_name": cls}, map[string]string{"X-Parse-Session-Token": tok})
+			if status != 200 || isErr || countOf(t, txt) != want[cls] {
+				t.Errorf("%s: count %s = %d %s, want %v (tenant %s)", user, cls, status, txt, want[cls], org)
+			}
+		}
+	}
+	if len(orgs) < 2 {
+		t.Fatalf("the fixture's users are all in one tenant: %v", orgs)
+	}
+	if _, err := testDB.Collection("_User").InsertOne(ctx, bson.D{{Key: "_id", Value: "noTenantUser"}, {Key: "username", Value: "drifter"}}); err != nil {
+		t.Fatal(err)
+	}
+	tok := "r:0000000000000000000000000000abcd"
+	if _, err := testDB.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: "noTenantSess"}, {Key: "_session_token", Value: tok}, {Key: "_p_user", Value: "_User$noTenantUser"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = testDB.Collection("_User").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "noTenantUser"}})
+		_, _ = testDB.Collection("_Session").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "noTenantSess"}})
+	})
+	if status, txt, _ := h.statelessTool("nt", "count_objects", map[string]any{"class_name": "Artist"}, map[string]string{"X-Parse-Session-Token": tok}); status != http.StatusUnauthorized {
+		t.Errorf("a user without a tenant: %d %s, want 401", status, txt)
 	}
 }

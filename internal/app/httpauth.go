@@ -82,5 +82,6 @@ func (a *App) HTTPAuth(cfg *config.Config) (*server.HTTPAuth, error) {
 // identity the request acts as (internal/identity).
 func (a *App) IdentifyWith(cfg *config.Config, auth authn.Authenticator) *server.HTTPAuth {
 	resolver := identity.New(a.Store, a.Deps.Bridge, cfg, a.Deps.Policy.Identity())
+	resolver.TenantFromUser = a.Deps.Policy.TenantFromUser()
 	return &server.HTTPAuth{Identify: resolver.Authenticate(auth), Recheck: max(cfg.IdentityCache, time.Second)}
 }
