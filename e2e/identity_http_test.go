@@ -402,7 +402,9 @@ func TestHTTPTenantFromUser(t *testing.T) {
 			if _, err := testDB.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: "tenantSess" + user}, {Key: "_session_token", Value: tokens[user]}, {Key: "_p_user", Value: "_User$" + demo.UserIDs[user]}}); err != nil {
 				t.Fatal(err)
 			}
-			t.Cleanup(func() { _, _ = testDB.Collection("_Session").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "tenantSess" + user}}) })
+			t.Cleanup(func() {
+				_, _ = testDB.Collection("_Session").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "tenantSess" + user}})
+			})
 			break
 		}
 	}
