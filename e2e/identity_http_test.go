@@ -195,8 +195,14 @@ func TestHTTPPerRequestIdentity(t *testing.T) {
 	if status, b, _ := h.statelessTool("d3", "count_objects", map[string]any{"class_name": "Song"}, cred); status != http.StatusUnauthorized {
 		t.Errorf("deleted session, 2026-07-28: %d %s, want 401", status, b)
 	}
-	// No credential reaches a log line.
+	// Audit events say who (user, client_id), and no credential reaches a
+	// log line.
 	logs := h.stderr.String()
+	for _, who := range []string{`"user":"user:` + demo.UserAliceID + `"`, `"user":"user:` + demo.UserBobID + `"`, `"user":"role:` + demo.RoleModerator + `","client_id":"mods"`, `"user":"master","client_id":"ops"`} {
+		if !strings.Contains(logs, who) {
+			t.Errorf("no audit event with %s", who)
+		}
+	}
 	for _, secret := range []string{demo.AliceSessionToken, demo.BobSessionToken, token, opsKey, editorKey} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("a credential is in the log")
