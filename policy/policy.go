@@ -51,7 +51,9 @@ const (
 	OpDelete = "delete"
 )
 
-// Engine evaluates the policy.
+// Engine evaluates the policy. For copies it into a request's view, so its
+// mutable shared state (limiters, store) lives behind pointers: a field
+// holding a lock or a counter by value would be copied per request.
 type Engine struct {
 	cfg   *config.Config
 	log   zerolog.Logger
