@@ -12,13 +12,10 @@ import (
 )
 
 // AuthModes builds the authenticators of PARSE_MCP_HTTP_AUTH's modes that
-// need more than the configuration (jwt: internal/jwtauth; oauth:
-// internal/oauth), keyed by mode. A listed mode without a constructor here
-// is refused at start-up as not available in this build.
-//
-// WIRING POINT: the jwt and oauth packages register here, e.g.
-//
-//	AuthModes[authn.ModeJWT] = func(cfg *config.Config, a *App) (authn.Authenticator, error) { return jwtauth.New(cfg, a.Store) }
+// need more than the configuration, keyed by mode; each registers from a
+// file of its own (httpauth_jwt.go; oauth the same way). A listed mode
+// without a constructor here is refused at start-up as not available in
+// this build.
 var AuthModes = map[string]func(cfg *config.Config, a *App) (authn.Authenticator, error){}
 
 // HTTPAuth is the per-request authentication of PARSE_MCP_HTTP_AUTH (nil
