@@ -7,7 +7,6 @@ package e2e
 // the environment identity would show rows the person may not read.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -250,23 +249,10 @@ func (h *httpServer) listenAs(t *testing.T, id, uri string, cred map[string]stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("listen %s: %d", id, resp.StatusCode)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("listen %s: %d %s", id, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	msgs := make(chan map[string]any, 16)
-	go func() {
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
-				var m map[string]any
-				if json.Unmarshal([]byte(line[6:]), &m) == nil {
-					msgs <- m
-				}
-			}
-		}
-		close(msgs)
-	}()
+	msgs := sseMessages(resp.Body)
 	select {
 	case ack := <-msgs:
 		if ack["method"] != "notifications/subscriptions/acknowledged" {
