@@ -19,6 +19,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // identityCounts are the counts a per-request identity must see: what the
@@ -433,5 +434,53 @@ func TestHTTPTenantFromUser(t *testing.T) {
 	})
 	if status, txt, _ := h.statelessTool("nt", "count_objects", map[string]any{"class_name": "Artist"}, map[string]string{"X-Parse-Session-Token": tok}); status != http.StatusUnauthorized {
 		t.Errorf("a user without a tenant: %d %s, want 401", status, txt)
+	}
+}
+
+// TestHTTPBridgeActsAsTheRequest: with the Parse Server bridge, a write or
+// Cloud function of a request acting as a Parse session goes to Parse with
+// that session — its triggers see the user, its CLPs apply — although the
+// process itself runs in master posture with the master key; an identity
+// without a session (a key naming a user) cannot write through the bridge.
+func TestHTTPBridgeActsAsTheRequest(t *testing.T) {
+	ps := startParse(t)
+	ps.CreateClass(t, "Locked", map[string]string{"title": "String"}, map[string]any{
+		"find": map[string]any{"*": true}, "get": map[string]any{"*": true}, "count": map[string]any{"*": true},
+		"create": map[string]any{}, "update": map[string]any{}, "delete": map[string]any{}, "addField": map[string]any{},
+	})
+	aliceID, alice := ps.SignUp(t, "alice", "pw")
+	bobID, bob := ps.SignUp(t, "bob", "pw")
+	const readerKey = "bridge-reader-key-0123456789"
+	h := startHTTP(t, append(bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, policyEnv(t, bridgePolicy),
+		"PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_API_KEYS=reader@user="+bobID+":"+readerKey), writeEnv...)...)
+	call := func(s *mcpSession, tool string, args map[string]any) (map[string]any, string, bool) {
+		txt, isErr := s.toolText("b", tool, args)
+		var out map[string]any
+		_ = json.Unmarshal([]byte(txt), &out)
+		return out, txt, isErr
+	}
+	as := h.session(map[string]string{"Authorization": "Bearer " + alice})
+	out, txt, isErr := call(as, "create_object", map[string]any{"class_name": "Note", "fields": map[string]any{"title": "alice's"}})
+	if isErr {
+		t.Fatalf("alice's create: %s", txt)
+	}
+	if row := waitAudit(t, ps, out["object_id"].(string), "create"); row["user"] != aliceID {
+		t.Fatalf("the trigger did not see alice: %v", row)
+	}
+	if fn, txt, isErr := call(as, "call_action", map[string]any{"action": "greet_someone", "arguments": map[string]any{"name": "Ada"}}); isErr {
+		t.Fatalf("alice's function: %s", txt)
+	} else if r, _ := fn["result"].(map[string]any); r["user"] != "alice" || r["master"] != false {
+		t.Fatalf("the function did not run as alice: %v", fn)
+	}
+	bs := h.session(map[string]string{"X-Parse-Session-Token": bob})
+	if _, txt, isErr := call(bs, "create_object", map[string]any{"class_name": "Locked", "fields": map[string]any{"title": "no"}}); !isErr {
+		t.Fatalf("bob created an object in a class whose CLP forbids it (a master write would): %s", txt)
+	}
+	if n := ps.MustDo(t, "GET", "/classes/Locked?count=1&limit=0", nil, parsetest.AsMaster)["count"]; n != float64(0) {
+		t.Fatalf("Locked holds %v objects", n)
+	}
+	rs := h.session(map[string]string{"X-MCP-API-Key": readerKey})
+	if _, txt, isErr := call(rs, "create_object", map[string]any{"class_name": "Note", "fields": map[string]any{"title": "x"}}); !isErr || !strings.Contains(txt, "session token") {
+		t.Fatalf("a key naming a user wrote through the bridge: %s", txt)
 	}
 }
