@@ -452,7 +452,7 @@ func TestHTTPBridgeActsAsTheRequest(t *testing.T) {
 	bobID, bob := ps.SignUp(t, "bob", "pw")
 	const readerKey = "bridge-reader-key-0123456789"
 	h := startHTTP(t, append(bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, policyEnv(t, bridgePolicy),
-		"PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_API_KEYS=reader@user="+bobID+":"+readerKey), writeEnv...)...)
+		"PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_IDENTITY_CACHE=1s", "PARSE_MCP_API_KEYS=reader@user="+bobID+":"+readerKey), writeEnv...)...)
 	call := func(s *mcpSession, tool string, args map[string]any) (map[string]any, string, bool) {
 		txt, isErr := s.toolText("b", tool, args)
 		var out map[string]any
@@ -478,6 +478,13 @@ func TestHTTPBridgeActsAsTheRequest(t *testing.T) {
 	}
 	if n := ps.MustDo(t, "GET", "/classes/Locked?count=1&limit=0", nil, parsetest.AsMaster)["count"]; n != float64(0) {
 		t.Fatalf("Locked holds %v objects", n)
+	}
+	// A Parse logout (the session is resolved by Parse's /users/me here)
+	// ends alice's access within the cache time.
+	ps.MustDo(t, "POST", "/logout", nil, parsetest.AsSession(alice))
+	time.Sleep(1500 * time.Millisecond)
+	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{}}`, as.headers); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("alice after her Parse logout: %d %s, want 401", resp.StatusCode, b)
 	}
 	rs := h.session(map[string]string{"X-MCP-API-Key": readerKey})
 	if _, txt, isErr := call(rs, "create_object", map[string]any{"class_name": "Note", "fields": map[string]any{"title": "x"}}); !isErr || !strings.Contains(txt, "session token") {
