@@ -93,6 +93,7 @@ func TestHTTPPerRequestIdentity(t *testing.T) {
 	const opsKey = "ops-key-0123456789abcdef"
 	const editorKey = "editor-key-0123456789abcdef"
 	h := startHTTP(t, "PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_IDENTITY_CACHE=1s",
+		"PARSE_MCP_PERMISSIONS=write", "PARSE_AGENT_ALLOW_WRITE_TOOLS=true", "PARSE_AGENT_ALLOW_RAW_CRUD=true",
 		"PARSE_MCP_API_KEYS=ops@master:"+opsKey+",mods@role="+demo.RoleModerator+"/readonly:"+editorKey)
 
 	people := []struct {
@@ -142,11 +143,17 @@ func TestHTTPPerRequestIdentity(t *testing.T) {
 	if txt, isErr := ops.toolText("m", "count_objects", map[string]any{"class_name": "_Session"}); isErr {
 		t.Errorf("master key: _Session refused: %s", txt)
 	}
-	// The readonly cap of the Moderator key: tools/list offers no writes
-	// (the server itself runs readonly too, so this only checks the list
-	// is computed per request without error).
-	if resp := sessions["a key acting as role Moderator"].rpc("l", "tools/list", ""); resp["result"] == nil {
-		t.Errorf("tools/list: %v", resp)
+	// tools/list per identity: the server runs with the write tier, the
+	// Moderator key is capped at readonly.
+	lists := func(s *mcpSession) bool {
+		b, _ := json.Marshal(s.rpc("l", "tools/list", ""))
+		return strings.Contains(string(b), `"name":"create_object"`)
+	}
+	if !lists(sessions[people[0].name]) || lists(sessions["a key acting as role Moderator"]) {
+		t.Errorf("tools/list: alice lists create_object %v (want true), the readonly key %v (want false)", lists(sessions[people[0].name]), lists(sessions["a key acting as role Moderator"]))
+	}
+	if txt, isErr := sessions["a key acting as role Moderator"].toolText("w", "create_object", map[string]any{"class_name": "Song", "fields": map[string]any{"title": "x"}}); !isErr || !strings.Contains(txt, "caps the tier at readonly") {
+		t.Errorf("the readonly key called a write tool: %s", txt)
 	}
 
 	// A session belongs to its identity: bob presenting alice's session id
