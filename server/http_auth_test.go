@@ -29,8 +29,10 @@ func TestHTTPAuthHooks(t *testing.T) {
 			}
 			return nil, fmt.Errorf("%w: no credential", authn.ErrUnauthorized)
 		},
-		Challenge: func(*http.Request) string { return `Bearer resource_metadata="http://x/.well-known/oauth-protected-resource"` },
-		Routes:    routes,
+		Challenge: func(*http.Request) string {
+			return `Bearer resource_metadata="http://x/.well-known/oauth-protected-resource"`
+		},
+		Routes: routes,
 	}
 	h := MountHTTP(t.Context(), nil, HTTPOptions{Log: zerolog.Nop(), Auth: auth}, false)
 	do := func(method, path, bearer string) *http.Response {
