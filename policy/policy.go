@@ -393,7 +393,6 @@ func (e *Engine) hiddenClass(ctx context.Context, schema *parsedb.Schema, name s
 // whose target class is hidden or missing: the same answer for both, which
 // names neither the class nor the reason.
 func (e *Engine) TargetUnavailable(ctx context.Context, format string, args ...any) *toolerror.Error {
-	e = e.For(ctx)
 	if ci := callStateOf(ctx); ci != nil {
 		ci.hiddenRefused = true
 	}
