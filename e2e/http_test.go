@@ -241,11 +241,17 @@ func (s *mcpSession) listen(ctx context.Context) <-chan map[string]any {
 	if resp.StatusCode != 200 {
 		s.h.t.Fatalf("GET /mcp: %d", resp.StatusCode)
 	}
+	return sseMessages(resp.Body)
+}
+
+// sseMessages reads an event stream's JSON-RPC messages, closing the
+// channel (and body) when the stream ends.
+func sseMessages(body io.ReadCloser) <-chan map[string]any {
 	out := make(chan map[string]any, 64)
 	go func() {
 		defer close(out)
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
+		defer body.Close()
+		sc := bufio.NewScanner(body)
 		for sc.Scan() {
 			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
 				var m map[string]any

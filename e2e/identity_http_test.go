@@ -7,7 +7,6 @@ package e2e
 // the environment identity would show rows the person may not read.
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -20,15 +19,16 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // identityCounts are the counts a per-request identity must see: what the
 // same identity sees as the process's fixed identity over stdio.
 var identityClasses = []string{"Song", "Invoice", "Playlist"}
 
-func fixedIdentityCounts(t *testing.T, ident string) map[string]float64 {
+func fixedIdentityCounts(t *testing.T, env ...string) map[string]float64 {
 	t.Helper()
-	c := stdioClient(t, ident)
+	c := stdioClient(t, env...)
 	out := map[string]float64{}
 	for _, cls := range identityClasses {
 		n, _ := callOK(t, c, "count_objects", map[string]any{"class_name": cls})["count"].(float64)
@@ -93,6 +93,7 @@ func TestHTTPPerRequestIdentity(t *testing.T) {
 	const opsKey = "ops-key-0123456789abcdef"
 	const editorKey = "editor-key-0123456789abcdef"
 	h := startHTTP(t, "PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_IDENTITY_CACHE=1s",
+		"PARSE_MCP_PERMISSIONS=write", "PARSE_AGENT_ALLOW_WRITE_TOOLS=true", "PARSE_AGENT_ALLOW_RAW_CRUD=true",
 		"PARSE_MCP_API_KEYS=ops@master:"+opsKey+",mods@role="+demo.RoleModerator+"/readonly:"+editorKey)
 
 	people := []struct {
@@ -142,11 +143,17 @@ func TestHTTPPerRequestIdentity(t *testing.T) {
 	if txt, isErr := ops.toolText("m", "count_objects", map[string]any{"class_name": "_Session"}); isErr {
 		t.Errorf("master key: _Session refused: %s", txt)
 	}
-	// The readonly cap of the Moderator key: tools/list offers no writes
-	// (the server itself runs readonly too, so this only checks the list
-	// is computed per request without error).
-	if resp := sessions["a key acting as role Moderator"].rpc("l", "tools/list", ""); resp["result"] == nil {
-		t.Errorf("tools/list: %v", resp)
+	// tools/list per identity: the server runs with the write tier, the
+	// Moderator key is capped at readonly.
+	lists := func(s *mcpSession) bool {
+		b, _ := json.Marshal(s.rpc("l", "tools/list", ""))
+		return strings.Contains(string(b), `"name":"create_object"`)
+	}
+	if !lists(sessions[people[0].name]) || lists(sessions["a key acting as role Moderator"]) {
+		t.Errorf("tools/list: alice lists create_object %v (want true), the readonly key %v (want false)", lists(sessions[people[0].name]), lists(sessions["a key acting as role Moderator"]))
+	}
+	if txt, isErr := sessions["a key acting as role Moderator"].toolText("w", "create_object", map[string]any{"class_name": "Song", "fields": map[string]any{"title": "x"}}); !isErr || !strings.Contains(txt, "caps the tier at readonly") {
+		t.Errorf("the readonly key called a write tool: %s", txt)
 	}
 
 	// A session belongs to its identity: bob presenting alice's session id
@@ -195,8 +202,14 @@ func TestHTTPPerRequestIdentity(t *testing.T) {
 	if status, b, _ := h.statelessTool("d3", "count_objects", map[string]any{"class_name": "Song"}, cred); status != http.StatusUnauthorized {
 		t.Errorf("deleted session, 2026-07-28: %d %s, want 401", status, b)
 	}
-	// No credential reaches a log line.
+	// Audit events say who (user, client_id), and no credential reaches a
+	// log line.
 	logs := h.stderr.String()
+	for _, who := range []string{`"user":"user:` + demo.UserAliceID + `"`, `"user":"user:` + demo.UserBobID + `"`, `"user":"role:` + demo.RoleModerator + `","client_id":"mods"`, `"user":"master","client_id":"ops"`} {
+		if !strings.Contains(logs, who) {
+			t.Errorf("no audit event with %s", who)
+		}
+	}
 	for _, secret := range []string{demo.AliceSessionToken, demo.BobSessionToken, token, opsKey, editorKey} {
 		if strings.Contains(logs, secret) {
 			t.Errorf("a credential is in the log")
@@ -244,23 +257,10 @@ func (h *httpServer) listenAs(t *testing.T, id, uri string, cred map[string]stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	if resp.StatusCode != 200 {
-		t.Fatalf("listen %s: %d", id, resp.StatusCode)
+	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		t.Fatalf("listen %s: %d %s", id, resp.StatusCode, resp.Header.Get("Content-Type"))
 	}
-	msgs := make(chan map[string]any, 16)
-	go func() {
-		defer resp.Body.Close()
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
-				var m map[string]any
-				if json.Unmarshal([]byte(line[6:]), &m) == nil {
-					msgs <- m
-				}
-			}
-		}
-		close(msgs)
-	}()
+	msgs := sseMessages(resp.Body)
 	select {
 	case ack := <-msgs:
 		if ack["method"] != "notifications/subscriptions/acknowledged" {
@@ -383,5 +383,118 @@ func TestHTTPIdentityLimitsAndConfirmations(t *testing.T) {
 	}
 	if status, txt := count("bob"); status != 200 || strings.Contains(txt, "rate limit") {
 		t.Fatalf("bob is limited by alice's calls: %d %s", status, txt)
+	}
+}
+
+// TestHTTPTenantFromUser: with tenant_scope.from_user each person's tenant
+// is their own _User row's, per request; it equals the fixed identity with
+// PARSE_MCP_TENANT_ID set to that tenant; a user without one is refused.
+func TestHTTPTenantFromUser(t *testing.T) {
+	pol := policyFile(t, "tenant_from_user")
+	h := startHTTP(t, pol, "PARSE_MCP_HTTP_AUTH=parse-session")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	// alice's tenant and a user of another one, with a session of its own.
+	tokens := map[string]string{"alice": demo.AliceSessionToken}
+	for user, org := range demo.UserOrg {
+		if org != demo.UserOrg["alice"] {
+			tokens[user] = "r:0000000000000000000000000000" + fmt.Sprintf("%04x", len(user))
+			if _, err := testDB.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: "tenantSess" + user}, {Key: "_session_token", Value: tokens[user]}, {Key: "_p_user", Value: "_User$" + demo.UserIDs[user]}}); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() {
+				_, _ = testDB.Collection("_Session").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "tenantSess" + user}})
+			})
+			break
+		}
+	}
+	orgs := map[string]bool{}
+	i := 0
+	for user, tok := range tokens {
+		i++
+		org := demo.UserOrg[user]
+		orgs[org] = true
+		want := fixedIdentityCounts(t, pol, "PARSE_MCP_SESSION_TOKEN="+tok, "PARSE_MCP_TENANT_ID="+org)
+		if got := fixedIdentityCounts(t, pol, "PARSE_MCP_SESSION_TOKEN="+tok); fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("%s over stdio: from_user gives %v, PARSE_MCP_TENANT_ID=%s %v", user, got, org, want)
+		}
+		for _, cls := range identityClasses {
+			status, txt, isErr := h.statelessTool(fmt.Sprint("t", i, cls), "count_objects", map[string]any{"class_name": cls}, map[string]string{"X-Parse-Session-Token": tok})
+			if status != 200 || isErr || countOf(t, txt) != want[cls] {
+				t.Errorf("%s: count %s = %d %s, want %v (tenant %s)", user, cls, status, txt, want[cls], org)
+			}
+		}
+	}
+	if len(orgs) < 2 {
+		t.Fatalf("the fixture's users are all in one tenant: %v", orgs)
+	}
+	if _, err := testDB.Collection("_User").InsertOne(ctx, bson.D{{Key: "_id", Value: "noTenantUser"}, {Key: "username", Value: "drifter"}}); err != nil {
+		t.Fatal(err)
+	}
+	tok := "r:0000000000000000000000000000abcd"
+	if _, err := testDB.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: "noTenantSess"}, {Key: "_session_token", Value: tok}, {Key: "_p_user", Value: "_User$noTenantUser"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = testDB.Collection("_User").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "noTenantUser"}})
+		_, _ = testDB.Collection("_Session").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "noTenantSess"}})
+	})
+	if status, txt, _ := h.statelessTool("nt", "count_objects", map[string]any{"class_name": "Artist"}, map[string]string{"X-Parse-Session-Token": tok}); status != http.StatusUnauthorized {
+		t.Errorf("a user without a tenant: %d %s, want 401", status, txt)
+	}
+}
+
+// TestHTTPBridgeActsAsTheRequest: with the Parse Server bridge, a write or
+// Cloud function of a request acting as a Parse session goes to Parse with
+// that session — its triggers see the user, its CLPs apply — although the
+// process itself runs in master posture with the master key; an identity
+// without a session (a key naming a user) cannot write through the bridge.
+func TestHTTPBridgeActsAsTheRequest(t *testing.T) {
+	ps := startParse(t)
+	ps.CreateClass(t, "Locked", map[string]string{"title": "String"}, map[string]any{
+		"find": map[string]any{"*": true}, "get": map[string]any{"*": true}, "count": map[string]any{"*": true},
+		"create": map[string]any{}, "update": map[string]any{}, "delete": map[string]any{}, "addField": map[string]any{},
+	})
+	aliceID, alice := ps.SignUp(t, "alice", "pw")
+	bobID, bob := ps.SignUp(t, "bob", "pw")
+	const readerKey = "bridge-reader-key-0123456789"
+	h := startHTTP(t, append(bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, policyEnv(t, bridgePolicy),
+		"PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_IDENTITY_CACHE=1s", "PARSE_MCP_API_KEYS=reader@user="+bobID+":"+readerKey), writeEnv...)...)
+	call := func(s *mcpSession, tool string, args map[string]any) (map[string]any, string, bool) {
+		txt, isErr := s.toolText("b", tool, args)
+		var out map[string]any
+		_ = json.Unmarshal([]byte(txt), &out)
+		return out, txt, isErr
+	}
+	as := h.session(map[string]string{"Authorization": "Bearer " + alice})
+	out, txt, isErr := call(as, "create_object", map[string]any{"class_name": "Note", "fields": map[string]any{"title": "alice's"}})
+	if isErr {
+		t.Fatalf("alice's create: %s", txt)
+	}
+	if row := waitAudit(t, ps, out["object_id"].(string), "create"); row["user"] != aliceID {
+		t.Fatalf("the trigger did not see alice: %v", row)
+	}
+	if fn, txt, isErr := call(as, "call_action", map[string]any{"action": "greet_someone", "arguments": map[string]any{"name": "Ada"}}); isErr {
+		t.Fatalf("alice's function: %s", txt)
+	} else if r, _ := fn["result"].(map[string]any); r["user"] != "alice" || r["master"] != false {
+		t.Fatalf("the function did not run as alice: %v", fn)
+	}
+	bs := h.session(map[string]string{"X-Parse-Session-Token": bob})
+	if _, txt, isErr := call(bs, "create_object", map[string]any{"class_name": "Locked", "fields": map[string]any{"title": "no"}}); !isErr {
+		t.Fatalf("bob created an object in a class whose CLP forbids it (a master write would): %s", txt)
+	}
+	if n := ps.MustDo(t, "GET", "/classes/Locked?count=1&limit=0", nil, parsetest.AsMaster)["count"]; n != float64(0) {
+		t.Fatalf("Locked holds %v objects", n)
+	}
+	// A Parse logout (the session is resolved by Parse's /users/me here)
+	// ends alice's access within the cache time.
+	ps.MustDo(t, "POST", "/logout", nil, parsetest.AsSession(alice))
+	time.Sleep(1500 * time.Millisecond)
+	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","id":"l","method":"tools/list","params":{}}`, as.headers); resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("alice after her Parse logout: %d %s, want 401", resp.StatusCode, b)
+	}
+	rs := h.session(map[string]string{"X-MCP-API-Key": readerKey})
+	if _, txt, isErr := call(rs, "create_object", map[string]any{"class_name": "Note", "fields": map[string]any{"title": "x"}}); !isErr || !strings.Contains(txt, "session token") {
+		t.Fatalf("a key naming a user wrote through the bridge: %s", txt)
 	}
 }

@@ -159,7 +159,7 @@ func (w *parityWorld) parseFind(t *testing.T, q parityQuery, as parsetest.Caller
 	return parseAnswer{rows: rows}
 }
 
-func mcpFind(t *testing.T, r *rawServer, q parityQuery) parseAnswer {
+func mcpFind(t *testing.T, r toolCaller, q parityQuery) parseAnswer {
 	t.Helper()
 	// Parse's REST row shape, not the compact default.
 	args := map[string]any{"class_name": q.class, "limit": 1000, "shape": "rest"}
@@ -178,7 +178,7 @@ func mcpFind(t *testing.T, r *rawServer, q parityQuery) parseAnswer {
 	}
 	args["order"] = order
 	b, _ := json.Marshal(args)
-	resp := aggRPC(r, q.name, "query_class", string(b))
+	resp := r.callTool(q.name, "query_class", string(b))
 	res := obj(resp["result"])
 	if resp["error"] != nil || res == nil || res["isError"] == true {
 		return parseAnswer{refused: true, detail: fmt.Sprint(resp["error"], res)}
@@ -361,9 +361,29 @@ func TestParityWithParseServer(t *testing.T) {
 			}
 		}
 	}()
+	// Each identity twice: as the fixed identity of its own stdio process,
+	// and by its own credential in one HTTP process serving them all
+	// (PARSE_MCP_HTTP_AUTH; master through an operator's named key).
+	const opsKey = "parity-ops-key-0123456789"
+	h := startHTTP(t, "PARSE_MCP_MONGODB_URI="+w.ps.MongoURI, "PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_API_KEYS=ops@master:"+opsKey)
+	type run struct {
+		name   string
+		caller parsetest.Caller
+		srv    toolCaller
+	}
+	var runs []run
 	for _, id := range identities {
 		r := startRaw(t, append([]string{"PARSE_MCP_MONGODB_URI=" + w.ps.MongoURI}, id.env...)...)
 		r.initialize()
+		runs = append(runs, run{id.name, id.caller, r})
+		cred := map[string]string{"X-MCP-API-Key": opsKey}
+		if !id.caller.Master {
+			cred = map[string]string{"Authorization": "Bearer " + id.caller.SessionToken}
+		}
+		runs = append(runs, run{id.name + " (HTTP, per request)", id.caller, h.session(cred)})
+	}
+	for _, id := range runs {
+		r := id.srv
 		for _, q := range queries {
 			checks++
 			key := id.name + "/" + q.name
@@ -385,7 +405,7 @@ func TestParityWithParseServer(t *testing.T) {
 				t.Errorf("%s: %s", key, d)
 			}
 		}
-		if id.name == "master" {
+		if id.caller.Master {
 			// distinct is master-only in Parse (its aggregate endpoint);
 			// parse-mcp leaves null out as Parse does.
 			for _, field := range []string{"note", "tags", "title", "n"} {
@@ -435,7 +455,7 @@ func (w *parityWorld) parseCount(t *testing.T, q parityQuery, as parsetest.Calle
 	return parseAnswer{rows: []map[string]any{{"count": body["count"]}}}
 }
 
-func mcpCount(t *testing.T, r *rawServer, q parityQuery) parseAnswer {
+func mcpCount(t *testing.T, r toolCaller, q parityQuery) parseAnswer {
 	t.Helper()
 	args := map[string]any{"class_name": q.class}
 	if q.where != nil {
@@ -457,7 +477,7 @@ func (w *parityWorld) parseDistinct(t *testing.T, field string) parseAnswer {
 	return parseAnswer{rows: []map[string]any{{"values": sortedValues(rowObjects(body, "results"))}}}
 }
 
-func mcpDistinct(t *testing.T, r *rawServer, field string) parseAnswer {
+func mcpDistinct(t *testing.T, r toolCaller, field string) parseAnswer {
 	t.Helper()
 	out, refused := mcpCall(t, r, "distinct-"+field, "distinct", map[string]any{"class_name": "Item", "field": field})
 	if refused != "" {
@@ -474,11 +494,24 @@ func sortedValues(vals []any) []any {
 	return out
 }
 
+// toolCaller sends one tools/call (arguments as JSON) and returns the
+// JSON-RPC response: a stdio process of a fixed identity, or one person's
+// session of an HTTP process with PARSE_MCP_HTTP_AUTH.
+type toolCaller interface {
+	callTool(id, tool, args string) map[string]any
+}
+
+func (r *rawServer) callTool(id, tool, args string) map[string]any { return aggRPC(r, id, tool, args) }
+
+func (s *mcpSession) callTool(id, tool, args string) map[string]any {
+	return s.rpc(id, "tools/call", fmt.Sprintf(`{"name":%q,"arguments":%s}`, tool, args))
+}
+
 // mcpCall runs a tool on r: its decoded result, or why it was refused.
-func mcpCall(t *testing.T, r *rawServer, id, tool string, args map[string]any) (map[string]any, string) {
+func mcpCall(t *testing.T, r toolCaller, id, tool string, args map[string]any) (map[string]any, string) {
 	t.Helper()
 	b, _ := json.Marshal(args)
-	resp := aggRPC(r, id, tool, string(b))
+	resp := r.callTool(id, tool, string(b))
 	res := obj(resp["result"])
 	if resp["error"] != nil || res == nil || res["isError"] == true {
 		return nil, fmt.Sprint(resp["error"], res)

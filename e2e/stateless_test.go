@@ -7,7 +7,6 @@ package e2e
 // instances serving one client alternately, and subscriptions/listen.
 
 import (
-	"bufio"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -264,35 +263,7 @@ func TestStatelessScaleOut(t *testing.T) {
 // ends the subscription.
 func TestStatelessListenHTTP(t *testing.T) {
 	h := startHTTP(t, scratchEnv(t)...)
-	ctx := t.Context()
-	body := statelessBody("listen-1", "subscriptions/listen", `{"notifications":{"resourceSubscriptions":["parse://Song/count"]}}`, "")
-	req, _ := http.NewRequestWithContext(ctx, "POST", h.base+"/mcp", strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	for k, v := range statelessHeaders("subscriptions/listen", "") {
-		req.Header.Set(k, v)
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
-		t.Fatalf("listen: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-	}
-	msgs := make(chan map[string]any, 16)
-	go func() {
-		sc := bufio.NewScanner(resp.Body)
-		for sc.Scan() {
-			if line := sc.Text(); strings.HasPrefix(line, "data: ") {
-				var m map[string]any
-				if json.Unmarshal([]byte(line[6:]), &m) == nil {
-					msgs <- m
-				}
-			}
-		}
-		close(msgs)
-	}()
+	msgs := h.listenAs(t, "listen-1", "parse://Song/count", nil) // acknowledged
 	next := func() map[string]any {
 		select {
 		case m, ok := <-msgs:
@@ -304,10 +275,6 @@ func TestStatelessListenHTTP(t *testing.T) {
 			t.Fatalf("nothing on the listen stream within 30s")
 		}
 		return nil
-	}
-	ack := next()
-	if ack["method"] != "notifications/subscriptions/acknowledged" {
-		t.Fatalf("first message %v", ack)
 	}
 	insertSong(t, false, nil)
 	upd := next()

@@ -10,6 +10,7 @@ import (
 	mcpserver "github.com/mark3labs/mcp-go/server"
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -211,7 +212,7 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 			fields = fields[:64]
 		}
 		ev = ev.Str("class", w.Class).Strs("fields", fields).Bool("dry_run", w.DryRun).Bool("confirmed", w.Confirmed).
-			Str("identity", e.identityLabel())
+			Str("identity", IdentityLabel(e.identity))
 		if w.ObjectID != "" {
 			ev = ev.Str("object_id", w.ObjectID)
 		}
@@ -225,12 +226,12 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	ev.Msg("tool_call")
 }
 
-// identityLabel names the identity a write ran as, for the audit event:
-// master, user:<id>, role:<name> (never a session token).
-func (e *Engine) identityLabel() string {
-	id := e.Identity()
+// IdentityLabel names an identity for audit events (the identity a write
+// ran as, the user of a per-request identity) and as the key of what is
+// bound to it: master, user:<id>, role:<name> (never a session token).
+func IdentityLabel(id *parsedb.Identity) string {
 	switch {
-	case id == nil:
+	case id.Master():
 		return "master"
 	case id.UserID != "":
 		return "user:" + id.UserID

@@ -58,9 +58,12 @@ type FieldPolicy struct {
 	Enum        map[string]string `json:"enum,omitempty" yaml:"enum,omitempty"`
 }
 
-// TenantScope binds a class to PARSE_MCP_TENANT_ID through one field.
+// TenantScope binds a class to the tenant through one field: the tenant is
+// PARSE_MCP_TENANT_ID, or with FromUser the value of that field of the
+// identity's own _User row (README "Serve a team").
 type TenantScope struct {
-	Field string `json:"field" yaml:"field"`
+	Field    string `json:"field" yaml:"field"`
+	FromUser string `json:"from_user,omitempty" yaml:"from_user,omitempty"`
 }
 
 // AgentPolicy narrows what this deployment's agent may use.

@@ -231,7 +231,7 @@ var (
 	promptArgKeys = []string{"name", "description", "type", "required", "default"}
 	classKeys     = []string{"hidden", "description", "fields", "agent_fields", "large_fields", "join_fields", "canonical_filter", "tenant_scope", "allow_collscan", "writable_fields", "default_acl", "search"}
 	fieldKeys     = []string{"description", "enum"}
-	tenantKeys    = []string{"field"}
+	tenantKeys    = []string{"field", "from_user"}
 	agentKeys     = []string{"tools", "classes", "filters"}
 	onlyExceptKey = []string{"only", "except"}
 	settingsKeys  = []string{"refuse_collscan", "expose_explain", "max_response_bytes", "rate_limit", "protected_fields", "confirm_writes", "direct_schema_changes"}
@@ -524,6 +524,16 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 				return nil, perr(join(p, "field"), "%q is not a valid field name", truncateText(s, 60))
 			}
 			cp.TenantScope = &TenantScope{Field: s}
+			if fu, ok := tm["from_user"]; ok {
+				u, err := str(join(p, "from_user"), fu)
+				if err != nil {
+					return nil, err
+				}
+				if !parsedb.FieldNameRe.MatchString(u) {
+					return nil, perr(join(p, "from_user"), "%q is not a valid field name", truncateText(u, 60))
+				}
+				cp.TenantScope.FromUser = u
+			}
 		case "search":
 			if cp.Search, err = decodeSearch(p, val); err != nil {
 				return nil, err

@@ -76,7 +76,35 @@ func (e *Engine) Setup(ctx context.Context, store *parsedb.Store, lenient bool) 
 		return &SetupError{Msg: "resolving the identity scope: " + err.Error()}
 	}
 	e.SetIdentity(id)
+	if field := e.TenantFromUser(); field != "" && !id.Master() && id.UserID != "" {
+		tenant, err := parsedb.UserTenant(ctx, store, id.UserID, field)
+		if err != nil {
+			return &SetupError{Msg: "reading the identity's tenant: " + err.Error()}
+		}
+		switch {
+		case tenant == "":
+			return &SetupError{Config: true, Msg: fmt.Sprintf("PARSE_MCP_POLICY_FILE: tenant_scope.from_user: the configured identity's _User row has no %s, so it belongs to no tenant", field)}
+		case e.cfg.TenantID != "" && e.cfg.TenantID != tenant:
+			return &SetupError{Config: true, Msg: fmt.Sprintf("PARSE_MCP_TENANT_ID: does not agree with the configured identity's _User.%s (tenant_scope.from_user)", field)}
+		}
+		e.tenant = tenant
+	}
 	return nil
+}
+
+// TenantFromUser is the _User field the tenant is read from
+// (tenant_scope.from_user; "" when the tenant is PARSE_MCP_TENANT_ID).
+// Validate makes every class name the same field.
+func (e *Engine) TenantFromUser() string {
+	if e.file == nil {
+		return ""
+	}
+	for _, name := range slices.Sorted(maps.Keys(e.file.Classes)) {
+		if ts := e.file.Classes[name].TenantScope; ts != nil && ts.FromUser != "" {
+			return ts.FromUser
+		}
+	}
+	return ""
 }
 
 // anyTenantScope reports whether some class of the policy file has a

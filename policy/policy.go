@@ -51,7 +51,9 @@ const (
 	OpDelete = "delete"
 )
 
-// Engine evaluates the policy.
+// Engine evaluates the policy. For copies it into a request's view, so its
+// mutable shared state (limiters, store) lives behind pointers: a field
+// holding a lock or a counter by value would be copied per request.
 type Engine struct {
 	cfg   *config.Config
 	log   zerolog.Logger
@@ -391,7 +393,6 @@ func (e *Engine) hiddenClass(ctx context.Context, schema *parsedb.Schema, name s
 // whose target class is hidden or missing: the same answer for both, which
 // names neither the class nor the reason.
 func (e *Engine) TargetUnavailable(ctx context.Context, format string, args ...any) *toolerror.Error {
-	e = e.For(ctx)
 	if ci := callStateOf(ctx); ci != nil {
 		ci.hiddenRefused = true
 	}

@@ -22,7 +22,9 @@ type RequestScope struct {
 	// Tier is the permission tier, already capped: never above
 	// PARSE_MCP_PERMISSIONS (see CapTier).
 	Tier string
-	// Tenant is the bound tenant ("" = PARSE_MCP_TENANT_ID).
+	// Tenant is the tenant bound to the identity: PARSE_MCP_TENANT_ID, or
+	// the user's own with tenant_scope.from_user ("" = none: tenant-scoped
+	// classes are refused).
 	Tenant string
 	// User labels the identity in audit events: master, user:<id>,
 	// role:<name>. Never a token.
@@ -69,9 +71,9 @@ func (e *Engine) For(ctx context.Context) *Engine {
 	v.identity = s.Identity
 	v.master = s.Identity.Master()
 	v.tier = CapTier(e.cfg.Permissions, s.Tier)
-	v.tenant = e.cfg.TenantID
-	if s.Tenant != "" {
-		v.tenant = s.Tenant
+	v.tenant = s.Tenant
+	if s.Environment {
+		v.tenant = e.tenant
 	}
 	return &v
 }

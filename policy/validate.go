@@ -132,6 +132,17 @@ func (c *fileCheck) class(p, name string, cls *parsedb.Class, cp *ClassPolicy) {
 				c.add(tp, "%s is a %s field; a tenant field must be a String or a Pointer", ts.Field, f.Type)
 			}
 		}
+		if fu := ts.FromUser; fu != "" {
+			up := p + ".tenant_scope.from_user"
+			if other := c.e.TenantFromUser(); other != fu {
+				c.add(up, "every tenant_scope.from_user must name the same _User field (one names %s, this one %s)", other, fu)
+			}
+			if u := c.schema.Class("_User"); u == nil || u.Field(fu) == nil {
+				c.add(up, "_User has no field %s", fu)
+			} else if f := u.Field(fu); f.Type != parsedb.TypeString && f.Type != parsedb.TypePointer {
+				c.add(up, "_User.%s is a %s field; a tenant field must be a String or a Pointer", fu, f.Type)
+			}
+		}
 	}
 }
 

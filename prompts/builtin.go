@@ -39,12 +39,14 @@ func builtins() []*Prompt {
 			Args: []Arg{{Name: "classes", Type: ArgClassList,
 				Description: "Comma-separated class names to focus on (default: every class you may see)"}},
 			Render: renderRelations,
+			Tools:  []string{"get_schema", "query_class", "get_object"},
 		},
 		{
 			Name:        "explore_database",
 			Title:       "Explore the database",
 			Description: "A guided first look at the app's data: classes, volumes, relations and good questions to ask.",
 			Render:      renderExplore,
+			Tools:       []string{"count_objects", "get_sample_objects"},
 		},
 		{
 			Name:        "class_overview",
@@ -52,6 +54,7 @@ func builtins() []*Prompt {
 			Description: "Describe one class: purpose, fields, pointers, volume and typical values.",
 			Args:        []Arg{{Name: "class_name", Type: ArgClass, Required: true, Description: "The class to describe, e.g. _User"}},
 			Render:      renderClassOverview,
+			Tools:       []string{"get_schema", "count_objects", "get_sample_objects"},
 		},
 		{
 			Name:        "count_by",
@@ -62,6 +65,7 @@ func builtins() []*Prompt {
 				{Name: "group_by", Type: ArgField, Required: true, Description: "The field to group by"},
 			},
 			Render: renderCountBy,
+			Tools:  []string{"count_objects"},
 		},
 		{
 			Name:        "recent_activity",
@@ -72,6 +76,7 @@ func builtins() []*Prompt {
 				{Name: "limit", Type: ArgInteger, Default: strconv.Itoa(RecentDefault), Description: "How many objects (default 10, at most 100)"},
 			},
 			Render: renderRecent,
+			Tools:  []string{"query_class"},
 		},
 		{
 			Name:        "find_relationship",
@@ -84,6 +89,7 @@ func builtins() []*Prompt {
 				{Name: "pointer_field", Type: ArgField, Required: true, Description: "The child's Pointer field that targets the parent class, e.g. artist"},
 			},
 			Render: renderFindRelationship,
+			Tools:  []string{"query_class", "count_objects", "get_object"},
 		},
 		{
 			Name:        "created_in_range",
@@ -95,6 +101,7 @@ func builtins() []*Prompt {
 				{Name: "until", Type: ArgDate, Description: "End (exclusive), ISO 8601; default now"},
 			},
 			Render: renderCreatedInRange,
+			Tools:  []string{"query_class", "count_objects"},
 		},
 	}
 }

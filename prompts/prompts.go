@@ -22,6 +22,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 	"github.com/parse-mcp/parse-mcp/resources"
+	"github.com/parse-mcp/parse-mcp/server"
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
@@ -72,6 +73,37 @@ type Prompt struct {
 	// Render builds the prompt's text from validated values; it may fail
 	// with a toolerror.InvalidParams error for cross-argument checks.
 	Render func(ctx context.Context, p *Provider, v *Values) (string, error)
+	// Tools are the tools the prompt's steps direct the model to: it is
+	// offered only to a caller that may call every one of them (Permitted).
+	Tools []string
+}
+
+// Permitted reports whether the caller in ctx may use pr: every tool its
+// steps name passes the policy's tool gates for that caller (tool filter,
+// tier, env gates) — per request with PARSE_MCP_HTTP_AUTH.
+func (p *Provider) Permitted(ctx context.Context, pr *Prompt) bool {
+	if len(pr.Tools) == 0 || p.d == nil || p.d.Policy == nil {
+		return true
+	}
+	e := p.d.Policy.For(ctx)
+	for _, name := range pr.Tools {
+		t := server.FindTool(p.d, name)
+		if t == nil || e.Permit(t.ToolInfo) != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// filter is prompts/list for the caller in ctx: the prompts it may use.
+func (p *Provider) filter(ctx context.Context, list []mcp.Prompt) []mcp.Prompt {
+	out := list[:0:0]
+	for _, m := range list {
+		if pr := p.byName[m.Name]; pr == nil || p.Permitted(ctx, pr) {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Provider holds the prompts and what they need to validate arguments.
@@ -123,6 +155,7 @@ func (p *Provider) Prompts() []*Prompt {
 func (p *Provider) ServerOptions() []mcpserver.ServerOption {
 	return []mcpserver.ServerOption{
 		mcpserver.WithPromptCapabilities(false),
+		mcpserver.WithPromptFilter(p.filter),
 		mcpserver.WithCompletions(),
 		mcpserver.WithPromptCompletionProvider(p),
 	}
@@ -151,7 +184,9 @@ func (p *Provider) Register(s *mcpserver.MCPServer) {
 // Get validates the arguments and renders a prompt.
 func (p *Provider) Get(ctx context.Context, name string, args map[string]string) (*mcp.GetPromptResult, error) {
 	pr := p.byName[name]
-	if pr == nil {
+	if pr == nil || !p.Permitted(ctx, pr) {
+		// A prompt the caller may not use answers as one that does not
+		// exist, as prompts/list leaves it out.
 		return nil, toolerror.InvalidParams("Unknown prompt %q", name)
 	}
 	v, err := p.validate(ctx, pr, args)

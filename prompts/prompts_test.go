@@ -1,10 +1,17 @@
 package prompts
 
 import (
+	"context"
+	"io"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/rs/zerolog"
+
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/policy"
+	"github.com/parse-mcp/parse-mcp/tools"
 )
 
 func TestParseISODate(t *testing.T) {
@@ -65,5 +72,35 @@ func TestBuiltinsAreTheEightOfTheSpec(t *testing.T) {
 	}
 	if strings.Join(got, " ") != want {
 		t.Fatalf("built-ins %v", got)
+	}
+}
+
+// TestPromptsFollowTheCallersTools: a prompt whose steps name a tool the
+// caller may not call is left out of prompts/list and answers prompts/get as
+// an unknown prompt; the caller is the request's (policy.Engine.For).
+func TestPromptsFollowTheCallersTools(t *testing.T) {
+	f, err := policy.Parse([]byte("agent: {tools: {except: [query_class]}}"), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Permissions: config.TierReadonly}
+	d := tools.NewDeps(nil, policy.New(cfg, f, zerolog.New(io.Discard)), cfg, zerolog.New(io.Discard))
+	p, err := New(d, nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var all []mcp.Prompt
+	for _, pr := range p.Prompts() {
+		all = append(all, mcp.Prompt{Name: pr.Name})
+	}
+	listed := map[string]bool{}
+	for _, m := range p.filter(context.Background(), all) {
+		listed[m.Name] = true
+	}
+	if listed["recent_activity"] || listed["created_in_range"] || !listed["count_by"] || !listed["parse_conventions"] {
+		t.Fatalf("prompts/list without query_class: %v", listed)
+	}
+	if _, err := p.Get(context.Background(), "recent_activity", map[string]string{"class_name": "Song"}); err == nil || !strings.Contains(err.Error(), `Unknown prompt "recent_activity"`) {
+		t.Fatalf("prompts/get of a prompt the caller may not use: %v", err)
 	}
 }

@@ -3,8 +3,6 @@ package server
 import (
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
-	"crypto/subtle"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -109,13 +107,6 @@ func (h *HTTPHandler) recheckCredential(ctx context.Context, r *http.Request, en
 	}()
 }
 
-// acceptedKey is one accepted API key: its name ("" for the shared
-// PARSE_MCP_API_KEY) and the SHA-256 of the key.
-type acceptedKey struct {
-	name string
-	hash [32]byte
-}
-
 // credentialOf is the named API key the request presented ("" for none or
 // the shared key), recorded by ServeHTTP once the key is checked.
 func credentialOf(r *http.Request) string {
@@ -136,9 +127,10 @@ const healthTimeout = 2 * time.Second
 type HTTPHandler struct {
 	d   *Dispatcher
 	log zerolog.Logger
-	// keys are the accepted API keys (SHA-256): PARSE_MCP_API_KEY, shared
-	// and nameless, and the named PARSE_MCP_API_KEYS, each one client.
-	keys     []acceptedKey
+	// keys checks the API keys (authn.Keys): PARSE_MCP_API_KEY, shared
+	// and nameless, and the named PARSE_MCP_API_KEYS, each one client; nil
+	// when none is configured.
+	keys     authn.Authenticator
 	auth     *HTTPAuth
 	loopback bool
 	health   func(context.Context) error
@@ -171,7 +163,7 @@ type httpSession struct {
 func NewHTTPHandler(d *Dispatcher, apiKey string, loopback bool, log zerolog.Logger) *HTTPHandler {
 	h := &HTTPHandler{d: d, log: log, loopback: loopback, sessions: map[string]*httpSession{}}
 	if apiKey != "" {
-		h.keys = append(h.keys, acceptedKey{hash: sha256.Sum256([]byte(apiKey))})
+		h.keys = authn.Keys(apiKey, nil)
 	}
 	return h
 }
@@ -184,8 +176,8 @@ func MountHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions, loopback bool)
 	h := NewHTTPHandler(d, o.APIKey, loopback, o.Log)
 	h.health, h.auth = o.Health, o.Auth
 	h.trusted, h.maxSessions, h.perClient = o.TrustedProxies, o.MaxSessions, o.SessionsPerClient
-	for _, k := range o.NamedKeys {
-		h.keys = append(h.keys, acceptedKey{name: k.Name, hash: sha256.Sum256([]byte(k.Key.Reveal()))})
+	if len(o.NamedKeys) > 0 {
+		h.keys = authn.Keys(o.APIKey, o.NamedKeys)
 	}
 	go h.expireIdle(ctx)
 	return h
@@ -341,31 +333,16 @@ func (h *HTTPHandler) refuse(w http.ResponseWriter, r *http.Request, err error) 
 }
 
 // credential checks X-MCP-API-Key or Authorization: Bearer against every
-// accepted key in constant time (hashing first so that the key's length does
-// not leak either, and comparing with all keys so that which one matched
-// does not); it returns the matching key's name ("" for the shared key, or
-// when no key is configured).
+// accepted key (authn.Keys: constant time, which key matched does not leak);
+// it returns the matching key's name ("" for the shared key, or when no key
+// is configured). Without PARSE_MCP_HTTP_AUTH a credential that is no key is
+// refused, whatever its header.
 func (h *HTTPHandler) credential(r *http.Request) (string, bool) {
-	if len(h.keys) == 0 {
+	if h.keys == nil {
 		return "", true
 	}
-	key := r.Header.Get("X-MCP-API-Key")
-	if key == "" {
-		if a := r.Header.Get("Authorization"); len(a) > 7 && strings.EqualFold(a[:7], "bearer ") {
-			key = strings.TrimSpace(a[7:])
-		}
-	}
-	got := sha256.Sum256([]byte(key))
-	match := -1
-	for i, k := range h.keys {
-		if subtle.ConstantTimeCompare(got[:], k.hash[:]) == 1 {
-			match = i
-		}
-	}
-	if match < 0 || key == "" {
-		return "", false
-	}
-	return h.keys[match].name, true
+	p, err := h.keys.Authenticate(r)
+	return p.ClientID, err == nil
 }
 
 // hostAllowed defeats DNS rebinding: on a loopback bind the Host header must

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"crypto/sha256"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -13,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
+	"github.com/parse-mcp/parse-mcp/internal/config"
 )
 
 func limitsHandler(sessions ...*httpSession) *HTTPHandler {
@@ -251,11 +251,9 @@ func TestClientBehindTrustedProxy(t *testing.T) {
 // client wherever it connects from, also behind a declared proxy; the
 // shared key names no one; a key that matches nothing is refused.
 func TestNamedKeysAreClients(t *testing.T) {
-	h := NewHTTPHandler(nil, "shared-key-0123456789", false, zerolog.Nop())
+	h := MountHTTP(t.Context(), nil, HTTPOptions{APIKey: "shared-key-0123456789", Log: zerolog.Nop(), NamedKeys: []config.NamedAPIKey{
+		{Name: "alice", Key: config.NewSecret("alice-key-0123456789")}, {Name: "bob", Key: config.NewSecret("bob-key-0123456789ab")}}}, false)
 	h.trusted = []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}
-	for _, k := range []struct{ name, key string }{{"alice", "alice-key-0123456789"}, {"bob", "bob-key-0123456789ab"}} {
-		h.keys = append(h.keys, acceptedKey{name: k.name, hash: sha256.Sum256([]byte(k.key))})
-	}
 	for _, c := range []struct {
 		name, peer, xff, header, value string
 		ok                             bool

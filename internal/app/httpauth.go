@@ -12,13 +12,10 @@ import (
 )
 
 // AuthModes builds the authenticators of PARSE_MCP_HTTP_AUTH's modes that
-// need more than the configuration (jwt: internal/jwtauth; oauth:
-// internal/oauth), keyed by mode. A listed mode without a constructor here
-// is refused at start-up as not available in this build.
-//
-// WIRING POINT: the jwt and oauth packages register here, e.g.
-//
-//	AuthModes[authn.ModeJWT] = func(cfg *config.Config, a *App) (authn.Authenticator, error) { return jwtauth.New(cfg, a.Store) }
+// need more than the configuration, keyed by mode; each registers from a
+// file of its own (httpauth_jwt.go; oauth the same way). A listed mode
+// without a constructor here is refused at start-up as not available in
+// this build.
 var AuthModes = map[string]func(cfg *config.Config, a *App) (authn.Authenticator, error){}
 
 // HTTPAuth is the per-request authentication of PARSE_MCP_HTTP_AUTH (nil
@@ -82,5 +79,6 @@ func (a *App) HTTPAuth(cfg *config.Config) (*server.HTTPAuth, error) {
 // identity the request acts as (internal/identity).
 func (a *App) IdentifyWith(cfg *config.Config, auth authn.Authenticator) *server.HTTPAuth {
 	resolver := identity.New(a.Store, a.Deps.Bridge, cfg, a.Deps.Policy.Identity())
+	resolver.TenantFromUser = a.Deps.Policy.TenantFromUser()
 	return &server.HTTPAuth{Identify: resolver.Authenticate(auth), Recheck: max(cfg.IdentityCache, time.Second)}
 }

@@ -21,9 +21,10 @@ const (
 	ModeOAuth        = "oauth"
 )
 
-// Principal is who one HTTP request says it acts as. Exactly one of
-// SessionToken, UserID, Role or Master names the Parse identity; the other
-// fields may only narrow what that identity could do.
+// Principal is who one HTTP request says it acts as. At most one of
+// SessionToken, UserID, Role or Master names the Parse identity (none: the
+// environment identity — a key that names none; two are refused); the
+// other fields may only narrow what that identity could do.
 type Principal struct {
 	// Mode is the authenticator that recognised the request.
 	Mode string

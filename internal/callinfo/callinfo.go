@@ -3,8 +3,9 @@
 // struct under one context key, set where the fact is learnt and read
 // through From (ARCHITECTURE.md "Request context"):
 //
-//   - the HTTP transport: the named API key the request presented
-//     (Credential) and whether its answer can carry a request to the client
+//   - the HTTP transport: the named API key the request presented, or with
+//     PARSE_MCP_HTTP_AUTH the identity it acts as (Credential, Identity),
+//     and whether its answer can carry a request to the client
 //     (NoServerRequests);
 //   - the dispatcher, for every request: the client and session it counts
 //     against (Client, Session), the method, tools/list's category;

@@ -832,7 +832,7 @@ const (
 // HTTPAuthModes is PARSE_MCP_HTTP_AUTH as a list, in order (nil: unset).
 func (c *Config) HTTPAuthModes() []string {
 	var out []string
-	for _, m := range strings.Split(c.HTTPAuth, ",") {
+	for m := range strings.SplitSeq(c.HTTPAuth, ",") {
 		if m = strings.ToLower(strings.TrimSpace(m)); m != "" {
 			out = append(out, m)
 		}

@@ -38,6 +38,10 @@ type Resolver struct {
 	env *parsedb.Identity
 	ttl time.Duration
 	now func() time.Time
+	// TenantFromUser is tenant_scope.from_user (policy.Engine.
+	// TenantFromUser): a user's tenant is that field of its _User row,
+	// and a user without one is refused.
+	TenantFromUser string
 
 	mu    sync.Mutex
 	cache map[[32]byte]cached
@@ -159,10 +163,18 @@ func (r *Resolver) resolve(ctx context.Context, p authn.Principal, now time.Time
 		return nil, time.Time{}, err
 	}
 	tenant := r.cfg.TenantID
+	if r.TenantFromUser != "" && id != nil && !id.Master() && id.UserID != "" {
+		if tenant, err = parsedb.UserTenant(ctx, r.store, id.UserID, r.TenantFromUser); err != nil {
+			return nil, time.Time{}, err
+		}
+		if tenant == "" {
+			return nil, time.Time{}, unauthorized("the user has no %s, so it belongs to no tenant (tenant_scope.from_user)", r.TenantFromUser)
+		}
+	}
 	if p.Tenant != "" && p.Tenant != tenant {
 		return nil, time.Time{}, unauthorized("the credential's tenant does not agree with the tenant bound to this identity")
 	}
-	s := &policy.RequestScope{Identity: id, Tier: policy.CapTier(r.cfg.Permissions, p.Tier), ClientID: p.ClientID, User: Label(id), Environment: named == 0}
+	s := &policy.RequestScope{Identity: id, Tier: policy.CapTier(r.cfg.Permissions, p.Tier), ClientID: p.ClientID, User: policy.IdentityLabel(id), Environment: named == 0, Tenant: tenant}
 	s.Key = s.User
 	if p.Mode == authn.ModeKeys && p.ClientID != "" {
 		// A named key is its own party (as without PARSE_MCP_HTTP_AUTH);
@@ -203,20 +215,6 @@ func (r *Resolver) session(ctx context.Context, token string, now time.Time) (*p
 	}
 	id.Kind = parsedb.IdentitySession
 	return id, nil
-}
-
-// Label names an identity in audit events and as the key of what is bound
-// to it: master, user:<id>, role:<name>. Never a token.
-func Label(id *parsedb.Identity) string {
-	switch {
-	case id.Master():
-		return "master"
-	case id.UserID != "":
-		return "user:" + id.UserID
-	case len(id.Roles) > 0:
-		return "role:" + id.Roles[0]
-	}
-	return "public"
 }
 
 // Bind is ctx acting as s: the policy's request scope, the identity the

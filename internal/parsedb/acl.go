@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -265,4 +266,26 @@ func (s *Store) expandRoles(ctx context.Context, start []string) ([]string, erro
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// UserTenant is the tenant a user belongs to: the value of field on its
+// _User row (a String, or a Pointer's objectId); "" when the row has none.
+func UserTenant(ctx context.Context, s *Store, userID, field string) (string, error) {
+	var doc bson.M
+	err := s.Collection("_User").FindOne(ctx, bson.D{{Key: "_id", Value: userID}}).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("reading _User: %w", err)
+	}
+	if v, ok := doc[field].(string); ok {
+		return v, nil
+	}
+	if p, ok := doc["_p_"+field].(string); ok {
+		if _, id, found := strings.Cut(p, "$"); found {
+			return id, nil
+		}
+	}
+	return "", nil
 }
