@@ -37,7 +37,6 @@ import (
 const (
 	floorPrefix        = "fbench_"
 	floorIndexedPrefix = "fbenchix_"
-	floorCalls         = 10
 )
 
 var floorSeed struct {
@@ -82,11 +81,17 @@ type floorRow struct {
 	ratio, ratioLo, ratioHi float64
 }
 
-func floorRounds() int {
-	if n, err := strconv.Atoi(os.Getenv("PARSE_MCP_BENCH_ROUNDS")); err == nil && n > 0 {
+// floorRounds and floorCalls: PARSE_MCP_BENCH_ROUNDS (default 7) rounds of
+// PARSE_MCP_BENCH_CALLS (default 10) calls per operation.
+func floorRounds() int { return envInt("PARSE_MCP_BENCH_ROUNDS", 7) }
+
+var floorCalls = envInt("PARSE_MCP_BENCH_CALLS", 10)
+
+func envInt(name string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 		return n
 	}
-	return 7
+	return def
 }
 
 func BenchmarkDriverFloor(b *testing.B) {
@@ -106,7 +111,7 @@ func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // floorServer starts the binary on a copy of the demo app.
 func floorServer(tb testing.TB, prefix string) *pipeServer {
-	p := spawnPipe(tb, append(append([]string{}, writeEnv...), policyFile(tb, "no_rate_limit"), "PARSE_MCP_COLLECTION_PREFIX="+prefix)...)
+	p := spawnPipe(tb, append(append([]string{}, writeEnv...), policyFile(tb, "driver_floor"), "PARSE_MCP_COLLECTION_PREFIX="+prefix)...)
 	p.roundTrip(tb, initLine)
 	return p
 }
@@ -252,10 +257,11 @@ func measureFloor(tb testing.TB, rounds int) []floorRow {
 				}
 				td += time.Since(t1)
 			}
+			fmt.Fprintf(os.Stderr, "driver floor: round %d %s: %.2f ms / %.2f ms\n", r, op.name, ms(ts)/float64(floorCalls), ms(td)/float64(floorCalls))
 			if r > 0 {
 				ratios[k] = append(ratios[k], float64(ts)/float64(td))
-				server[k] = append(server[k], ms(ts)/floorCalls)
-				driver[k] = append(driver[k], ms(td)/floorCalls)
+				server[k] = append(server[k], ms(ts)/float64(floorCalls))
+				driver[k] = append(driver[k], ms(td)/float64(floorCalls))
 			}
 		}
 	}

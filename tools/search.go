@@ -331,6 +331,18 @@ func roundScore(d *Deps, s float64) float64 {
 // fn, refusing beyond search.fallback_max_rows with the index to create.
 func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needIndex string, fn func(doc bson.Raw)) error {
 	maxRows := d.Policy.FallbackMaxRows()
+	tooMany := func() error {
+		return toolerror.New(toolerror.InvalidQuery, "%s has more than %d rows in this search's scope: the in-process search stops there (search.fallback_max_rows). Narrow it with where, or ask the operator for %s", s.cls.Name, maxRows, needIndex)
+	}
+	// The scope is counted first (up to maxRows+1, on the server): a
+	// refusal costs a count, not the scan of maxRows rows it would refuse.
+	n, err := d.Store.CountUpTo(ctx, s.cls.Name, s.filter, int64(maxRows)+1)
+	if err != nil {
+		return err
+	}
+	if n > int64(maxRows) {
+		return tooMany()
+	}
 	cur, err := d.Store.Find(ctx, s.cls.Name, parsedb.FindSpec{Filter: s.filter, Projection: projection, Limit: int64(maxRows) + 1, BatchSize: 1000})
 	if err != nil {
 		return err
@@ -341,11 +353,11 @@ func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needI
 		_ = cur.Close(cctx)
 	}()
 	prog := ProgressFrom(ctx)
-	n := 0
+	n = 0
 	for cur.Next(ctx) {
 		n++
-		if n > maxRows {
-			return toolerror.New(toolerror.InvalidQuery, "%s has more than %d rows in this search's scope: the in-process search stops there (search.fallback_max_rows). Narrow it with where, or ask the operator for %s", s.cls.Name, maxRows, needIndex)
+		if n > int64(maxRows) { // rows added since the count
+			return tooMany()
 		}
 		if n%scanProgressEvery == 0 {
 			prog.Report(float64(n), 0, fmt.Sprintf("%d rows scanned", n))

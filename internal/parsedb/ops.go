@@ -103,13 +103,20 @@ func (s *Store) Aggregate(ctx context.Context, class string, pipeline bson.A) (*
 // Count counts a class's documents matching filter the way the driver's
 // CountDocuments does ($match + $group $sum), with maxTimeMS.
 func (s *Store) Count(ctx context.Context, class string, filter bson.D) (int64, error) {
+	return s.CountUpTo(ctx, class, filter, 0)
+}
+
+// CountUpTo is Count that stops counting at upTo (0: no bound), so the
+// server reads at most upTo matching documents.
+func (s *Store) CountUpTo(ctx context.Context, class string, filter bson.D, upTo int64) (int64, error) {
 	if filter == nil {
 		filter = bson.D{}
 	}
-	pipeline := bson.A{
-		bson.D{{Key: "$match", Value: filter}},
-		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+	pipeline := bson.A{bson.D{{Key: "$match", Value: filter}}}
+	if upTo > 0 {
+		pipeline = append(pipeline, bson.D{{Key: "$limit", Value: upTo}})
 	}
+	pipeline = append(pipeline, bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}})
 	cur, err := s.Aggregate(ctx, class, pipeline)
 	if err != nil {
 		return 0, err
