@@ -151,7 +151,7 @@ func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
 		{name: "find 20 rows", call: func(int) string {
 			return `{"name":"query_class","arguments":{"class_name":"Song","limit":20}}`
 		}, driver: func(ctx context.Context, _ int) error {
-			return drain(coll.Find(ctx, bson.D{}, options.Find().SetLimit(20).SetSort(bson.D{{Key: "_created_at", Value: -1}})))
+			return drain(coll.Find(ctx, bson.D{}, options.Find().SetLimit(20).SetSort(bson.D{{Key: "_id", Value: 1}})))
 		}},
 		{name: "get_object", call: func(i int) string {
 			return `{"name":"get_object","arguments":{"class_name":"Song","object_id":"` + ids[i%len(ids)] + `"}}`

@@ -25,6 +25,8 @@ import (
 type commandLog struct {
 	mu   sync.Mutex
 	cmds []string
+	keep bool
+	docs []bson.Raw
 }
 
 // startCommandLog starts the proxy in front of the test database and returns
@@ -123,6 +125,9 @@ func (l *commandLog) record(msg []byte) {
 		name += " " + coll
 	}
 	l.mu.Lock()
+	if l.keep {
+		l.docs = append(l.docs, append(bson.Raw(nil), doc...))
+	}
 	l.cmds = append(l.cmds, name)
 	l.mu.Unlock()
 }
