@@ -335,13 +335,13 @@ func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needI
 		return toolerror.New(toolerror.InvalidQuery, "%s has more than %d rows in this search's scope: the in-process search stops there (search.fallback_max_rows). Narrow it with where, or ask the operator for %s", s.cls.Name, maxRows, needIndex)
 	}
 	// A scope that may exceed the bound (the collection holds more rows
-	// than it, by its metadata count) is counted first, on the server and
+	// than it, by $collStats) is counted first, on the server and
 	// up to maxRows+1: a refusal costs a count, not the scan of maxRows
 	// rows it would refuse. A smaller collection is not counted (on
 	// FerretDB 1.24 a scoped count costs as much as the scan); the loop
 	// below still stops at maxRows+1 whatever the metadata said.
 	var n int64
-	total, err := d.Store.Collection(s.cls.Name).EstimatedDocumentCount(ctx)
+	total, err := d.Store.CollectionCount(ctx, s.cls.Name)
 	if err != nil || total > int64(maxRows) {
 		if n, err = d.Store.CountUpTo(ctx, s.cls.Name, s.filter, int64(maxRows)+1); err != nil {
 			return err

@@ -106,6 +106,27 @@ func (s *Store) Count(ctx context.Context, class string, filter bson.D) (int64, 
 	return s.CountUpTo(ctx, class, filter, 0)
 }
 
+// CollectionCount is a collection's document count from $collStats: its
+// metadata on MongoDB and DocumentDB, SQLite's page cells on FerretDB 1.24
+// (where a count command reads every document), summed over shards.
+func (s *Store) CollectionCount(ctx context.Context, class string) (int64, error) {
+	cur, err := s.Collection(class).Aggregate(ctx, mongo.Pipeline{{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	if err != nil {
+		return 0, err
+	}
+	var shards []struct {
+		Count int64 `bson:"count"`
+	}
+	if err := cur.All(ctx, &shards); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, sh := range shards {
+		n += sh.Count
+	}
+	return n, nil
+}
+
 // CountUpTo is Count that stops counting at upTo (0: no bound), so the
 // server reads at most upTo matching documents.
 func (s *Store) CountUpTo(ctx context.Context, class string, filter bson.D, upTo int64) (int64, error) {
