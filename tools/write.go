@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -622,14 +623,7 @@ func rpermScopeAdmits(scope bson.D, doc bson.Raw) (admits, decided bool) {
 	if !ok {
 		return false, false
 	}
-	in := func(v any) bool {
-		for _, e := range entries {
-			if e == v {
-				return true
-			}
-		}
-		return false
-	}
+	in := func(v any) bool { return slices.Contains(entries, v) }
 	rperm, err := doc.LookupErr("_rperm")
 	switch {
 	case err != nil || rperm.Type == bson.TypeNull:
