@@ -1,7 +1,7 @@
 # parse-mcp — the README's two commands are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build demo test test-engine2 check lint lint-fix vet bench fuzz release
+.PHONY: build demo test test-engine2 check lint lint-fix vet bench bench-floor fuzz release
 
 # Linters, pinned and run with `go run module@version`: a fresh machine needs
 # only the Go module proxy. staticcheck (its default checks include unused;
@@ -87,9 +87,20 @@ lint-fix:
 	$(GO) run $(MODERNIZE) -fix ./...
 	gofmt -l -w .
 
-# Performance targets (figures are reported as benchmark metrics).
+# Performance targets (figures are reported as benchmark metrics), then the
+# driver floor (README "Performance": each tool's typical call through the
+# binary against the bare driver) on the embedded FerretDB 1.24 and on the
+# second engine (skipped with a message where it cannot run). The floor
+# measures in rounds of its own (PARSE_MCP_BENCH_ROUNDS, PARSE_MCP_BENCH_CALLS),
+# hence -benchtime 1x.
 bench:
-	$(GO) test -run '^$$' -bench . -benchtime 20x ./e2e/ ./internal/parsedb/ ./policy/ ./tools/
+	$(GO) test -run '^$$' -bench . -skip DriverFloor -benchtime 20x ./e2e/ ./internal/parsedb/ ./policy/ ./tools/
+	$(MAKE) bench-floor
+
+bench-floor:
+	$(GO) test -run '^$$' -bench DriverFloor -benchtime 1x -timeout 60m ./e2e/
+	@if [ -n "$$PARSE_MCP_TEST_MONGODB_URI" ]; then echo "bench-floor: PARSE_MCP_TEST_MONGODB_URI is set: measured on that MongoDB" >&2; \
+	else PARSE_MCP_TEST_ENGINE=documentdb $(GO) test -run '^$$' -bench DriverFloor -benchtime 1x -timeout 60m ./e2e/; fi
 
 # A short fuzzing session on every fuzz target, found in the test sources so
 # that a new Fuzz function is fuzzed without editing this recipe; FUZZTIME is

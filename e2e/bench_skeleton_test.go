@@ -21,10 +21,11 @@ import (
 
 // The issue-2 targets, measured against an already-running database:
 //
-//	go test ./e2e -run '^$' -bench 'Startup|IdleRSS|CountRoundTrip|PingUnderLoad|ToolsListSize' -benchtime 20x
+//	go test ./e2e -run '^$' -bench 'Startup|IdleRSS|PingUnderLoad|ToolsListSize' -benchtime 20x
 //
 // Each reports its figure as a custom metric, and ratios are measured within
-// one run so machine speed cancels out.
+// one run so machine speed cancels out. A call's time against the bare
+// driver's is BenchmarkDriverFloor's (bench_floor_test.go).
 
 // pipeServer is a spawned binary with line-level access, for benchmarks.
 type pipeServer struct {
@@ -113,44 +114,6 @@ func rssKB(tb testing.TB, pid int) int {
 	}
 	tb.Fatal("VmRSS not found")
 	return 0
-}
-
-// BenchmarkCountRoundTrip: count_objects over stdio vs the same
-// CountDocuments called directly with the driver on the same data, in one
-// run (target ratio ≤ 1.2). The rate limiter (60 calls/min by default)
-// would refuse all but the first calls.
-func BenchmarkCountRoundTrip(b *testing.B) {
-	p := spawnPipe(b, policyFile(b, "no_rate_limit"))
-	defer p.close()
-	p.roundTrip(b, initLine)
-	req := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song","where":{"genre":"rock"}}}}`
-	coll := testDB.Collection("Song")
-	ctx := context.Background()
-	filter := bson.D{{Key: "genre", Value: "rock"}}
-	// Warm both paths.
-	p.roundTrip(b, req)
-	if _, err := coll.CountDocuments(ctx, filter); err != nil {
-		b.Fatal(err)
-	}
-	var viaServer, direct time.Duration
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		t0 := time.Now()
-		resp := p.roundTrip(b, req)
-		viaServer += time.Since(t0)
-		if !strings.Contains(resp, `"count"`) {
-			b.Fatalf("unexpected response %s", resp)
-		}
-		t1 := time.Now()
-		if _, err := coll.CountDocuments(ctx, filter); err != nil {
-			b.Fatal(err)
-		}
-		direct += time.Since(t1)
-	}
-	b.StopTimer()
-	b.ReportMetric(float64(viaServer.Microseconds())/float64(b.N)/1000, "server-ms/op")
-	b.ReportMetric(float64(direct.Microseconds())/float64(b.N)/1000, "driver-ms/op")
-	b.ReportMetric(float64(viaServer)/float64(direct), "ratio")
 }
 
 // BenchmarkPingUnderLoad: ping latency while 8 slow tool calls are in

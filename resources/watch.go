@@ -150,26 +150,16 @@ const probeSkew = 5 * time.Second
 // probeClass reads the class-wide part of the token: the document count
 // and, with an _updated_at index, the rows updated since basis.since.
 func (p *Provider) probeClass(ctx context.Context, class string, b *probeBasis) (string, error) {
-	coll := p.d.Store.Collection(class)
-	cur, err := coll.Aggregate(ctx, mongo.Pipeline{{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	n, err := p.d.Store.CollectionCount(ctx, class)
 	if err != nil {
 		return "", err
 	}
-	var shards []struct {
-		Count int64 `bson:"count"`
-	}
-	if err := cur.All(ctx, &shards); err != nil {
-		return "", err
-	}
-	var n int64
-	for _, s := range shards { // one document per shard
-		n += s.Count
-	}
+	coll := p.d.Store.Collection(class)
 	token := fmt.Sprintf("n%d", n)
 	if b.since.IsZero() {
 		return token, nil
 	}
-	cur, err = coll.Aggregate(ctx, mongo.Pipeline{
+	cur, err := coll.Aggregate(ctx, mongo.Pipeline{
 		{{Key: "$match", Value: bson.D{{Key: "_updated_at", Value: bson.D{{Key: "$gte", Value: b.since}}}}}},
 		{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}},
 			{Key: "newest", Value: bson.D{{Key: "$max", Value: "$_updated_at"}}}}}},

@@ -114,8 +114,12 @@ const snapshotTimeout = 3 * time.Minute
 const stopTimeout = 10 * time.Second
 
 // maxPollInterval caps how far the polling interval stretches for a class
-// whose probe (or, without one, fingerprint) is slow.
-const maxPollInterval = time.Minute
+// whose probe (or, without one, fingerprint) is slow. It bounds how late a
+// subscriber hears of a change the probe sees (README "Prompts and
+// resources": at most this, plus one probe, one fingerprint and the
+// debounce), so a client waiting ~20 s is not left waiting on a loaded
+// engine where a probe takes seconds.
+const maxPollInterval = 10 * time.Second
 
 // maxRecheckInterval caps how far the interval between full fingerprints
 // stretches while polling with a probe.

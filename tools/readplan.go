@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
@@ -495,6 +496,28 @@ func (p *readPlan) findSpec(skip, limit int) parsedb.FindSpec {
 	return parsedb.FindSpec{Filter: p.target.Filter, Projection: p.projection, Sort: p.sort, Skip: int64(skip), Limit: int64(limit), BatchSize: int32(limit)}
 }
 
+// closeCursor closes a read's cursor. A cursor the server still holds open
+// (FerretDB and DocumentDB keep one open when the limit is reached in the
+// first batch, where MongoDB closes it) is killed after the call, off its
+// path: the killCursors round trip adds nothing the answer waits for
+// (ARCHITECTURE.md "Round trips per tool").
+func closeCursor(ctx context.Context, cur *mongo.Cursor) {
+	closeCtx := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	}
+	if cur.ID() == 0 {
+		cctx, cancel := closeCtx()
+		defer cancel()
+		_ = cur.Close(cctx)
+		return
+	}
+	go func() {
+		cctx, cancel := closeCtx()
+		defer cancel()
+		_ = cur.Close(cctx)
+	}()
+}
+
 // rows runs the find and calls fn for every row in order; row is its REST
 // JSON (includes spliced in) when encode(i) is true, else nil. row is only
 // valid during the call. fn returns false to stop.
@@ -503,15 +526,15 @@ func (p *readPlan) rows(ctx context.Context, spec parsedb.FindSpec, encode func(
 	if err != nil {
 		return err
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = cur.Close(cctx)
-	}()
+	defer closeCursor(ctx, cur)
 	i := 0
+	// full: every row the limit lets the server return has been read, so
+	// the cursor holds nothing more: asking for the next row would cost a
+	// getMore on engines that keep a cursor open at its limit.
+	full := func() bool { return spec.Limit > 0 && int64(i) >= spec.Limit }
 	if len(p.includes) == 0 {
 		var buf []byte
-		for cur.Next(ctx) {
+		for !full() && cur.Next(ctx) {
 			var row []byte
 			if encode(i) {
 				if buf, err = p.enc.AppendRow(buf[:0], cur.Current); err != nil {
@@ -562,7 +585,7 @@ func (p *readPlan) rows(ctx context.Context, spec parsedb.FindSpec, encode func(
 		}
 		return true, nil
 	}
-	for cur.Next(ctx) {
+	for read := int64(0); (spec.Limit <= 0 || read < spec.Limit) && cur.Next(ctx); read++ {
 		doc := append(bson.Raw(nil), cur.Current...)
 		chunk = append(chunk, doc)
 		size += len(doc)

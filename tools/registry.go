@@ -222,13 +222,20 @@ func classify(ctx context.Context, tool string, err error) error {
 	if toolerror.KindOf(err) != toolerror.Infrastructure {
 		return err
 	}
+	// The call's own deadline comes first: when it passes mid-read the
+	// driver closes the connection, a network error that says nothing
+	// about the database (it answered, slowly). Only a server that could
+	// not be selected at all is an outage then.
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) && !parsedb.IsServerSelectionFailure(err) {
+		return timeoutError(tool, err)
+	}
 	if parsedb.IsUnavailable(err) {
 		// Not the timeout advice: no filter or index helps during an outage.
 		return &toolerror.Error{Code: toolerror.Unavailable, RetryAfter: UnavailableRetryAfter, Cause: err,
 			Message: tool + " failed: the database is unreachable right now (parse-mcp keeps reconnecting); try again shortly. The request itself is fine: send it unchanged."}
 	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) || parsedb.IsTimeout(err) {
-		return toolerror.New(toolerror.Timeout, "%s timed out: narrow the filter (where), lower the limit, or ask the operator for an index on the filtered fields", tool).WithCause(err)
+	if parsedb.IsTimeout(err) {
+		return timeoutError(tool, err)
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return toolerror.New(toolerror.Cancelled, "%s was cancelled", tool).WithCause(err)
@@ -237,6 +244,11 @@ func classify(ctx context.Context, tool string, err error) error {
 		return e.WithCause(err)
 	}
 	return err
+}
+
+// timeoutError is the answer to a call that ran out of time.
+func timeoutError(tool string, err error) error {
+	return toolerror.New(toolerror.Timeout, "%s timed out: narrow the filter (where), lower the limit, or ask the operator for an index on the filtered fields", tool).WithCause(err)
 }
 
 // Result encodes a structured result as compact JSON text plus

@@ -331,6 +331,25 @@ func roundScore(d *Deps, s float64) float64 {
 // fn, refusing beyond search.fallback_max_rows with the index to create.
 func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needIndex string, fn func(doc bson.Raw)) error {
 	maxRows := d.Policy.FallbackMaxRows()
+	tooMany := func() error {
+		return toolerror.New(toolerror.InvalidQuery, "%s has more than %d rows in this search's scope: the in-process search stops there (search.fallback_max_rows). Narrow it with where, or ask the operator for %s", s.cls.Name, maxRows, needIndex)
+	}
+	// A scope that may exceed the bound (the collection holds more rows
+	// than it, by $collStats) is counted first, on the server and
+	// up to maxRows+1: a refusal costs a count, not the scan of maxRows
+	// rows it would refuse. A smaller collection is not counted (on
+	// FerretDB 1.24 a scoped count costs as much as the scan); the loop
+	// below still stops at maxRows+1 whatever the metadata said.
+	var n int64
+	total, err := d.Store.CollectionCount(ctx, s.cls.Name)
+	if err != nil || total > int64(maxRows) {
+		if n, err = d.Store.CountUpTo(ctx, s.cls.Name, s.filter, int64(maxRows)+1); err != nil {
+			return err
+		}
+		if n > int64(maxRows) {
+			return tooMany()
+		}
+	}
 	cur, err := d.Store.Find(ctx, s.cls.Name, parsedb.FindSpec{Filter: s.filter, Projection: projection, Limit: int64(maxRows) + 1, BatchSize: 1000})
 	if err != nil {
 		return err
@@ -341,11 +360,11 @@ func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needI
 		_ = cur.Close(cctx)
 	}()
 	prog := ProgressFrom(ctx)
-	n := 0
+	n = 0
 	for cur.Next(ctx) {
 		n++
-		if n > maxRows {
-			return toolerror.New(toolerror.InvalidQuery, "%s has more than %d rows in this search's scope: the in-process search stops there (search.fallback_max_rows). Narrow it with where, or ask the operator for %s", s.cls.Name, maxRows, needIndex)
+		if n > int64(maxRows) { // rows added since the count
+			return tooMany()
 		}
 		if n%scanProgressEvery == 0 {
 			prog.Report(float64(n), 0, fmt.Sprintf("%d rows scanned", n))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,38 @@ func TestUnavailableAndReadRetry(t *testing.T) {
 				if want := "count_objects failed: the database is unreachable right now (parse-mcp keeps reconnecting); try again shortly. The request itself is fine: send it unchanged."; te.Message != want {
 					t.Errorf("message %q", te.Message)
 				}
+			}
+		})
+	}
+}
+
+// TestDeadlineMidReadIsTimeout: when the call's deadline passes while a
+// read is in flight the driver closes the connection, a network error; the
+// answer is timeout with the timeout's advice (a model told "unavailable …
+// send it unchanged" resends the same slow call forever). A server that
+// could not be selected at all stays unavailable.
+func TestDeadlineMidReadIsTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want toolerror.Code
+	}{
+		{"connection closed at the deadline", networkError, toolerror.Timeout},
+		{"no server selectable until the deadline", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}, toolerror.Unavailable},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tool := &Tool{ReadOnly: true, Handler: HandlerFunc(func(ctx context.Context, _ *Deps, _ Args) (any, error) {
+				<-ctx.Done()
+				return nil, tc.err
+			})}
+			tool.Name, tool.Timeout = "atlas_text_search", 20*time.Millisecond
+			_, err := tool.Handle(&Deps{Log: zerolog.New(io.Discard)})(context.Background(), mcp.CallToolRequest{})
+			te, ok := toolerror.As(err)
+			if !ok || te.Code != tc.want {
+				t.Fatalf("got %v, want %s", err, tc.want)
+			}
+			if tc.want == toolerror.Timeout && (te.RetryAfter != 0 || !strings.Contains(te.Message, "narrow the filter")) {
+				t.Errorf("timeout answer %q retry_after %v: want the timeout's advice and no retry_after", te.Message, te.RetryAfter)
 			}
 		})
 	}

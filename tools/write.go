@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -385,7 +386,7 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (Dynamic, error) {
 	audit.ObjectID = plan.ObjectID
 	policy.NoteWrite(ctx, audit)
 	if c.dryRun {
-		return d.writeResult(ctx, c, plan, true)
+		return d.writeResult(ctx, c, plan, nil, true)
 	}
 	confirmed, res, err := d.confirm(ctx, c, plan)
 	if err != nil || res != nil {
@@ -393,11 +394,15 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (Dynamic, error) {
 	}
 	audit.Confirmed = confirmed
 	policy.NoteWrite(ctx, audit)
-	if _, err := backend.Apply(ctx, plan); err != nil {
+	stored, err := backend.Apply(ctx, plan)
+	if err != nil {
 		return nil, err
 	}
+	if backend.Kind() != "direct" {
+		stored = nil // the bridge answers with Parse Server's reply, not the stored document
+	}
 	d.refreshVectorAfterWrite(ctx, c.req, plan.ObjectID)
-	return d.writeResult(ctx, c, plan, false)
+	return d.writeResult(ctx, c, plan, stored, false)
 }
 
 // schemaReloadNote is the result's schema_reload on the direct path when a
@@ -422,16 +427,17 @@ func writeFieldNames(req *parsedb.WriteRequest) []string {
 
 // writeResult is a write's result, built under the session's read scope
 // (SECURITY.md "Outputs"): the object it shows is what get_object would
-// show this session — after a write, the object read back through
-// get_object's own read plan (filters, tenant, ACL read scope, CLP get,
-// field rules, redaction); for a dry run, the simulated object only when
+// show this session — after a write, the stored object through get_object's
+// own read plan (filters, tenant, ACL read scope, CLP get, field rules,
+// redaction), evaluated in memory on the document the write stored when the
+// plan's scope allows it, else read back (writtenObject); for a dry run, the simulated object only when
 // the session can read the row as it is now (update, delete) or, for a
 // create, when the new row's ACL and the class's get permission let it.
 // A row the session cannot read shows no object: Parse answers such a
 // caller with the write's own facts only (objectId/createdAt, updatedAt,
 // {}). For a dry run the exact change that would be sent is added; it
 // holds only values the caller gave and the write checkpoint passed.
-func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, dryRun bool) (Dynamic, error) {
+func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.WritePlan, stored bson.Raw, dryRun bool) (Dynamic, error) {
 	o := newJSONObject()
 	if dryRun {
 		o.val("dry_run", true)
@@ -464,7 +470,7 @@ func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.Writ
 		o.val("change", plan.Change())
 		o.str("note", "dry run: nothing was written; every policy check ran")
 	}
-	row, err := d.shownObject(ctx, plan, dryRun)
+	row, err := d.shownObject(ctx, plan, stored, dryRun)
 	if err != nil {
 		return nil, err
 	}
@@ -479,7 +485,7 @@ func (d *Deps) writeResult(ctx context.Context, c *writeCall, plan *parsedb.Writ
 }
 
 // shownObject is the object a write result shows, or nil (writeResult).
-func (d *Deps) shownObject(ctx context.Context, plan *parsedb.WritePlan, dryRun bool) ([]byte, error) {
+func (d *Deps) shownObject(ctx context.Context, plan *parsedb.WritePlan, stored bson.Raw, dryRun bool) ([]byte, error) {
 	switch plan.Op {
 	case parsedb.WriteCreateObject, parsedb.WriteUpdateObject, parsedb.WriteDeleteObject:
 	default:
@@ -489,7 +495,7 @@ func (d *Deps) shownObject(ctx context.Context, plan *parsedb.WritePlan, dryRun 
 		if plan.Op == parsedb.WriteDeleteObject {
 			return nil, nil
 		}
-		return d.readBack(ctx, plan.ClassName, plan.ObjectID)
+		return d.writtenObject(ctx, plan, stored)
 	}
 	switch plan.Op {
 	case parsedb.WriteDeleteObject:
@@ -541,6 +547,109 @@ func (d *Deps) readBack(ctx context.Context, class, id string) ([]byte, error) {
 		return false, nil
 	})
 	return obj, err
+}
+
+// writtenObject is readBack without the round trip when it can be decided
+// in memory: the document the direct write stored (stored) goes through
+// get_object's read plan for the id — class gate and CLP get, the policy's
+// filters, the storage scope, the row encoder — with the filter evaluated
+// here. That is exact only for the filters it can evaluate exactly: no
+// per-agent filter or tenant on the class (ComposeWhere empty) and a storage
+// scope that is empty (master posture) or the _rperm read scope alone; for
+// anything else (CLP pointer permissions, a filter, a field the write added
+// to _SCHEMA) the object is read back as before. ARCHITECTURE.md "Round
+// trips per tool".
+func (d *Deps) writtenObject(ctx context.Context, plan *parsedb.WritePlan, stored bson.Raw) ([]byte, error) {
+	if len(stored) == 0 || len(plan.SchemaAdds) > 0 {
+		return d.readBack(ctx, plan.ClassName, plan.ObjectID)
+	}
+	gctx := policy.AsGet(ctx)
+	schema, err := d.Store.Schema.Get(gctx)
+	if err != nil {
+		return nil, err
+	}
+	cls, err := d.Policy.ResolveClass(gctx, schema, plan.ClassName)
+	if err == nil {
+		err = checkWhereFields(d, cls, map[string]any{"objectId": plan.ObjectID})
+	}
+	var where map[string]any
+	if err == nil {
+		where, err = d.Policy.ComposeWhere(gctx, cls, nil, false)
+	}
+	var scope bson.D
+	if err == nil {
+		scope, err = d.Policy.StorageScope(gctx, cls)
+	}
+	if err != nil {
+		if isModelError(err) {
+			return nil, nil // as readBack: get_object would refuse
+		}
+		return nil, err
+	}
+	if len(where) > 0 {
+		return d.readBack(ctx, plan.ClassName, plan.ObjectID)
+	}
+	visible, decided := rpermScopeAdmits(scope, stored)
+	if !decided {
+		return d.readBack(ctx, plan.ClassName, plan.ObjectID)
+	}
+	if !visible {
+		return nil, nil
+	}
+	enc := d.Policy.RowEncoder(schema, cls, nil)
+	if d.Config != nil {
+		enc.FileURLBase = d.Config.FileURLBase()
+	}
+	return enc.AppendRow(nil, stored)
+}
+
+// rpermScopeAdmits evaluates a storage scope on a document as the database
+// would, when the scope is empty or exactly {_rperm: {$in: [entries…]}}:
+// a missing or null _rperm matches a null entry, an array matches when one
+// of its elements is an entry, a string when it is one. decided is false for
+// any other scope or _rperm type: the caller reads the row back instead.
+func rpermScopeAdmits(scope bson.D, doc bson.Raw) (admits, decided bool) {
+	if len(scope) == 0 {
+		return true, true
+	}
+	if len(scope) != 1 || scope[0].Key != "_rperm" {
+		return false, false
+	}
+	cond, ok := scope[0].Value.(bson.D)
+	if !ok || len(cond) != 1 || cond[0].Key != "$in" {
+		return false, false
+	}
+	entries, ok := cond[0].Value.(bson.A)
+	if !ok {
+		return false, false
+	}
+	in := func(v any) bool { return slices.Contains(entries, v) }
+	rperm, err := doc.LookupErr("_rperm")
+	switch {
+	case err != nil || rperm.Type == bson.TypeNull:
+		return in(nil), true
+	case rperm.Type == bson.TypeString:
+		return in(rperm.StringValue()), true
+	case rperm.Type != bson.TypeArray:
+		return false, false
+	}
+	vals, err := rperm.Array().Values()
+	if err != nil {
+		return false, false
+	}
+	for _, v := range vals {
+		s, ok := v.StringValueOK()
+		if !ok {
+			if v.Type == bson.TypeNull && in(nil) {
+				return true, true
+			}
+			return false, false
+		}
+		if in(s) {
+			return true, true
+		}
+	}
+	return false, true
 }
 
 // isModelError reports whether err is an answer to the caller (a

@@ -23,6 +23,12 @@ func IsUnavailable(err error) bool {
 	return errors.As(err, new(topology.ServerSelectionError)) || mongo.IsNetworkError(err)
 }
 
+// IsServerSelectionFailure reports that no server could be selected: the
+// database could not be reached at all.
+func IsServerSelectionFailure(err error) bool {
+	return errors.As(err, new(topology.ServerSelectionError))
+}
+
 // IsConnectionFailure reports a network error on an established connection
 // (a pooled connection gone stale when the database restarted, a reset): the
 // driver drops the pool, so one more attempt runs on a fresh connection. A

@@ -103,13 +103,41 @@ func (s *Store) Aggregate(ctx context.Context, class string, pipeline bson.A) (*
 // Count counts a class's documents matching filter the way the driver's
 // CountDocuments does ($match + $group $sum), with maxTimeMS.
 func (s *Store) Count(ctx context.Context, class string, filter bson.D) (int64, error) {
+	return s.CountUpTo(ctx, class, filter, 0)
+}
+
+// CollectionCount is a collection's document count from $collStats: its
+// metadata on MongoDB and DocumentDB, SQLite's page cells on FerretDB 1.24
+// (where a count command reads every document), summed over shards.
+func (s *Store) CollectionCount(ctx context.Context, class string) (int64, error) {
+	cur, err := s.Collection(class).Aggregate(ctx, mongo.Pipeline{{{Key: "$collStats", Value: bson.D{{Key: "count", Value: bson.D{}}}}}})
+	if err != nil {
+		return 0, err
+	}
+	var shards []struct {
+		Count int64 `bson:"count"`
+	}
+	if err := cur.All(ctx, &shards); err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, sh := range shards {
+		n += sh.Count
+	}
+	return n, nil
+}
+
+// CountUpTo is Count that stops counting at upTo (0: no bound), so the
+// server reads at most upTo matching documents.
+func (s *Store) CountUpTo(ctx context.Context, class string, filter bson.D, upTo int64) (int64, error) {
 	if filter == nil {
 		filter = bson.D{}
 	}
-	pipeline := bson.A{
-		bson.D{{Key: "$match", Value: filter}},
-		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+	pipeline := bson.A{bson.D{{Key: "$match", Value: filter}}}
+	if upTo > 0 {
+		pipeline = append(pipeline, bson.D{{Key: "$limit", Value: upTo}})
 	}
+	pipeline = append(pipeline, bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}})
 	cur, err := s.Aggregate(ctx, class, pipeline)
 	if err != nil {
 		return 0, err

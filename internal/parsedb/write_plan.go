@@ -453,8 +453,15 @@ func planDelete(req *WriteRequest) (*WritePlan, error) {
 
 // writeFilter is the filter of an update or delete: the objectId, AND-ed
 // with the scope the object was read through.
+// A scope that is the objectId itself (master posture, no filter on the
+// class) adds nothing: the filter stays a lone _id, which every engine
+// serves from the _id index (FerretDB 1.24 only that shape; under an $and
+// it reads the whole collection).
 func writeFilter(req *WriteRequest) bson.D {
 	filter := bson.D{{Key: "_id", Value: req.ObjectID}}
+	if len(req.Scope) == 1 && req.Scope[0].Key == "_id" && req.Scope[0].Value == any(req.ObjectID) {
+		return filter
+	}
 	if len(req.Scope) > 0 {
 		filter = bson.D{{Key: "$and", Value: bson.A{filter, req.Scope}}}
 	}
