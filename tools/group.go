@@ -125,6 +125,9 @@ type groupRequest struct {
 	sort      string
 	limit     int
 	dryRun    bool
+	// redacted selects the rows whose key is redacted (nil: none can be):
+	// they form one group, keyed by the marker.
+	redacted bson.D
 	// group_by_date
 	interval string
 	timezone string
@@ -241,8 +244,65 @@ func resolveGroupRequest(ctx context.Context, d *Deps, r *groupRequest, field, v
 	if err != nil {
 		return nil, nil, err
 	}
+	valueNH, _ := groupHiddenRefFilter(d, schema, cls, nil, r.value)
+	r.redacted = redactedKeyFilter(d.Policy.HiddenRefs(schema), cls, andFilters(t.Filter, valueNH), r.field)
 	t.Filter = andFilters(t.Filter, nh)
 	return r, t, nil
+}
+
+// redactedKeyFilter is filter narrowed to the rows whose value at key is
+// redacted — a hidden reference or a reference to a missing class at, or
+// above, the path (on an array: in any element). group_by, group_by_date
+// and distinct show them as one key, the marker, after every other key
+// (SECURITY.md "Hidden references"): one key whatever the references'
+// classes and ids. nil when key cannot hold one.
+func redactedKeyFilter(hidden *parsedb.HiddenRefs, cls *parsedb.Class, filter bson.D, key *groupField) bson.D {
+	nh := hidden.NotHiddenRefAnyType(cls, key.name)
+	if nh == nil {
+		return nil
+	}
+	return andFilters(filter, bson.D{{Key: "$nor", Value: bson.A{bson.D{{Key: "$and", Value: nh}}}}})
+}
+
+// redactedMarker is the key of the redacted group, as rows show the value.
+func redactedMarker() map[string]any { return map[string]any{"__redacted": true} }
+
+// redactedGroup is the one group of the rows whose key is redacted, or
+// nil when there are none. The request is run with a key no stored row
+// has (a path below the string _id), so every row lands in one group, by
+// the pipeline or, where the database cannot run it, by the fallback.
+func redactedGroup(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.Class, inGo bool) (*keyed, error) {
+	if r.redacted == nil {
+		return nil, nil
+	}
+	one := *r
+	one.field, one.interval, one.flatten, one.sort = &groupField{storage: "_id.none"}, "", false, "key_asc"
+	var items []keyed
+	var err error
+	if !inGo {
+		items, err = readKeyedRaw(ctx, d, cls, groupPipeline(&one, r.redacted), true)
+	}
+	if inGo || err != nil && parsedb.AsNotSupported(err) != nil {
+		docs, err := groupInGo(ctx, d, &one, cls, r.redacted)
+		if err != nil {
+			return nil, err
+		}
+		conv := newRowConverter(ctx, d, nil)
+		items = items[:0]
+		for _, doc := range docs {
+			g, err := conv.keyed(doc, true)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, g)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	return &keyed{key: redactedMarker(), value: items[0].value}, nil
 }
 
 // groupHiddenRefFilter keeps hidden references out of a group/distinct
@@ -564,6 +624,17 @@ func runGroupWith(ctx context.Context, d *Deps, req *groupRequest, field, valueF
 				return nil, err
 			}
 			items = append(items, g)
+		}
+	}
+	// The rows whose key is redacted form one group after every other
+	// (as a sorted read places them), whatever the sort.
+	if len(items) <= r.limit {
+		rg, err := redactedGroup(ctx, d, r, t.Class, computedInGo)
+		if err != nil {
+			return nil, pipelineRunError(d, tool, err)
+		}
+		if rg != nil {
+			items = append(items, *rg)
 		}
 	}
 	ProgressFrom(ctx).Report(float64(len(items)), 0, fmt.Sprintf("%d groups built", len(items)))
