@@ -268,19 +268,22 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 		for _, o := range in.order {
 			paths = append(paths, o.Field)
 		}
-		// Rows whose sort key inside an Object/Array field holds an
-		// embedded object are left out: it would sort by its members, a
-		// nested pointer's id among them.
-		if no := notObjectSortKeys(cls, paths); no != nil {
-			p.target.Filter = andFilters(p.target.Filter, no)
-		}
 		// Rows whose sort key is redacted are not ranked by what is stored
 		// there (it would bisect the hidden id): they follow every ranked
-		// row, in objectId order (SECURITY.md "Hidden references").
+		// row, in objectId order (SECURITY.md "Hidden references"). Other
+		// rows whose sort key inside an Object/Array field holds an
+		// embedded object are left out: it would sort by its members, a
+		// nested pointer's id among them.
+		no := notObjectSortKeys(cls, paths)
 		if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilterAnyType(cls, paths); nh != nil {
-			p.ranked = andFilters(p.target.Filter, nh)
-			p.redactedTail = andFilters(p.target.Filter, bson.D{{Key: "$nor", Value: bson.A{nh}}})
+			redacted := bson.D{{Key: "$nor", Value: bson.A{nh}}}
+			p.ranked = andFilters(andFilters(p.target.Filter, nh), no)
+			p.redactedTail = andFilters(p.target.Filter, redacted)
+			if no != nil {
+				no = bson.D{{Key: "$or", Value: bson.A{no, redacted}}}
+			}
 		}
+		p.target.Filter = andFilters(p.target.Filter, no)
 	}
 	p.enc = *d.Policy.RowEncoder(schema, cls, p.keys)
 	if in.compact {
