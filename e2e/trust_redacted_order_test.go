@@ -29,7 +29,9 @@ func TestTrustRedactedValueInOrderGroupDistinct(t *testing.T) {
 	for id, ref := range redacted {
 		insert(t, db, "Doc", bson.D{{Key: "_id", Value: id}, {Key: "title", Value: "t"}, {Key: "meta", Value: bson.D{{Key: "ref", Value: ref}, {Key: "when", Value: ref}}}})
 	}
-	day := func(m time.Month) bson.DateTime { return bson.NewDateTimeFromTime(time.Date(2024, m, 10, 0, 0, 0, 0, time.UTC)) }
+	day := func(m time.Month) bson.DateTime {
+		return bson.NewDateTimeFromTime(time.Date(2024, m, 10, 0, 0, 0, 0, time.UTC))
+	}
 	insert(t, db, "Doc",
 		bson.D{{Key: "_id", Value: "plain1"}, {Key: "title", Value: "t"}, {Key: "meta", Value: bson.D{{Key: "ref", Value: "vsecretid01"}, {Key: "when", Value: day(1)}}}},
 		bson.D{{Key: "_id", Value: "plain2"}, {Key: "title", Value: "t"}, {Key: "meta", Value: bson.D{{Key: "ref", Value: "b"}, {Key: "when", Value: day(2)}}}},

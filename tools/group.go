@@ -11,7 +11,8 @@ package tools
 //   - Keys are rendered like row values (dates as {"__type":"Date"}); a
 //     missing or null value is the JSON null key (as MongoDB's $group and
 //     Parse Server's aggregate); rows holding a hidden reference in the
-//     grouped field are in no group (SECURITY.md "Hidden references").
+//     grouped field form one group keyed by the redaction marker, after
+//     every other (SECURITY.md "Hidden references").
 //   - group_by_date: quarter keys are "YYYY-Qn"; week keys are ISO weeks
 //     "YYYY-Www" (%G-W%V); timezone defaults to UTC; IANA names are checked
 //     with the embedded tz database (time/tzdata), offsets as ±HH:MM.
@@ -311,7 +312,8 @@ func redactedGroup(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.C
 // translator refuses it. Every other grouped path and value_field gets the
 // not-a-hidden-reference conjunct, whatever its declared type (a typed
 // field holds one only after schema drift): rows holding a hidden
-// reference there belong to no group. Grouping on the stored reference and
+// reference there belong to no real group (redactedKeyFilter selects them
+// for the one redacted group). Grouping on the stored reference and
 // blanking the key afterwards would still show how many hidden objects
 // are referenced and which rows share one; a sub-path such as
 // meta.credential.objectId would read an id, and $min/$max would compare

@@ -183,8 +183,8 @@ type readPlan struct {
 	// redacted: the rows ranked by sort, then the others by objectId
 	// (nil: no split).
 	ranked, redactedTail bson.D
-	enc               parsedb.RowEncoder
-	incEnc            map[*parsedb.IncludeNode]*parsedb.RowEncoder
+	enc                  parsedb.RowEncoder
+	incEnc               map[*parsedb.IncludeNode]*parsedb.RowEncoder
 	// compact rows, with the legend of what the encoders wrote (the main
 	// class's and one per include node).
 	compact bool
