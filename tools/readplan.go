@@ -179,17 +179,18 @@ type readPlan struct {
 	truncatedIncludes map[string][]string
 	projection        bson.D
 	sort              bson.D
-	// ranked and redactedTail split a sorted read whose sort keys may be
-	// redacted: the rows ranked by sort, then the others by objectId
-	// (nil: no split).
-	ranked, redactedTail bson.D
-	enc                  parsedb.RowEncoder
-	incEnc               map[*parsedb.IncludeNode]*parsedb.RowEncoder
+	enc               parsedb.RowEncoder
+	incEnc            map[*parsedb.IncludeNode]*parsedb.RowEncoder
 	// compact rows, with the legend of what the encoders wrote (the main
 	// class's and one per include node).
 	compact bool
 	legend  *parsedb.Legend
 	shape   rowShape
+
+	// ranked and redactedTail split a sorted read whose sort keys may be
+	// redacted: the rows ranked by sort, then the others by objectId
+	// (nil: no split).
+	ranked, redactedTail bson.D
 }
 
 // resetLegend forgets what the encoders recorded (before a second read of
