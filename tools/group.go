@@ -269,9 +269,9 @@ func redactedKeyFilter(hidden *parsedb.HiddenRefs, cls *parsedb.Class, filter bs
 func redactedMarker() map[string]any { return map[string]any{"__redacted": true} }
 
 // redactedGroup is the one group of the rows whose key is redacted, or
-// nil when there are none. The request is run with a key no stored row
-// has (a path below the string _id), so every row lands in one group, by
-// the pipeline or, where the database cannot run it, by the fallback.
+// nil when there are none. The pipeline groups them under one constant
+// key; the fallback, where the database cannot run it, under a path no
+// stored row has (below the string _id).
 func redactedGroup(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.Class, inGo bool) (*keyed, error) {
 	if r.redacted == nil {
 		return nil, nil
@@ -281,7 +281,10 @@ func redactedGroup(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.C
 	var items []keyed
 	var err error
 	if !inGo {
-		items, err = readKeyedRaw(ctx, d, cls, groupPipeline(&one, r.redacted), true)
+		items, err = readKeyedRaw(ctx, d, cls, bson.A{
+			bson.D{{Key: "$match", Value: r.redacted}},
+			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "value", Value: r.accumulator()}}}},
+		}, true)
 	}
 	if inGo || err != nil && parsedb.AsNotSupported(err) != nil {
 		docs, err := groupInGo(ctx, d, &one, cls, r.redacted)
@@ -428,18 +431,20 @@ func groupPipeline(r *groupRequest, filter bson.D) bson.A {
 	if r.interval != "" {
 		key = dateKey(r.field.storage, r.interval, r.timezone)
 	}
-	var acc bson.D
-	if r.op == "count" {
-		acc = bson.D{{Key: "$sum", Value: int32(1)}}
-	} else {
-		acc = bson.D{{Key: "$" + r.op, Value: "$" + r.value.storage}}
-	}
 	p = append(p,
-		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: key}, {Key: "value", Value: acc}}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: key}, {Key: "value", Value: r.accumulator()}}}},
 		bson.D{{Key: "$sort", Value: groupSort(r.sort)}},
 		bson.D{{Key: "$limit", Value: int32(r.limit + 1)}},
 	)
 	return p
+}
+
+// accumulator is the $group accumulator of r's operation.
+func (r *groupRequest) accumulator() bson.D {
+	if r.op == "count" {
+		return bson.D{{Key: "$sum", Value: int32(1)}}
+	}
+	return bson.D{{Key: "$" + r.op, Value: "$" + r.value.storage}}
 }
 
 func (r *groupRequest) params() map[string]any {
@@ -511,15 +516,20 @@ func readKeyedRaw(ctx context.Context, d *Deps, cls *parsedb.Class, p bson.A, wi
 
 // keyed renders one {_id, value} document.
 func (c *rowConverter) keyed(doc bson.Raw, withValue bool) (keyed, error) {
-	k, err := c.value(doc.Lookup("_id"))
-	if err != nil {
-		return keyed{}, err
+	var k any
+	// The second engine leaves _id out of a group whose key is missing
+	// on every row; MongoDB gives it null.
+	if id, err := doc.LookupErr("_id"); err == nil {
+		if k, err = c.value(id); err != nil {
+			return keyed{}, err
+		}
 	}
 	g := keyed{key: k}
 	if m, ok := k.(map[string]any); ok && m["__redacted"] == true {
 		g.key, g.hidden = nil, true
 	}
 	if withValue {
+		var err error
 		if g.value, err = c.value(doc.Lookup("value")); err != nil {
 			return keyed{}, err
 		}
