@@ -188,6 +188,9 @@ func TestGroupFallbackEqualsPipeline(t *testing.T) {
 		{"class_name": "Song", "field": "releasedAt", "interval": "quarter", "operation": "avg", "value_field": "plays", "_date": true},
 		{"class_name": "Song", "field": "createdAt", "interval": "week", "timezone": "+09:00", "_date": true},
 		{"class_name": "Song", "field": "releasedAt", "interval": "hour", "sort": "value_desc", "limit": 5, "_date": true},
+		// A key that is a hidden reference on some rows: one redacted group.
+		{"class_name": "Song", "field": "meta.credential"},
+		{"class_name": "Song", "field": "meta.credential.objectId", "operation": "avg", "value_field": "plays", "sort": "key_desc"},
 	}
 	for _, args := range cases {
 		byDate := args["_date"] == true

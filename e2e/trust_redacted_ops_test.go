@@ -83,8 +83,9 @@ func TestTrustRedactedValueOperatorMatrix(t *testing.T) {
 			}
 		}
 		t.Logf("%s: %s", path, fmt.Sprint(got["hidden"]))
-		// Sorting, grouping and distinct leave a redacted row out: the same
-		// answer for a hidden, a missing and a string reference.
+		// Sorting, grouping and distinct keep a redacted row as one value
+		// (TestTrustRedactedValueInOrderGroupDistinct): the same answer
+		// for a hidden, a missing and a string reference.
 		for _, tc := range []struct {
 			tool string
 			args map[string]any

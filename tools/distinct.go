@@ -9,8 +9,9 @@ package tools
 //     distinct command does.
 //   - sort defaults to asc; "none" leaves the server's order.
 //   - Missing/null values are left out, as Parse Server's distinct does;
-//     rows holding a hidden reference in the field are left out too
-//     (SECURITY.md "Hidden references").
+//     rows whose value is redacted (a hidden or missing-class reference)
+//     give the marker once, after every other value (SECURITY.md "Hidden
+//     references").
 
 import (
 	"context"
@@ -69,6 +70,7 @@ func distinctTool(ctx context.Context, d *Deps, in distinctIn) (Dynamic, error) 
 	if err != nil {
 		return nil, err
 	}
+	redacted := redactedKeyFilter(d.Policy.HiddenRefs(schema), cls, t.Filter, g)
 	t.Filter = andFilters(t.Filter, nh)
 	p := distinctPipeline(g, t.Filter, sort, limit)
 	if dry {
@@ -85,6 +87,17 @@ func distinctTool(ctx context.Context, d *Deps, in distinctIn) (Dynamic, error) 
 	if err != nil {
 		return nil, err
 	}
+	// Rows whose value is redacted give one value, the marker, after
+	// every other (as a sorted read places them), whatever the sort.
+	if redacted != nil && len(items) <= limit {
+		n, err := d.Store.Count(ctx, cls.Name, redacted)
+		if err != nil {
+			return nil, pipelineRunError(d, "distinct", err)
+		}
+		if n > 0 {
+			items = append(items, keyed{key: redactedMarker()})
+		}
+	}
 	ProgressFrom(ctx).Report(float64(len(items)), 0, fmt.Sprintf("%d values", len(items)))
 	truncated := len(items) > limit
 	if truncated {
@@ -95,8 +108,8 @@ func distinctTool(ctx context.Context, d *Deps, in distinctIn) (Dynamic, error) 
 		pointerClass = pointerKeys(items)
 	}
 	// Null and missing values are left out, as Parse Server's distinct
-	// does; rows holding a hidden reference in the field were filtered out
-	// (and the key reader turns any left, e.g. after drift, into null).
+	// does; rows holding a redacted value in the field were filtered out
+	// of the pipeline and give the marker above.
 	values := make([]any, 0, len(items))
 	for _, it := range items {
 		if it.key == nil {

@@ -11,7 +11,8 @@ package tools
 //   - Keys are rendered like row values (dates as {"__type":"Date"}); a
 //     missing or null value is the JSON null key (as MongoDB's $group and
 //     Parse Server's aggregate); rows holding a hidden reference in the
-//     grouped field are in no group (SECURITY.md "Hidden references").
+//     grouped field form one group keyed by the redaction marker, after
+//     every other (SECURITY.md "Hidden references").
 //   - group_by_date: quarter keys are "YYYY-Qn"; week keys are ISO weeks
 //     "YYYY-Www" (%G-W%V); timezone defaults to UTC; IANA names are checked
 //     with the embedded tz database (time/tzdata), offsets as ±HH:MM.
@@ -125,6 +126,9 @@ type groupRequest struct {
 	sort      string
 	limit     int
 	dryRun    bool
+	// redacted selects the rows whose key is redacted (nil: none can be):
+	// they form one group, keyed by the marker.
+	redacted bson.D
 	// group_by_date
 	interval string
 	timezone string
@@ -241,8 +245,68 @@ func resolveGroupRequest(ctx context.Context, d *Deps, r *groupRequest, field, v
 	if err != nil {
 		return nil, nil, err
 	}
+	valueNH, _ := groupHiddenRefFilter(d, schema, cls, nil, r.value)
+	r.redacted = redactedKeyFilter(d.Policy.HiddenRefs(schema), cls, andFilters(t.Filter, valueNH), r.field)
 	t.Filter = andFilters(t.Filter, nh)
 	return r, t, nil
+}
+
+// redactedKeyFilter is filter narrowed to the rows whose value at key is
+// redacted — a hidden reference or a reference to a missing class at, or
+// above, the path (on an array: in any element). group_by, group_by_date
+// and distinct show them as one key, the marker, after every other key
+// (SECURITY.md "Hidden references"): one key whatever the references'
+// classes and ids. nil when key cannot hold one.
+func redactedKeyFilter(hidden *parsedb.HiddenRefs, cls *parsedb.Class, filter bson.D, key *groupField) bson.D {
+	nh := hidden.NotHiddenRefAnyType(cls, key.name)
+	if nh == nil {
+		return nil
+	}
+	return andFilters(filter, bson.D{{Key: "$nor", Value: bson.A{bson.D{{Key: "$and", Value: nh}}}}})
+}
+
+// redactedMarker is the key of the redacted group, as rows show the value.
+func redactedMarker() map[string]any { return map[string]any{"__redacted": true} }
+
+// redactedGroup is the one group of the rows whose key is redacted, or
+// nil when there are none. The pipeline groups them under one constant
+// key; the fallback, where the database cannot run it, under a path no
+// stored row has (below the string _id).
+func redactedGroup(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.Class, inGo bool) (*keyed, error) {
+	if r.redacted == nil {
+		return nil, nil
+	}
+	one := *r
+	one.field, one.interval, one.flatten, one.sort = &groupField{storage: "_id.none"}, "", false, "key_asc"
+	var items []keyed
+	var err error
+	if !inGo {
+		items, err = readKeyedRaw(ctx, d, cls, bson.A{
+			bson.D{{Key: "$match", Value: r.redacted}},
+			bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: nil}, {Key: "value", Value: r.accumulator()}}}},
+		}, true)
+	}
+	if inGo || err != nil && parsedb.AsNotSupported(err) != nil {
+		docs, err := groupInGo(ctx, d, &one, cls, r.redacted)
+		if err != nil {
+			return nil, err
+		}
+		conv := newRowConverter(ctx, d, nil)
+		items = items[:0]
+		for _, doc := range docs {
+			g, err := conv.keyed(doc, true)
+			if err != nil {
+				return nil, err
+			}
+			items = append(items, g)
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	if len(items) == 0 {
+		return nil, nil
+	}
+	return &keyed{key: redactedMarker(), value: items[0].value}, nil
 }
 
 // groupHiddenRefFilter keeps hidden references out of a group/distinct
@@ -251,7 +315,8 @@ func resolveGroupRequest(ctx context.Context, d *Deps, r *groupRequest, field, v
 // translator refuses it. Every other grouped path and value_field gets the
 // not-a-hidden-reference conjunct, whatever its declared type (a typed
 // field holds one only after schema drift): rows holding a hidden
-// reference there belong to no group. Grouping on the stored reference and
+// reference there belong to no real group (redactedKeyFilter selects them
+// for the one redacted group). Grouping on the stored reference and
 // blanking the key afterwards would still show how many hidden objects
 // are referenced and which rows share one; a sub-path such as
 // meta.credential.objectId would read an id, and $min/$max would compare
@@ -366,18 +431,20 @@ func groupPipeline(r *groupRequest, filter bson.D) bson.A {
 	if r.interval != "" {
 		key = dateKey(r.field.storage, r.interval, r.timezone)
 	}
-	var acc bson.D
-	if r.op == "count" {
-		acc = bson.D{{Key: "$sum", Value: int32(1)}}
-	} else {
-		acc = bson.D{{Key: "$" + r.op, Value: "$" + r.value.storage}}
-	}
 	p = append(p,
-		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: key}, {Key: "value", Value: acc}}}},
+		bson.D{{Key: "$group", Value: bson.D{{Key: "_id", Value: key}, {Key: "value", Value: r.accumulator()}}}},
 		bson.D{{Key: "$sort", Value: groupSort(r.sort)}},
 		bson.D{{Key: "$limit", Value: int32(r.limit + 1)}},
 	)
 	return p
+}
+
+// accumulator is the $group accumulator of r's operation.
+func (r *groupRequest) accumulator() bson.D {
+	if r.op == "count" {
+		return bson.D{{Key: "$sum", Value: int32(1)}}
+	}
+	return bson.D{{Key: "$" + r.op, Value: "$" + r.value.storage}}
 }
 
 func (r *groupRequest) params() map[string]any {
@@ -449,15 +516,20 @@ func readKeyedRaw(ctx context.Context, d *Deps, cls *parsedb.Class, p bson.A, wi
 
 // keyed renders one {_id, value} document.
 func (c *rowConverter) keyed(doc bson.Raw, withValue bool) (keyed, error) {
-	k, err := c.value(doc.Lookup("_id"))
-	if err != nil {
-		return keyed{}, err
+	var k any
+	// The second engine leaves _id out of a group whose key is missing
+	// on every row; MongoDB gives it null.
+	if id, err := doc.LookupErr("_id"); err == nil {
+		if k, err = c.value(id); err != nil {
+			return keyed{}, err
+		}
 	}
 	g := keyed{key: k}
 	if m, ok := k.(map[string]any); ok && m["__redacted"] == true {
 		g.key, g.hidden = nil, true
 	}
 	if withValue {
+		var err error
 		if g.value, err = c.value(doc.Lookup("value")); err != nil {
 			return keyed{}, err
 		}
@@ -564,6 +636,17 @@ func runGroupWith(ctx context.Context, d *Deps, req *groupRequest, field, valueF
 				return nil, err
 			}
 			items = append(items, g)
+		}
+	}
+	// The rows whose key is redacted form one group after every other
+	// (as a sorted read places them), whatever the sort.
+	if len(items) <= r.limit {
+		rg, err := redactedGroup(ctx, d, r, t.Class, computedInGo)
+		if err != nil {
+			return nil, pipelineRunError(d, tool, err)
+		}
+		if rg != nil {
+			items = append(items, *rg)
 		}
 	}
 	ProgressFrom(ctx).Report(float64(len(items)), 0, fmt.Sprintf("%d groups built", len(items)))

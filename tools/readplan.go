@@ -187,6 +187,11 @@ type readPlan struct {
 	compact bool
 	legend  *parsedb.Legend
 	shape   rowShape
+
+	// ranked and redactedTail split a sorted read whose sort keys may be
+	// redacted: the rows ranked by sort, then the others by objectId
+	// (nil: no split).
+	ranked, redactedTail bson.D
 }
 
 // resetLegend forgets what the encoders recorded (before a second read of
@@ -261,21 +266,26 @@ func planFor(ctx context.Context, d *Deps, schema *parsedb.Schema, name string, 
 	p.projection = parsedb.Projection(cls, p.keys)
 	if !in.noSort {
 		p.sort = parsedb.SortDoc(cls, in.order)
-		// Rows whose sort key is a reference to a hidden class are left
-		// out: their place in the order would bisect the hidden id.
 		var paths []string
 		for _, o := range in.order {
 			paths = append(paths, o.Field)
 		}
+		// Rows whose sort key is redacted are not ranked by what is stored
+		// there (it would bisect the hidden id): they follow every ranked
+		// row, in objectId order (SECURITY.md "Hidden references"). Other
+		// rows whose sort key inside an Object/Array field holds an
+		// embedded object are left out: it would sort by its members, a
+		// nested pointer's id among them.
+		no := notObjectSortKeys(cls, paths)
 		if nh := d.Policy.HiddenRefs(schema).NotHiddenRefFilterAnyType(cls, paths); nh != nil {
-			p.target.Filter = andFilters(p.target.Filter, nh)
+			redacted := bson.D{{Key: "$nor", Value: bson.A{nh}}}
+			p.ranked = andFilters(andFilters(p.target.Filter, nh), no)
+			p.redactedTail = andFilters(p.target.Filter, redacted)
+			if no != nil {
+				no = bson.D{{Key: "$or", Value: bson.A{no, redacted}}}
+			}
 		}
-		// Rows whose sort key inside an Object/Array field holds an
-		// embedded object are left out too: it would sort by its members,
-		// a nested pointer's id among them.
-		if no := notObjectSortKeys(cls, paths); no != nil {
-			p.target.Filter = andFilters(p.target.Filter, no)
-		}
+		p.target.Filter = andFilters(p.target.Filter, no)
 	}
 	p.enc = *d.Policy.RowEncoder(schema, cls, p.keys)
 	if in.compact {
@@ -493,7 +503,11 @@ func (p *readPlan) without(field string) *readPlan {
 }
 
 func (p *readPlan) findSpec(skip, limit int) parsedb.FindSpec {
-	return parsedb.FindSpec{Filter: p.target.Filter, Projection: p.projection, Sort: p.sort, Skip: int64(skip), Limit: int64(limit), BatchSize: int32(limit)}
+	filter := p.target.Filter
+	if p.ranked != nil {
+		filter = p.ranked
+	}
+	return parsedb.FindSpec{Filter: filter, Projection: p.projection, Sort: p.sort, Skip: int64(skip), Limit: int64(limit), BatchSize: int32(limit)}
 }
 
 // closeCursor closes a read's cursor. A cursor the server still holds open
@@ -520,35 +534,62 @@ func closeCursor(ctx context.Context, cur *mongo.Cursor) {
 
 // rows runs the find and calls fn for every row in order; row is its REST
 // JSON (includes spliced in) when encode(i) is true, else nil. row is only
-// valid during the call. fn returns false to stop.
+// valid during the call. fn returns false to stop. A split sorted read
+// continues with the rows whose sort key is redacted, the page's skip and
+// limit running over both parts.
 func (p *readPlan) rows(ctx context.Context, spec parsedb.FindSpec, encode func(i int) bool, fn func(i int, doc bson.Raw, row []byte) (bool, error)) error {
-	cur, err := p.d.Store.Find(ctx, p.target.Class.Name, spec)
-	if err != nil {
+	n, stopped, err := p.rowsFrom(ctx, spec, 0, encode, fn)
+	if err != nil || stopped || p.redactedTail == nil || spec.Limit > 0 && int64(n) >= spec.Limit {
 		return err
 	}
+	tail := spec
+	tail.Filter, tail.Sort, tail.Skip = p.redactedTail, bson.D{{Key: "_id", Value: int32(1)}}, 0
+	if spec.Skip > 0 {
+		ranked := spec.Skip + int64(n)
+		if n == 0 {
+			if ranked, err = p.d.Store.Count(ctx, p.target.Class.Name, spec.Filter); err != nil {
+				return err
+			}
+		}
+		tail.Skip = max(0, spec.Skip-ranked)
+	}
+	if spec.Limit > 0 {
+		tail.Limit = spec.Limit - int64(n)
+	}
+	_, _, err = p.rowsFrom(ctx, tail, n, encode, fn)
+	return err
+}
+
+// rowsFrom is one find of rows, numbering them from start: n rows were
+// passed to fn, stopped when fn returned false.
+func (p *readPlan) rowsFrom(ctx context.Context, spec parsedb.FindSpec, start int, encode func(i int) bool, fn func(i int, doc bson.Raw, row []byte) (bool, error)) (n int, stopped bool, err error) {
+	cur, err := p.d.Store.Find(ctx, p.target.Class.Name, spec)
+	if err != nil {
+		return 0, false, err
+	}
 	defer closeCursor(ctx, cur)
-	i := 0
+	i := start
 	// full: every row the limit lets the server return has been read, so
 	// the cursor holds nothing more: asking for the next row would cost a
 	// getMore on engines that keep a cursor open at its limit.
-	full := func() bool { return spec.Limit > 0 && int64(i) >= spec.Limit }
+	full := func() bool { return spec.Limit > 0 && int64(i-start) >= spec.Limit }
 	if len(p.includes) == 0 {
 		var buf []byte
 		for !full() && cur.Next(ctx) {
 			var row []byte
 			if encode(i) {
 				if buf, err = p.enc.AppendRow(buf[:0], cur.Current); err != nil {
-					return err
+					return i - start, false, err
 				}
 				row = buf
 			}
 			cont, err := fn(i, cur.Current, row)
 			if err != nil || !cont {
-				return err
+				return i - start, true, err
 			}
 			i++
 		}
-		return cur.Err()
+		return i - start, false, cur.Err()
 	}
 	// With includes, rows are read in chunks so that each chunk's pointers
 	// are fetched with one $in query per target class and level.
@@ -591,16 +632,16 @@ func (p *readPlan) rows(ctx context.Context, spec parsedb.FindSpec, encode func(
 		size += len(doc)
 		if len(chunk) >= includeChunk || size >= limit {
 			if cont, err := flush(); err != nil || !cont {
-				return err
+				return i - start, true, err
 			}
 		}
 	}
 	if err := cur.Err(); err != nil {
-		return err
+		return i - start, false, err
 	}
 	if len(chunk) > 0 {
-		_, err := flush()
-		return err
+		cont, err := flush()
+		return i - start, !cont, err
 	}
-	return nil
+	return i - start, false, nil
 }
