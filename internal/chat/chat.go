@@ -4,7 +4,9 @@
 // middleware an MCP client goes through (MCPToolbox). The providers speak
 // their real wire formats over HTTP: OpenAI Chat Completions (also the
 // OpenAI-compatible local servers: LM Studio, Ollama, vLLM) and Anthropic
-// Messages, both streaming.
+// Messages, both streaming. They are hand-written rather than the official
+// SDKs because either SDK alone would cost the idle server more than its
+// memory budget (README "Chat from a terminal" has the measurements).
 //
 // The package is imported by main but does nothing until a chat starts: no
 // work at start-up (the key-scrubbing regexp compiles on first use), no

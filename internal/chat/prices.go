@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"time"
 )
 
 // Price is USD per million tokens, in and out.
@@ -18,14 +19,22 @@ func (p Price) Cost(u Usage) float64 {
 	return (float64(u.In)*p.In + float64(u.Out)*p.Out) / 1e6
 }
 
-// Prices maps a model name (or a prefix of dated model ids, e.g.
-// claude-sonnet-4-5 for claude-sonnet-4-5-20250929) to its price.
+// Prices maps a model name to its price. A listed name is also the family
+// of its dated snapshots (claude-sonnet-4-6-20260217, gpt-5.4-mini-2026-03-17
+// are priced as claude-sonnet-4-6, gpt-5.4-mini); nothing else is matched:
+// claude-opus-4-6 is not a claude-opus-4 (README "Chat from a terminal").
 type Prices map[string]Price
 
 // DefaultPrices are list prices in USD per million tokens as published by
-// OpenAI and Anthropic; they change — override them with LLM_PRICES.
+// OpenAI and Anthropic; they change — override them with LLM_PRICES. A model
+// not listed (among them the defaults newer than the published lists) costs
+// "unknown" until LLM_PRICES names it.
 func DefaultPrices() Prices {
 	return Prices{
+		"gpt-5.5":           {5, 30},
+		"gpt-5.4":           {2.50, 15},
+		"gpt-5.4-mini":      {0.75, 4.50},
+		"gpt-5.4-nano":      {0.20, 1.25},
 		"gpt-5":             {1.25, 10},
 		"gpt-5-mini":        {0.25, 2},
 		"gpt-5-nano":        {0.05, 0.40},
@@ -36,9 +45,12 @@ func DefaultPrices() Prices {
 		"gpt-4o-mini":       {0.15, 0.60},
 		"o3":                {2, 8},
 		"o4-mini":           {1.10, 4.40},
+		"claude-opus-4-7":   {5, 25},
+		"claude-opus-4-6":   {5, 25},
 		"claude-opus-4-5":   {5, 25},
 		"claude-opus-4-1":   {15, 75},
 		"claude-opus-4":     {15, 75},
+		"claude-sonnet-4-6": {3, 15},
 		"claude-sonnet-4-5": {3, 15},
 		"claude-sonnet-4":   {3, 15},
 		"claude-haiku-4-5":  {1, 5},
@@ -75,24 +87,34 @@ func LoadPrices(spec string) (Prices, error) {
 	return p, nil
 }
 
-// Lookup finds a model's price: exactly, else by the longest listed prefix
-// followed by "-" (dated ids). A model on an OpenAI-compatible (local)
-// server not in the table costs nothing.
+// Lookup finds a model's price: by its exact name, else by the family its
+// dated snapshot belongs to. A model on an OpenAI-compatible (local) server
+// not in the table costs nothing; any other model not in it is unknown.
 func (p Prices) Lookup(kind, model string) (Price, bool) {
 	if pr, ok := p[model]; ok {
 		return pr, true
 	}
-	best := ""
-	for m := range p {
-		if strings.HasPrefix(model, m+"-") && len(m) > len(best) {
-			best = m
+	if family, ok := snapshotFamily(model); ok {
+		if pr, ok := p[family]; ok {
+			return pr, true
 		}
-	}
-	if best != "" {
-		return p[best], true
 	}
 	if kind == KindOpenAICompatible {
 		return Price{}, true
 	}
 	return Price{}, false
+}
+
+// snapshotFamily strips a snapshot date from a model id: Anthropic's
+// -YYYYMMDD and OpenAI's -YYYY-MM-DD.
+func snapshotFamily(model string) (string, bool) {
+	for _, layout := range []string{"-20060102", "-2006-01-02"} {
+		n := len(layout)
+		if len(model) > n {
+			if _, err := time.Parse(layout, model[len(model)-n:]); err == nil {
+				return model[:len(model)-n], true
+			}
+		}
+	}
+	return "", false
 }

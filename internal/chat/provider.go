@@ -29,11 +29,13 @@ const (
 	KindOpenAICompatible = "openai-compatible"
 )
 
-// Default models per provider (LLM_MODEL). An OpenAI-compatible server's
-// default is the first model it lists at GET /models.
+// Default models per provider (LLM_MODEL): the current Sonnet-class model
+// and a current small OpenAI model, as the official SDKs name them (README
+// "Chat from a terminal"). An OpenAI-compatible server's default is the first
+// model it lists at GET /models.
 const (
-	DefaultOpenAIModel    = "gpt-4.1-mini"
-	DefaultAnthropicModel = "claude-sonnet-4-5"
+	DefaultOpenAIModel    = "gpt-5.4-mini"
+	DefaultAnthropicModel = "claude-sonnet-5-5"
 )
 
 // localServers are the LLM_PROVIDER shorthands for OpenAI-compatible local
