@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -157,5 +158,140 @@ func TestAdvInvisibleTargetWrites(t *testing.T) {
 			res := call(t, c, tool, args)
 			return fmt.Sprintf("%s %v %s", id, res.IsError, text(res))
 		}, advPointerWrites)
+	}
+}
+
+// TestAdvWholeFieldOpsOnRedactedRows: every whole-field operation on a row
+// holding typed references into a hidden class (dry run and not, with and
+// without confirmation, direct path) answers without the hidden id or
+// class, and with the same bytes as on the row holding the same references
+// to a missing class.
+func TestAdvWholeFieldOpsOnRedactedRows(t *testing.T) {
+	db, uri := writeDB(t, advPairSchemas()...)
+	insert(t, db, "Memo", bson.D{{Key: "_id", Value: "m1"}, {Key: "title", Value: "t"}})
+	row := func(id, cls string) bson.D {
+		ptr := bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: cls}, {Key: "objectId", Value: "vsecretid01"}}
+		return bson.D{{Key: "_id", Value: id}, {Key: "title", Value: "t"},
+			{Key: "meta", Value: bson.D{{Key: "ref", Value: ptr}, {Key: "n", Value: int32(1)}}},
+			{Key: "list", Value: bson.A{ptr, bson.D{{Key: "k", Value: ptr}}, "a"}},
+			{Key: "note", Value: ptr}}
+	}
+	ops := map[string]map[string]any{
+		"add":          {"list": map[string]any{"__op": "Add", "objects": []any{"b"}}},
+		"addunique":    {"list": map[string]any{"__op": "AddUnique", "objects": []any{"a", "b"}}},
+		"remove":       {"list": map[string]any{"__op": "Remove", "objects": []any{"a"}}},
+		"remove ptr":   {"list": map[string]any{"__op": "Remove", "objects": []any{map[string]any{"__type": "Pointer", "className": "Memo", "objectId": "vsecretid01"}}}},
+		"delete":       {"list": map[string]any{"__op": "Delete"}},
+		"increment":    {"note": map[string]any{"__op": "Increment", "amount": 1}},
+		"incr meta":    {"meta": map[string]any{"__op": "Increment", "amount": 1}},
+		"add note":     {"note": map[string]any{"__op": "Add", "objects": []any{"b"}}},
+		"set meta":     {"meta": map[string]any{"n": 2}},
+		"set note":     {"note": "x"},
+		"unknown":      {"list": map[string]any{"__op": "Frob"}},
+		"dotted index": {"list.2": "c"},
+		"dotted far":   {"list.9.x": 1},
+		"dotted new":   {"meta.fresh.k": 1},
+		"dotted title": {"title.x": 1},
+	}
+	for _, conf := range []string{"never", "always"} {
+		c := writeClient(t, uri, policyEnv(t, "classes:\n  Vault: {hidden: true}\nsettings: {confirm_writes: "+conf+", direct_schema_changes: true, rate_limit: {requests: 1000, window: 60s}}\n"))
+		for name, fields := range ops {
+			for _, dry := range []bool{true, false} {
+				if conf == "always" && !dry {
+					continue
+				}
+				var ans []string
+				for _, cls := range []string{"Vault", "Nowhere"} {
+					_, _ = db.Collection("Box").DeleteOne(t.Context(), bson.D{{Key: "_id", Value: "b1"}})
+					insert(t, db, "Box", row("b1", cls))
+					res := call(t, c, "update_object", map[string]any{"class_name": "Box", "object_id": "b1", "fields": fields, "dry_run": dry})
+					out := text(res)
+					if strings.Contains(out, "vsecretid01") && !strings.Contains(name, "ptr") {
+						t.Errorf("%s dry=%v %s: the hidden id shows: %s", name, dry, cls, out)
+					}
+					out = strings.NewReplacer(cls, "<C>").Replace(out)
+					out = timeRe.ReplaceAllString(out, "<time>")
+					ans = append(ans, fmt.Sprintf("%v %s", res.IsError, out))
+				}
+				if ans[0] != ans[1] {
+					t.Errorf("%s confirm=%s dry=%v: hidden answers\n%s\nmissing answers\n%s", name, conf, dry, ans[0], ans[1])
+				}
+			}
+		}
+	}
+}
+
+var timeRe = regexp.MustCompile(`\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z`)
+
+// TestAdvCreateClassNamesAsData: names an admin chooses in create_class —
+// CLP user keys, pointer-permission field lists, protectedFields lists and
+// keys, default-value keys and strings — that have the reference shape
+// "Class$id" answer alike for a hidden and a missing class, in the create
+// (dry run and not) and in get_schema afterwards.
+func TestAdvCreateClassNamesAsData(t *testing.T) {
+	db, uri := writeDB(t, advPairSchemas()...)
+	_ = db
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	ref := func(cls string) string { return cls + "$abcdefghij" }
+	shapes := map[string]func(cls string) (map[string]any, map[string]any){
+		"clp user key": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"title": map[string]any{"type": "String"}}, map[string]any{"find": map[string]any{ref(cls): true}}
+		},
+		"clp role key": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"title": map[string]any{"type": "String"}}, map[string]any{"get": map[string]any{"role:" + ref(cls): true}}
+		},
+		"clp pointer fields": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"title": map[string]any{"type": "String"}}, map[string]any{"readUserFields": []any{ref(cls)}}
+		},
+		"clp protected list": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"title": map[string]any{"type": "String"}}, map[string]any{"protectedFields": map[string]any{"*": []any{ref(cls)}}}
+		},
+		"clp protected key": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"title": map[string]any{"type": "String"}}, map[string]any{"protectedFields": map[string]any{ref(cls): []any{"title"}}}
+		},
+		"default string": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"title": map[string]any{"type": "String", "defaultValue": ref(cls) + "\n"}}, nil
+		},
+		"default object key": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"meta": map[string]any{"type": "Object", "defaultValue": map[string]any{cls: 1}}}, nil
+		},
+		"default untyped className": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"meta": map[string]any{"type": "Object", "defaultValue": map[string]any{"className": cls}}}, nil
+		},
+		"field named like class": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{cls: map[string]any{"type": "String"}}, nil
+		},
+		"pointer target": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"p": map[string]any{"type": "Pointer", "targetClass": cls}}, nil
+		},
+		"relation target": func(cls string) (map[string]any, map[string]any) {
+			return map[string]any{"p": map[string]any{"type": "Relation", "targetClass": cls}}, nil
+		},
+	}
+	n := 0
+	for name, mk := range shapes {
+		for _, dry := range []bool{true, false} {
+			var ans []string
+			for _, cls := range []string{"Vault", "Nowhere"} {
+				n++
+				className := fmt.Sprintf("K%d", n)
+				fields, clp := mk(cls)
+				args := map[string]any{"class_name": className, "fields": fields, "dry_run": dry}
+				if clp != nil {
+					args["permissions"] = clp
+				}
+				res := call(t, c, "create_class", args)
+				out := fmt.Sprintf("%v %s", res.IsError, text(res))
+				if !res.IsError && !dry {
+					s := call(t, c, "get_schema", map[string]any{"class_name": className})
+					out += " | " + text(s)
+				}
+				out = strings.NewReplacer(cls, "<C>", className, "<K>").Replace(out)
+				ans = append(ans, timeRe.ReplaceAllString(out, "<time>"))
+			}
+			if ans[0] != ans[1] {
+				t.Errorf("%s dry=%v: hidden answers\n%s\nmissing answers\n%s", name, dry, ans[0], ans[1])
+			}
+		}
 	}
 }
