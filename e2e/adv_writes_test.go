@@ -295,3 +295,119 @@ func TestAdvCreateClassNamesAsData(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvReadToolsOnRedactedPaths: a where at, below and beside a typed
+// reference into a hidden class answers, in every read tool, exactly as
+// the same where on a reference to a missing class, and a right guess of
+// the hidden id answers as a wrong one.
+func TestAdvReadToolsOnRedactedPaths(t *testing.T) {
+	db, uri := writeDB(t, advPairSchemas()...)
+	ptr := func(cls string) bson.D {
+		return bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: cls}, {Key: "objectId", Value: "vsecretid01"}}
+	}
+	for id, cls := range map[string]string{"rowhidden1": "Vault", "rowmissin1": "Nowhere"} {
+		insert(t, db, "Box", bson.D{{Key: "_id", Value: id}, {Key: "title", Value: "t"},
+			{Key: "meta", Value: bson.D{{Key: "ref", Value: ptr(cls)}, {Key: "n", Value: int32(1)}}},
+			{Key: "list", Value: bson.A{ptr(cls), "a"}}})
+	}
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	wheres := map[string]func(g string) map[string]any{
+		"eq id": func(g string) map[string]any { return map[string]any{"meta.ref.objectId": g} },
+		"gt id": func(g string) map[string]any { return map[string]any{"meta.ref.objectId": map[string]any{"$gte": g}} },
+		"lt id": func(g string) map[string]any { return map[string]any{"meta.ref.objectId": map[string]any{"$lte": g}} },
+		"regex id": func(g string) map[string]any {
+			return map[string]any{"meta.ref.objectId": map[string]any{"$regex": "^" + g[:4]}}
+		},
+		"in id": func(g string) map[string]any {
+			return map[string]any{"meta.ref.objectId": map[string]any{"$in": []any{g, nil}}}
+		},
+		"nin id": func(g string) map[string]any {
+			return map[string]any{"meta.ref.objectId": map[string]any{"$nin": []any{g}}}
+		},
+		"ne id": func(g string) map[string]any { return map[string]any{"meta.ref.objectId": map[string]any{"$ne": g}} },
+		"all id": func(g string) map[string]any {
+			return map[string]any{"list.objectId": map[string]any{"$all": []any{g}}}
+		},
+		"list id":   func(g string) map[string]any { return map[string]any{"list.objectId": g} },
+		"list 0 id": func(g string) map[string]any { return map[string]any{"list.0.objectId": g} },
+		"or id": func(g string) map[string]any {
+			return map[string]any{"$or": []any{map[string]any{"meta.ref.objectId": g}, map[string]any{"title": "zz"}}}
+		},
+		"nor id": func(g string) map[string]any {
+			return map[string]any{"$nor": []any{map[string]any{"meta.ref.objectId": g}}}
+		},
+		"exists ref": func(g string) map[string]any {
+			return map[string]any{"meta.ref": map[string]any{"$exists": true}, "title": map[string]any{"$ne": g}}
+		},
+		"exists id": func(g string) map[string]any {
+			return map[string]any{"meta.ref.objectId": map[string]any{"$exists": false}, "title": map[string]any{"$ne": g}}
+		},
+		"null id": func(g string) map[string]any {
+			return map[string]any{"meta.ref.objectId": nil, "title": map[string]any{"$ne": g}}
+		},
+		"class": func(g string) map[string]any {
+			return map[string]any{"meta.ref.className": map[string]any{"$gt": "A"}, "title": map[string]any{"$ne": g}}
+		},
+		"type": func(g string) map[string]any {
+			return map[string]any{"meta.ref.__type": "Pointer", "title": map[string]any{"$ne": g}}
+		},
+		"contained": func(g string) map[string]any {
+			return map[string]any{"meta.ref.objectId": map[string]any{"$containedBy": []any{g}}}
+		},
+		"meta n beside": func(g string) map[string]any { return map[string]any{"meta.n": 1, "title": map[string]any{"$ne": g}} },
+	}
+	type probe struct {
+		tool string
+		args func(id string, where map[string]any) map[string]any
+	}
+	withID := func(id string, w map[string]any) map[string]any {
+		return map[string]any{"$and": []any{map[string]any{"objectId": id}, w}}
+	}
+	probes := []probe{
+		{"count_objects", func(id string, w map[string]any) map[string]any {
+			return map[string]any{"class_name": "Box", "where": withID(id, w)}
+		}},
+		{"query_class", func(id string, w map[string]any) map[string]any {
+			return map[string]any{"class_name": "Box", "where": withID(id, w), "keys": []any{"title"}}
+		}},
+		{"explain_query", func(id string, w map[string]any) map[string]any {
+			return map[string]any{"class_name": "Box", "where": withID(id, w)}
+		}},
+		{"export_data", func(id string, w map[string]any) map[string]any {
+			return map[string]any{"class_name": "Box", "where": withID(id, w), "keys": []any{"title"}}
+		}},
+		{"distinct", func(id string, w map[string]any) map[string]any {
+			return map[string]any{"class_name": "Box", "field": "title", "where": withID(id, w)}
+		}},
+		{"group_by", func(id string, w map[string]any) map[string]any {
+			return map[string]any{"class_name": "Box", "field": "title", "where": withID(id, w)}
+		}},
+		{"aggregate", func(id string, w map[string]any) map[string]any {
+			return map[string]any{"class_name": "Box", "pipeline": []any{map[string]any{"$match": withID(id, w)}, map[string]any{"$count": "n"}}}
+		}},
+	}
+	mask := strings.NewReplacer("rowhidden1", "<id>", "rowmissin1", "<id>", "vsecretid01", "<g>", "wrongguess1", "<g>", "vsec", "<p>", "wron", "<p>")
+	cases := 0
+	for _, p := range probes {
+		for name, w := range wheres {
+			var first, firstWhat string
+			for _, id := range []string{"rowhidden1", "rowmissin1"} {
+				for _, g := range []string{"vsecretid01", "wrongguess1"} {
+					res := call(t, c, p.tool, p.args(id, w(g)))
+					out := fmt.Sprintf("%v %s", res.IsError, mask.Replace(timeRe.ReplaceAllString(text(res), "<time>")))
+					what := id + "/" + g
+					cases++
+					if first == "" {
+						first, firstWhat = out, what
+						if name == "eq id" || name == "ne id" {
+							t.Logf("%s %s: %.300s", p.tool, name, out)
+						}
+					} else if out != first {
+						t.Errorf("%s %s: %s answers\n%s\nwhere %s answers\n%s", p.tool, name, what, out, firstWhat, first)
+					}
+				}
+			}
+		}
+	}
+	t.Logf("%d calls", cases)
+}
