@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 // TestAdvTrailingNewlineReferenceOracle: a string of the reference shape
@@ -410,4 +412,46 @@ func TestAdvReadToolsOnRedactedPaths(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls", cases)
+}
+
+// TestAdvBridgeNamesInKeys: through the Parse Server bridge, a dotted key
+// or an object key of the reference shape naming a hidden class answers as
+// one naming a missing class (Parse stores "$" inside a dotted segment, and
+// the reader redacts such a key for a hidden class only), dry run or not,
+// and the direct path agrees on the refusal.
+func TestAdvBridgeNamesInKeys(t *testing.T) {
+	ps := parsetest.Start(t, parsetest.Options{MongoURI: mongoURI})
+	db := parseDatabase(t, ps)
+	ps.CreateClass(t, "Vault", map[string]string{"key": "String"}, nil)
+	ps.CreateClass(t, "Box", map[string]string{"title": "String", "meta": "Object"}, nil)
+	insert(t, db, "Box", bson.D{{Key: "_id", Value: "boxrow0001"}, {Key: "title", Value: "t"}, {Key: "meta", Value: bson.D{{Key: "n", Value: int32(1)}}}})
+	pol := policyEnv(t, "classes:\n  Vault: {hidden: true}\nsettings: {confirm_writes: never, rate_limit: {requests: 1000, window: 60s}}\n")
+	c := stdioClient(t, append(bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, pol), append(writeEnv, "PARSE_MCP_PERMISSIONS=write")...)...)
+	shapes := map[string]func(cls string) map[string]any{
+		"dotted segment": func(cls string) map[string]any { return map[string]any{"meta.seen." + cls + "$abcdefghij": true} },
+		"dotted last":    func(cls string) map[string]any { return map[string]any{"meta." + cls + "$abcdefghij": 1} },
+		"object key": func(cls string) map[string]any {
+			return map[string]any{"meta": map[string]any{cls + "$abcdefghij": true}}
+		},
+		"dotted object key": func(cls string) map[string]any {
+			return map[string]any{"meta.seen": map[string]any{cls + "$abcdefghij": true}}
+		},
+		"dotted newline":       func(cls string) map[string]any { return map[string]any{"meta.s": cls + "$abcdefghij\n"} },
+		"dotted className key": func(cls string) map[string]any { return map[string]any{"meta.k": map[string]any{"className": cls}} },
+	}
+	for name, mk := range shapes {
+		for _, dry := range []bool{true, false} {
+			var ans []string
+			for _, cls := range []string{"Vault", "Nowhere"} {
+				res := call(t, c, "update_object", map[string]any{"class_name": "Box", "object_id": "boxrow0001", "fields": mk(cls), "dry_run": dry})
+				out := fmt.Sprintf("%v %s", res.IsError, strings.ReplaceAll(text(res), cls, "<C>"))
+				ans = append(ans, timeRe.ReplaceAllString(out, "<time>"))
+				ps.MustDo(t, "PUT", "/classes/Box/boxrow0001", map[string]any{"meta": map[string]any{"n": 1}}, parsetest.AsMaster)
+			}
+			t.Logf("%s dry=%v: %.400s", name, dry, ans[0])
+			if ans[0] != ans[1] {
+				t.Errorf("%s dry=%v: hidden answers\n%s\nmissing answers\n%s", name, dry, ans[0], ans[1])
+			}
+		}
+	}
 }
