@@ -455,3 +455,116 @@ func TestAdvBridgeNamesInKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvObjectKeyReferenceOracle: an object key that is a reference to a
+// hidden class is redacted with its member (shown as __redacted_n); no
+// where may test it — not by a dotted path through the key, not by a whole
+// object literal holding the key — so a right guess of the hidden id
+// answers as a wrong one, and a hidden class as a missing one.
+func TestAdvObjectKeyReferenceOracle(t *testing.T) {
+	db, uri := writeDB(t, advPairSchemas()...)
+	for id, cls := range map[string]string{"rowhidden1": "Vault", "rowmissin1": "Nowhere"} {
+		insert(t, db, "Box", bson.D{{Key: "_id", Value: id}, {Key: "title", Value: "t"},
+			{Key: "meta", Value: bson.D{{Key: "seen", Value: bson.D{{Key: cls + "$vsecretid01", Value: true}}}}},
+			{Key: "list", Value: bson.A{bson.D{{Key: cls + "$vsecretid01", Value: true}}}}})
+	}
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	wheres := map[string]func(cls, g string) map[string]any{
+		"whole eq": func(cls, g string) map[string]any {
+			return map[string]any{"meta.seen": map[string]any{cls + "$" + g: true}}
+		},
+		"whole meta": func(cls, g string) map[string]any {
+			return map[string]any{"meta": map[string]any{"seen": map[string]any{cls + "$" + g: true}}}
+		},
+		"whole in": func(cls, g string) map[string]any {
+			return map[string]any{"meta.seen": map[string]any{"$in": []any{map[string]any{cls + "$" + g: true}}}}
+		},
+		"whole ne": func(cls, g string) map[string]any {
+			return map[string]any{"meta.seen": map[string]any{"$ne": map[string]any{cls + "$" + g: true}}}
+		},
+		"whole nin": func(cls, g string) map[string]any {
+			return map[string]any{"meta.seen": map[string]any{"$nin": []any{map[string]any{cls + "$" + g: true}}}}
+		},
+		"list elem": func(cls, g string) map[string]any { return map[string]any{"list": map[string]any{cls + "$" + g: true}} },
+		"list all": func(cls, g string) map[string]any {
+			return map[string]any{"list": map[string]any{"$all": []any{map[string]any{cls + "$" + g: true}}}}
+		},
+		"path exists": func(cls, g string) map[string]any {
+			return map[string]any{"meta.seen." + cls + "$" + g: map[string]any{"$exists": true}}
+		},
+		"path eq": func(cls, g string) map[string]any { return map[string]any{"meta.seen." + cls + "$" + g: true} },
+		"gt whole": func(cls, g string) map[string]any {
+			return map[string]any{"meta.seen": map[string]any{"$gte": map[string]any{cls + "$" + g: true}}}
+		},
+		"contained by": func(cls, g string) map[string]any {
+			return map[string]any{"list": map[string]any{"$containedBy": []any{map[string]any{cls + "$" + g: true}}}}
+		},
+	}
+	mask := strings.NewReplacer("rowhidden1", "<id>", "rowmissin1", "<id>", "vsecretid01", "<g>", "wrongguess1", "<g>", "Vault", "<C>", "Nowhere", "<C>")
+	for name, w := range wheres {
+		for _, tool := range []string{"count_objects", "query_class"} {
+			var first, firstWhat string
+			for id, cls := range map[string]string{"rowhidden1": "Vault", "rowmissin1": "Nowhere"} {
+				for _, g := range []string{"vsecretid01", "wrongguess1"} {
+					res := call(t, c, tool, map[string]any{"class_name": "Box", "where": map[string]any{"$and": []any{map[string]any{"objectId": id}, w(cls, g)}}, "keys": []any{"title"}})
+					out := fmt.Sprintf("%v %s", res.IsError, mask.Replace(text(res)))
+					what := id + "/" + g
+					if first == "" {
+						first, firstWhat = out, what
+						t.Logf("%s %s: %.300s", tool, name, out)
+					} else if out != first {
+						t.Errorf("%s %s: %s answers\n%s\nwhere %s answers\n%s", tool, name, what, out, firstWhat, first)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestAdvObjectKeyPathsElsewhere: a path through a redacted object key in
+// every other position (order, group_by, distinct, keys, pipelines) answers
+// a right guess of the hidden id as a wrong one.
+func TestAdvObjectKeyPathsElsewhere(t *testing.T) {
+	db, uri := writeDB(t, advPairSchemas()...)
+	insert(t, db, "Box", bson.D{{Key: "_id", Value: "rowhidden1"}, {Key: "title", Value: "t"},
+		{Key: "meta", Value: bson.D{{Key: "seen", Value: bson.D{{Key: "Vault$vsecretid01", Value: int32(7)}}}}}},
+		bson.D{{Key: "_id", Value: "rowplain01"}, {Key: "title", Value: "u"}, {Key: "meta", Value: bson.D{{Key: "seen", Value: bson.D{}}}}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	type probe struct {
+		tool string
+		args func(path string) map[string]any
+	}
+	probes := map[string]probe{
+		"order": {"query_class", func(p string) map[string]any {
+			return map[string]any{"class_name": "Box", "order": "-" + p, "keys": []any{"title"}}
+		}},
+		"keys":     {"query_class", func(p string) map[string]any { return map[string]any{"class_name": "Box", "keys": []any{p}} }},
+		"group_by": {"group_by", func(p string) map[string]any { return map[string]any{"class_name": "Box", "field": p} }},
+		"group value": {"group_by", func(p string) map[string]any {
+			return map[string]any{"class_name": "Box", "field": "title", "operation": "sum", "value_field": p}
+		}},
+		"distinct":    {"distinct", func(p string) map[string]any { return map[string]any{"class_name": "Box", "field": p} }},
+		"export cols": {"export_data", func(p string) map[string]any { return map[string]any{"class_name": "Box", "columns": []any{p}} }},
+		"agg match": {"aggregate", func(p string) map[string]any {
+			return map[string]any{"class_name": "Box", "pipeline": []any{map[string]any{"$match": map[string]any{p: map[string]any{"$exists": true}}}, map[string]any{"$count": "n"}}}
+		}},
+		"agg group": {"aggregate", func(p string) map[string]any {
+			return map[string]any{"class_name": "Box", "pipeline": []any{map[string]any{"$group": map[string]any{"_id": "$" + p, "n": map[string]any{"$sum": 1}}}}}
+		}},
+		"agg project": {"aggregate", func(p string) map[string]any {
+			return map[string]any{"class_name": "Box", "pipeline": []any{map[string]any{"$project": map[string]any{"x": "$" + p}}}}
+		}},
+	}
+	mask := strings.NewReplacer("vsecretid01", "<g>", "wrongguess1", "<g>")
+	for name, p := range probes {
+		var ans []string
+		for _, g := range []string{"vsecretid01", "wrongguess1"} {
+			res := call(t, c, p.tool, p.args("meta.seen.Vault$"+g))
+			ans = append(ans, fmt.Sprintf("%v %s", res.IsError, mask.Replace(text(res))))
+		}
+		t.Logf("%s: %.250s", name, ans[0])
+		if ans[0] != ans[1] {
+			t.Errorf("%s: the right guess answers\n%s\nwhere a wrong one answers\n%s", name, ans[0], ans[1])
+		}
+	}
+}

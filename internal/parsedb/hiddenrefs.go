@@ -393,6 +393,13 @@ func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) boo
 			if c, ok := e.Value.(string); ok && e.Key == "className" && invisible(c) {
 				return true
 			}
+			// A literal's key is compared with stored keys, and the row
+			// codec redacts an object key that is a reference: a key
+			// "Hidden$…" would test the hidden id (operators start with
+			// "$", so they name no class here).
+			if class, _, found := strings.Cut(e.Key, "$"); found && ClassNameRe.MatchString(class) && invisible(class) {
+				return true
+			}
 		}
 		for _, e := range entries {
 			if !inLiteral && subQueryOp(e.Key) {

@@ -454,7 +454,10 @@ func isStorageForm(root string, classShaped bool) bool {
 
 // checkRef checks a field reference (without its "$") against the state.
 func (pv *validator) checkRef(s *fieldState, path, dollar string) error {
-	if path == "" || strings.HasPrefix(path, "$") {
+	// No "$" inside a path either: a segment "Hidden$id" would read an
+	// object key the row codec redacts (SECURITY.md "Object keys are
+	// values too"), as a where's path may not.
+	if path == "" || strings.Contains(path, "$") {
 		return invalidPipeline("invalid field path %q in pipeline", truncateText(dollar+path, 60))
 	}
 	if hasInternalSegment(path) {
