@@ -568,3 +568,60 @@ func TestAdvObjectKeyPathsElsewhere(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvIncludesAndKeysOnRedacted: include and keys paths at, below and
+// through a typed reference into a hidden class answer as the same paths
+// on a reference to a missing class.
+func TestAdvIncludesAndKeysOnRedacted(t *testing.T) {
+	db, uri := writeDB(t, advPairSchemas()...)
+	ptr := func(cls string) bson.D {
+		return bson.D{{Key: "__type", Value: "Pointer"}, {Key: "className", Value: cls}, {Key: "objectId", Value: "vsecretid01"}}
+	}
+	for id, cls := range map[string]string{"rowhidden1": "Vault", "rowmissin1": "Nowhere"} {
+		insert(t, db, "Box", bson.D{{Key: "_id", Value: id}, {Key: "title", Value: "t"},
+			{Key: "meta", Value: bson.D{{Key: "ref", Value: ptr(cls)}, {Key: "deep", Value: bson.D{{Key: "k", Value: ptr(cls)}}}}},
+			{Key: "list", Value: bson.A{ptr(cls), bson.D{{Key: "k", Value: ptr(cls)}}}}})
+	}
+	insert(t, db, "Vault", bson.D{{Key: "_id", Value: "vsecretid01"}, {Key: "key", Value: "SECRET"}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	args := map[string]map[string]any{
+		"include ref":      {"include": []any{"meta.ref"}},
+		"include list":     {"include": []any{"list"}},
+		"include deep":     {"include": []any{"meta.deep.k"}},
+		"include list k":   {"include": []any{"list.k"}},
+		"keys ref id":      {"keys": []any{"meta.ref.objectId"}},
+		"keys ref class":   {"keys": []any{"meta.ref.className"}},
+		"keys list id":     {"keys": []any{"list.objectId"}},
+		"keys list 0":      {"keys": []any{"list.0"}},
+		"keys list 1 k id": {"keys": []any{"list.1.k.objectId"}},
+		"keys deep":        {"keys": []any{"meta.deep.k.objectId", "meta.deep"}},
+		"include ref key":  {"include": []any{"meta.ref"}, "keys": []any{"meta.ref.key"}},
+		"include ptr key":  {"include": []any{"vref"}, "keys": []any{"vref.key"}},
+	}
+	for name, a := range args {
+		var ans []string
+		for id, cls := range map[string]string{"rowhidden1": "Vault", "rowmissin1": "Nowhere"} {
+			for _, tool := range []string{"query_class", "get_object", "export_data"} {
+				m := map[string]any{"class_name": "Box"}
+				for k, v := range a {
+					m[k] = v
+				}
+				switch tool {
+				case "get_object":
+					m["object_id"] = id
+				default:
+					m["where"] = map[string]any{"objectId": id}
+				}
+				res := call(t, c, tool, m)
+				out := text(res)
+				if strings.Contains(out, "vsecretid01") || strings.Contains(out, "SECRET") {
+					t.Errorf("%s %s %s: shows the hidden id or object: %s", name, tool, cls, out)
+				}
+				ans = append(ans, fmt.Sprintf("%s %v %s", tool, res.IsError, strings.NewReplacer(id, "<id>", cls, "<C>").Replace(out)))
+			}
+		}
+		if strings.Join(ans[:3], "\n") != strings.Join(ans[3:], "\n") {
+			t.Errorf("%s: hidden and missing differ:\n%s\n----\n%s", name, strings.Join(ans[:3], "\n"), strings.Join(ans[3:], "\n"))
+		}
+	}
+}
