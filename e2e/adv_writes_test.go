@@ -625,3 +625,54 @@ func TestAdvIncludesAndKeysOnRedacted(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvPipelineOutputNames: a pipeline's output field names are keys of
+// the rows it returns, and the row codec redacts a key of the reference
+// shape for a hidden class only: a stage that names an output
+// "Hidden$id" must answer as one naming "Missing$id".
+func TestAdvPipelineOutputNames(t *testing.T) {
+	db, uri := writeDB(t, advPairSchemas()...)
+	insert(t, db, "Box", bson.D{{Key: "_id", Value: "rowplain01"}, {Key: "title", Value: "t"}})
+	c := writeClient(t, uri, policyEnv(t, outputPolicy))
+	stages := map[string]func(name string) []any{
+		"project":   func(n string) []any { return []any{map[string]any{"$project": map[string]any{n: "$title"}}} },
+		"addFields": func(n string) []any { return []any{map[string]any{"$addFields": map[string]any{n: "$title"}}} },
+		"set":       func(n string) []any { return []any{map[string]any{"$set": map[string]any{n: 1}}} },
+		"group": func(n string) []any {
+			return []any{map[string]any{"$group": map[string]any{"_id": nil, n: map[string]any{"$sum": 1}}}}
+		},
+		"count": func(n string) []any { return []any{map[string]any{"$count": n}} },
+		"sortByCount nested": func(n string) []any {
+			return []any{map[string]any{"$project": map[string]any{"o": map[string]any{n: "$title"}}}}
+		},
+		"computed value": func(n string) []any {
+			cls, id, _ := strings.Cut(n, "$")
+			return []any{map[string]any{"$project": map[string]any{"x": map[string]any{"$concat": []any{cls, map[string]any{"$literal": "$"}, id}}}}}
+		},
+		"computed key": func(n string) []any {
+			cls, id, _ := strings.Cut(n, "$")
+			k := map[string]any{"$concat": []any{cls, map[string]any{"$literal": "$"}, id}}
+			return []any{map[string]any{"$replaceWith": map[string]any{"$arrayToObject": []any{[]any{map[string]any{"k": k, "v": 1}}}}}}
+		},
+		"facet": func(n string) []any {
+			return []any{map[string]any{"$facet": map[string]any{n: []any{map[string]any{"$limit": 1}}}}}
+		},
+		"unwind": func(n string) []any {
+			return []any{map[string]any{"$unwind": map[string]any{"path": "$list", "includeArrayIndex": n}}}
+		},
+		"lookupAs": func(n string) []any {
+			return []any{map[string]any{"$lookup": map[string]any{"from": "Memo", "localField": "title", "foreignField": "title", "as": n}}}
+		},
+	}
+	for name, mk := range stages {
+		var ans []string
+		for _, cls := range []string{"Vault", "Nowhere"} {
+			res := call(t, c, "aggregate", map[string]any{"class_name": "Box", "pipeline": mk(cls + "$abcdefghij")})
+			ans = append(ans, fmt.Sprintf("%v %s", res.IsError, strings.ReplaceAll(text(res), cls, "<C>")))
+		}
+		t.Logf("%s: %.300s", name, ans[0])
+		if ans[0] != ans[1] {
+			t.Errorf("%s: hidden answers\n%s\nmissing answers\n%s", name, ans[0], ans[1])
+		}
+	}
+}
