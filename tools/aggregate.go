@@ -723,7 +723,17 @@ func newRowConverter(ctx context.Context, d *Deps, cls *parsedb.Class) *rowConve
 	if schema, err := d.Store.Schema.Get(ctx); err == nil {
 		missing = policy.MissingIn(schema)
 	}
-	return &rowConverter{enc: parsedb.RowEncoder{Class: cls, HiddenClass: d.Policy.Hidden, MissingClass: missing}, hidden: d.Policy.Hidden, missing: missing}
+	// A pipeline computes strings and keys ($concat with a "$" taken from
+	// a literal or a stored text, $arrayToObject): a computed "Class$id"
+	// is redacted when the class is missing as when it is hidden, or one
+	// call would tell hidden class names from missing ones (SECURITY.md
+	// "Pipelines"). Stored free strings naming a missing class are redacted
+	// here too: the conservative side of the free-string decision.
+	invisible := d.Policy.Hidden
+	if missing != nil {
+		invisible = func(class string) bool { return d.Policy.Hidden(class) || missing(class) }
+	}
+	return &rowConverter{enc: parsedb.RowEncoder{Class: cls, HiddenClass: invisible, MissingClass: missing}, hidden: invisible, missing: missing}
 }
 
 // compactRows switches the converter to the compact shape, collecting a

@@ -160,7 +160,7 @@ func (h *HiddenRefs) knownValue() HiddenClassNames {
 }
 
 func (h *HiddenRefs) conjunctValues() (HiddenClassNames, HiddenRefPattern) {
-	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}$`)
+	return HiddenClassNames(h.Names), HiddenRefPattern("^(?:" + strings.Join(h.Names, "|") + `)\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}\z`)
 }
 
 // notRefClauses are the conjunct's clauses for the value at storage path
@@ -319,7 +319,7 @@ func (h *HiddenRefs) NotMissingRefFilter(cls *Class, paths []string) bson.D {
 	}
 	// Typed like the conjunct's pattern: it lists the hidden classes too.
 	known := HiddenRefPattern(`^(?:` + strings.Join(quoted, "|") + `)\$`)
-	shape := `^[A-Za-z_][A-Za-z0-9_]{0,127}\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}$`
+	shape := `^[A-Za-z_][A-Za-z0-9_]{0,127}\$[A-Za-z0-9_-]{` + strconv.Itoa(RefIDMin) + `,` + strconv.Itoa(RefIDMax) + `}\z`
 	var nor bson.A
 	seen := map[string]bool{}
 	for _, p := range paths {
@@ -391,6 +391,13 @@ func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) boo
 	if entries, ok := Entries(v); ok {
 		for _, e := range entries {
 			if c, ok := e.Value.(string); ok && e.Key == "className" && invisible(c) {
+				return true
+			}
+			// A literal's key is compared with stored keys, and the row
+			// codec redacts an object key that is a reference: a key
+			// "Hidden$…" would test the hidden id (operators start with
+			// "$", so they name no class here).
+			if class, _, found := strings.Cut(e.Key, "$"); found && ClassNameRe.MatchString(class) && invisible(class) {
 				return true
 			}
 		}

@@ -21,7 +21,7 @@ func TestNotHiddenRefNamesOnlyReachMongoDB(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"meta":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Session)\\$[A-Za-z0-9_-]{10,32}$","options":""}}}},{"meta.className":{"$nin":["VaultSecret","_Session"]}}`
+	want := `{"meta":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Session)\\$[A-Za-z0-9_-]{10,32}\\z","options":""}}}},{"meta.className":{"$nin":["VaultSecret","_Session"]}}`
 	if !strings.Contains(string(sent), want) {
 		t.Errorf("the conjunct sent to MongoDB:\n%s\nlacks %s", sent, want)
 	}

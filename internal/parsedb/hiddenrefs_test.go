@@ -29,7 +29,7 @@ func hiddenSchema() *Schema {
 func TestNotHiddenRefGolden(t *testing.T) {
 	song := hiddenSchema().Classes["Song"]
 	h := testHiddenRefs()
-	re := `{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Hooks)\\$[A-Za-z0-9_-]{10,32}$","options":""}}}`
+	re := `{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Hooks)\\$[A-Za-z0-9_-]{10,32}\\z","options":""}}}`
 	names := `{"$nin":["VaultSecret","_Hooks"]}`
 	cases := []struct{ path, want string }{
 		{"leak", `[{"leak":` + re + `}]`},

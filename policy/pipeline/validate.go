@@ -254,6 +254,14 @@ func (pv *validator) scan(v any, depth int, parentOp string) error {
 			if hasInternalSegment(e.Key) {
 				return toolerror.Violationf("internal field %q used as a key in a pipeline", e.Key)
 			}
+			if len(e.Key) > 1 && strings.ContainsRune(e.Key[1:], '$') {
+				// An output name, a nested spec's or a literal's key
+				// "Hidden$id" would reach the row codec, which redacts such
+				// a key for a hidden class only: one call would tell hidden
+				// class names from missing ones (SECURITY.md "Object keys
+				// are values too"). Operators hold one "$", at the start.
+				return invalidPipeline("invalid key %q in pipeline: a key holds no \"$\" after its first character", truncateText(e.Key, 60))
+			}
 			switch e.Key {
 			case "$jsonSchema":
 				// patternProperties/required name fields without naming
@@ -454,7 +462,10 @@ func isStorageForm(root string, classShaped bool) bool {
 
 // checkRef checks a field reference (without its "$") against the state.
 func (pv *validator) checkRef(s *fieldState, path, dollar string) error {
-	if path == "" || strings.HasPrefix(path, "$") {
+	// No "$" inside a path either: a segment "Hidden$id" would read an
+	// object key the row codec redacts (SECURITY.md "Object keys are
+	// values too"), as a where's path may not.
+	if path == "" || strings.Contains(path, "$") {
 		return invalidPipeline("invalid field path %q in pipeline", truncateText(dollar+path, 60))
 	}
 	if hasInternalSegment(path) {
@@ -530,7 +541,9 @@ func (pv *validator) notAllowed(s *fieldState, root string) error {
 // checkOutputName checks a name a stage creates ($addFields keys, $group
 // outputs, $count, as, …).
 func (pv *validator) checkOutputName(s *fieldState, name, what string) error {
-	if name == "" || strings.HasPrefix(name, "$") || strings.ContainsRune(name, 0) {
+	// No "$" anywhere: the name is a key of the rows the codec shows, and a
+	// key "Hidden$id" is redacted for a hidden class only.
+	if name == "" || strings.ContainsRune(name, '$') || strings.ContainsRune(name, 0) {
 		return invalidPipeline("%s: invalid field name %q", what, truncateText(name, 60))
 	}
 	if hasInternalSegment(name) {
