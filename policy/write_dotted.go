@@ -74,9 +74,11 @@ func dottedIntoRedacted(key string) error {
 // dottedTargetShown walks the shown row along segs: every value the path
 // passes through must not be the redaction marker, and the parent object
 // of the last segment must hold none at any depth. A path that leaves the
-// shown row (a missing sub-key, a scalar, an index past the end) is
-// MongoDB's to answer: the write creates it or is refused as Parse
-// refuses it.
+// shown row inside a field (a missing sub-key, an index past the end) adds
+// to the object or array where it leaves, so that one must hold none
+// either: `meta.fresh.k` lands beside a redacted `meta.ref` as `meta.n`
+// does. A new top-level field, or a path through a scalar, is MongoDB's to
+// answer: the write creates it or is refused as Parse refuses it.
 func dottedTargetShown(shown map[string]any, segs []string) bool {
 	var cur any = shown
 	for i, seg := range segs {
@@ -90,13 +92,13 @@ func dottedTargetShown(shown map[string]any, segs []string) bool {
 		case map[string]any:
 			next, ok := c[seg]
 			if !ok {
-				return true
+				return i == 0 || !holdsRedacted(c)
 			}
 			cur = next
 		case []any:
 			n, err := strconv.Atoi(seg)
 			if err != nil || n < 0 || n >= len(c) {
-				return true
+				return !holdsRedacted(c)
 			}
 			cur = c[n]
 		default:
