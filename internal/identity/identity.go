@@ -148,6 +148,10 @@ func (r *Resolver) resolve(ctx context.Context, p authn.Principal, now time.Time
 		id, err = parsedb.ResolveUser(ctx, r.store, p.UserID)
 	case p.Role != "":
 		id, err = parsedb.ResolveRole(ctx, r.store, p.Role)
+	case p.Mode == authn.ModeParseSession || p.Mode == authn.ModeJWT || p.Mode == authn.ModeOAuth:
+		// A token names a person; one that names nobody must not fall
+		// through to the environment identity (master posture when unset).
+		return nil, time.Time{}, unauthorized("a %s credential names no identity", p.Mode)
 	default:
 		id = r.env
 		if p.Tier == "" && p.Tenant == "" {

@@ -1,0 +1,164 @@
+package e2e
+
+// Attacks on per-request identity over HTTP (README "Serve a team",
+// SECURITY.md "Per-request identity") through the built binary, in both
+// protocol eras: header games, sessions of deleted users, stolen HTTP
+// session ids, and the credential never reaching a log line. The process
+// runs in master posture, so a fallback to the environment identity shows
+// as master's counts (or a visible _Session).
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/demo"
+)
+
+func TestHTTPIdentityAttacks(t *testing.T) {
+	const opsKey = "ops-key-attack-0123456789abcdef"
+	h := startHTTP(t, "PARSE_MCP_HTTP_AUTH=keys,parse-session", "PARSE_MCP_IDENTITY_CACHE=1s",
+		"PARSE_MCP_API_KEYS=ops@master:"+opsKey)
+
+	// who tells the identity a request acted as by its Song count and
+	// whether _Session is visible (master posture only); "401" when refused.
+	who := func(id string, cred map[string]string) string {
+		t.Helper()
+		status, txt, isErr := h.statelessTool(id+"s", "count_objects", map[string]any{"class_name": "Song"}, cred)
+		if status != 200 {
+			if status == http.StatusUnauthorized && txt != `{"jsonrpc":"2.0","id":null,"error":{"code":-32001,"message":"Unauthorized"}}` {
+				t.Errorf("%s: 401 with body %q, want the fixed body", id, txt)
+			}
+			return fmt.Sprint(status)
+		}
+		if isErr {
+			return "error: " + txt
+		}
+		_, _, hidden := h.statelessTool(id+"h", "count_objects", map[string]any{"class_name": "_Session"}, cred)
+		return fmt.Sprintf("songs=%v session-visible=%v", countOf(t, txt), !hidden)
+	}
+	alice := who("ref-alice", map[string]string{"X-Parse-Session-Token": demo.AliceSessionToken})
+	bob := who("ref-bob", map[string]string{"X-Parse-Session-Token": demo.BobSessionToken})
+	master := who("ref-master", map[string]string{"X-MCP-API-Key": opsKey})
+	if alice == bob || alice == master || bob == master || !strings.Contains(master, "session-visible=true") {
+		t.Fatalf("the fixture does not tell the identities apart: alice %s, bob %s, master %s", alice, bob, master)
+	}
+
+	// A user whose _Session outlives the _User (Parse does not cascade).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const ghostToken = "r:9h05700000000000000000000000000a"
+	const orphanToken = "r:0rphan0000000000000000000000000b"
+	const roleToken = "r:r01e000000000000000000000000000c"
+	if _, err := testDB.Collection("_User").InsertOne(ctx, bson.D{{Key: "_id", Value: "advGhostUser"}, {Key: "username", Value: "adv-ghost"}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []bson.D{
+		{{Key: "_id", Value: "advGhostSess"}, {Key: "_session_token", Value: ghostToken}, {Key: "_p_user", Value: "_User$advGhostUser"}},
+		{{Key: "_id", Value: "advOrphanSess"}, {Key: "_session_token", Value: orphanToken}, {Key: "_p_user", Value: "_User$noSuchUser42"}},
+		{{Key: "_id", Value: "advRoleSess"}, {Key: "_session_token", Value: roleToken}, {Key: "_p_user", Value: "_Role$" + demo.RoleModerator}},
+	} {
+		if _, err := testDB.Collection("_Session").InsertOne(ctx, s); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		_, _ = testDB.Collection("_Session").DeleteMany(context.Background(), bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: bson.A{"advGhostSess", "advOrphanSess", "advRoleSess"}}}}})
+		_, _ = testDB.Collection("_User").DeleteOne(context.Background(), bson.D{{Key: "_id", Value: "advGhostUser"}})
+	})
+	ghost := map[string]string{"Authorization": "Bearer " + ghostToken}
+	if got := who("ghost-live", ghost); got == "401" || got == master {
+		t.Fatalf("a live user's session: %s", got)
+	}
+	if _, err := testDB.Collection("_User").DeleteOne(ctx, bson.D{{Key: "_id", Value: "advGhostUser"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // past PARSE_MCP_IDENTITY_CACHE
+
+	long := "r:" + strings.Repeat("a", 600)
+	cases := []struct {
+		name string
+		cred map[string]string
+		want string
+	}{
+		// Bearer spelling: the scheme is case-insensitive (RFC 9110), anything
+		// else is no credential.
+		{"lower-case scheme", map[string]string{"Authorization": "bearer " + demo.AliceSessionToken}, alice},
+		{"upper-case scheme, two spaces", map[string]string{"Authorization": "BEARER  " + demo.AliceSessionToken}, alice},
+		{"tab after the scheme", map[string]string{"Authorization": "Bearer\t" + demo.AliceSessionToken}, "401"},
+		{"no space after the scheme", map[string]string{"Authorization": "Bearer" + demo.AliceSessionToken}, "401"},
+		{"Basic scheme", map[string]string{"Authorization": "Basic " + demo.AliceSessionToken}, "401"},
+		{"scheme only", map[string]string{"Authorization": "Bearer "}, "401"},
+		{"r: alone", map[string]string{"Authorization": "Bearer r:"}, "401"},
+		{"token with a suffix", map[string]string{"Authorization": "Bearer " + demo.AliceSessionToken + "x"}, "401"},
+		{"token prefix", map[string]string{"Authorization": "Bearer " + demo.AliceSessionToken[:len(demo.AliceSessionToken)-1]}, "401"},
+		{"token upper-cased", map[string]string{"X-Parse-Session-Token": strings.ToUpper(demo.AliceSessionToken)}, "401"},
+		{"token with an inner tab", map[string]string{"X-Parse-Session-Token": demo.AliceSessionToken[:5] + "\t" + demo.AliceSessionToken[5:]}, "401"},
+		{"token with non-ASCII", map[string]string{"X-Parse-Session-Token": demo.AliceSessionToken + "\u00e9"}, "401"},
+		{"token longer than 512", map[string]string{"Authorization": "Bearer " + long}, "401"},
+		{"operator-shaped token", map[string]string{"X-Parse-Session-Token": `{"$ne":null}`}, "401"},
+		{"regex-shaped token", map[string]string{"X-Parse-Session-Token": `r:.*`}, "401"},
+		{"whitespace-only session header", map[string]string{"X-Parse-Session-Token": " "}, "401"},
+		{"expired session", map[string]string{"X-Parse-Session-Token": demo.ExpiredSessionToken}, "401"},
+		{"session of a deleted user", ghost, "401"},
+		{"session naming no user", map[string]string{"X-Parse-Session-Token": orphanToken}, "401"},
+		{"session pointing at a role", map[string]string{"X-Parse-Session-Token": roleToken}, "401"},
+		// Two credentials: X-Parse-Session-Token is read first by the
+		// parse-session mode; neither becomes master or the other person.
+		{"both headers, different users", map[string]string{"X-Parse-Session-Token": demo.BobSessionToken, "Authorization": "Bearer " + demo.AliceSessionToken}, bob},
+		{"wrong API key beside a valid session", map[string]string{"X-MCP-API-Key": "not-a-key-0123456789abcdef", "Authorization": "Bearer " + demo.AliceSessionToken}, "401"},
+		{"wrong API key beside the master key as bearer", map[string]string{"X-MCP-API-Key": "not-a-key-0123456789abcdef", "Authorization": "Bearer " + opsKey}, "401"},
+		{"master key with a bad session token", map[string]string{"X-MCP-API-Key": opsKey, "X-Parse-Session-Token": "r:nope"}, master},
+		{"master key with surrounding spaces", map[string]string{"Authorization": "Bearer  " + opsKey + "  "}, master},
+		{"master key upper-cased", map[string]string{"X-MCP-API-Key": strings.ToUpper(opsKey)}, "401"},
+		{"session token as an API key", map[string]string{"X-MCP-API-Key": demo.AliceSessionToken}, "401"},
+	}
+	for _, tc := range cases {
+		if got := who(tc.name, tc.cred); got != tc.want {
+			t.Errorf("%s: acted as %q, want %q", tc.name, got, tc.want)
+		}
+	}
+
+	// Session era: bob holding alice's Mcp-Session-Id gets 404 on every
+	// method (POST request, POST notification, GET stream, DELETE), and
+	// alice's session survives his attempts.
+	as := h.session(map[string]string{"Authorization": "Bearer " + demo.AliceSessionToken})
+	stolen := map[string]string{"Mcp-Session-Id": as.id, "X-Parse-Session-Token": demo.BobSessionToken}
+	for _, m := range []struct{ method, body, accept string }{
+		{"POST", `{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{}}`, ""},
+		{"POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"x"}}`, ""},
+		{"GET", "", "text/event-stream"},
+		{"DELETE", "", ""},
+	} {
+		hdr := map[string]string{}
+		for k, v := range stolen {
+			hdr[k] = v
+		}
+		if m.accept != "" {
+			hdr["Accept"] = m.accept
+		}
+		if resp, b := h.request(m.method, "/mcp", m.body, hdr); resp.StatusCode != http.StatusNotFound {
+			t.Errorf("bob on alice's session, %s %s: %d %s, want 404", m.method, m.body, resp.StatusCode, b)
+		}
+	}
+	// The master key on alice's session: also another party.
+	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","id":"y","method":"tools/list","params":{}}`,
+		map[string]string{"Mcp-Session-Id": as.id, "X-MCP-API-Key": opsKey}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("the master key on alice's session: %d %s, want 404", resp.StatusCode, b)
+	}
+	if txt, isErr := as.toolText("alive", "count_objects", map[string]any{"class_name": "Song"}); isErr || fmt.Sprintf("songs=%v session-visible=false", countOf(t, txt)) != alice {
+		t.Errorf("alice's own session after bob's attempts: %s (want %s)", txt, alice)
+	}
+
+	logs := h.stderr.String()
+	for _, secret := range []string{demo.AliceSessionToken, demo.BobSessionToken, ghostToken, orphanToken, roleToken, opsKey, strings.ToUpper(opsKey), as.id} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("a credential or session id (%.6s…) is in the log", secret)
+		}
+	}
+}
