@@ -18,6 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
 func TestHTTPIdentityAttacks(t *testing.T) {
@@ -160,5 +161,42 @@ func TestHTTPIdentityAttacks(t *testing.T) {
 		if strings.Contains(logs, secret) {
 			t.Errorf("a credential or session id (%.6s…) is in the log", secret)
 		}
+	}
+}
+
+// TestHTTPIdentityBridgeSessionExpiry: with the Parse Server bridge a session
+// is checked by Parse's GET /users/me, and the cached identity still never
+// outlives the session's expiresAt (README "Serve a team"), as it does not
+// through _Session directly.
+func TestHTTPIdentityBridgeSessionExpiry(t *testing.T) {
+	ps := startParse(t)
+	aliceID, alice := ps.SignUp(t, "alice", "pw")
+	h := startHTTP(t, bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, "PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_IDENTITY_CACHE=60s")...)
+	count := func(id, token string) int {
+		status, _, _ := h.statelessTool(id, "count_objects", map[string]any{"class_name": "Note"}, map[string]string{"Authorization": "Bearer " + token})
+		return status
+	}
+	if status := count("login", alice); status != 200 {
+		t.Fatalf("alice's own session through the bridge: %d", status)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	const short = "r:5h0r7000000000000000000000000001"
+	expires := time.Now().Add(3 * time.Second)
+	if _, err := testDB.Client().Database(ps.Database).Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: "advShortSess"},
+		{Key: "_session_token", Value: short}, {Key: "_p_user", Value: "_User$" + aliceID}, {Key: "expiresAt", Value: expires},
+		{Key: "createdWith", Value: bson.D{{Key: "action", Value: "login"}, {Key: "authProvider", Value: "password"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if status := count("before", short); status != 200 {
+		t.Fatalf("a session expiring in 3 s, before its expiry: %d", status)
+	}
+	// Past the expiry and past Parse Server's own short session cache.
+	time.Sleep(time.Until(expires) + 7*time.Second)
+	if status, _, _ := ps.Do("GET", "/users/me", nil, parsetest.AsSession(short)); status == 200 {
+		t.Fatalf("Parse Server itself still accepts the expired session")
+	}
+	if status := count("after", short); status != http.StatusUnauthorized {
+		t.Errorf("an expired session through the bridge, within PARSE_MCP_IDENTITY_CACHE: %d, want 401 (the cache never outlives expiresAt)", status)
 	}
 }
