@@ -200,3 +200,102 @@ func TestHTTPIdentityBridgeSessionExpiry(t *testing.T) {
 		t.Errorf("an expired session through the bridge, within PARSE_MCP_IDENTITY_CACHE: %d, want 401 (the cache never outlives expiresAt)", status)
 	}
 }
+
+// TestHTTPIdentitySurfaces: what a session lists and completes follows its
+// own identity and tier, not the process's (master posture, admin, every
+// gate open): tools/list, resources/list and completions never show a
+// person a tool above their tier or a class only master may see.
+func TestHTTPIdentitySurfaces(t *testing.T) {
+	const opsKey = "ops-key-surfaces-0123456789abcdef"
+	const roKey = "ro-key-surfaces-0123456789abcdef"
+	h := startHTTP(t, append(append([]string{}, writeEnv...), "PARSE_MCP_HTTP_AUTH=keys,parse-session",
+		"PARSE_MCP_API_KEYS=ops@master:"+opsKey+",ro@user="+demo.UserAliceID+"/readonly:"+roKey)...)
+	surfaces := func(s *mcpSession) (tools, resources, completions string) {
+		var names []string
+		for _, tl := range result(t, s.rpc("t", "tools/list", ""))["tools"].([]any) {
+			names = append(names, tl.(map[string]any)["name"].(string))
+		}
+		var uris []string
+		for _, r := range result(t, s.rpc("r", "resources/list", ""))["resources"].([]any) {
+			uris = append(uris, r.(map[string]any)["uri"].(string))
+		}
+		res := result(t, s.rpc("c", "completion/complete", `{"ref":{"type":"ref/resource","uri":"parse://{className}/count"},"argument":{"name":"className","value":"_"}}`))
+		var values []string
+		for _, v := range res["completion"].(map[string]any)["values"].([]any) {
+			values = append(values, v.(string))
+		}
+		return strings.Join(names, " "), strings.Join(uris, " "), strings.Join(values, " ")
+	}
+	mTools, _, mComp := surfaces(h.session(map[string]string{"X-MCP-API-Key": opsKey}))
+	if !strings.Contains(mComp, "_Session") || !strings.Contains(mTools, "create_object") {
+		t.Fatalf("master key: tools %q, completions %q: the test cannot tell master's surfaces", mTools, mComp)
+	}
+	for name, cred := range map[string]map[string]string{
+		"alice's session":      {"Authorization": "Bearer " + demo.AliceSessionToken},
+		"a readonly user key":  {"X-MCP-API-Key": roKey},
+		"bob's session header": {"X-Parse-Session-Token": demo.BobSessionToken},
+	} {
+		tools, res, comp := surfaces(h.session(cred))
+		if strings.Contains(comp, "_Session") || strings.Contains(res, "_Session") {
+			t.Errorf("%s: _Session offered (resources %q, completions %q)", name, res, comp)
+		}
+		if name == "a readonly user key" {
+			for _, w := range []string{"create_object", "update_object", "delete_object", "create_class", "delete_class"} {
+				if strings.Contains(" "+tools+" ", " "+w+" ") {
+					t.Errorf("%s: tools/list offers %s above its tier", name, w)
+				}
+			}
+		} else if !strings.Contains(tools, "create_object") {
+			t.Errorf("%s: tools/list %q lacks create_object at the process's tier", name, tools)
+		}
+	}
+}
+
+// TestHTTPIdentityRateWindowPerPerson: a person cannot reset their rate
+// window by logging in again (a second session token), switching headers or
+// claiming another address; another person keeps theirs.
+func TestHTTPIdentityRateWindowPerPerson(t *testing.T) {
+	db, uri := writeDB(t, attackSchemas()...)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	tokens := map[string]string{"alice": "r:a11ce000000000000000000000000001", "alice2": "r:a11ce000000000000000000000000002", "bob": "r:b0b00000000000000000000000000001"}
+	for _, u := range []string{"alice", "bob"} {
+		if _, err := db.Collection("_User").InsertOne(ctx, bson.D{{Key: "_id", Value: u + "Id"}, {Key: "username", Value: u}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, tok := range tokens {
+		if _, err := db.Collection("_Session").InsertOne(ctx, bson.D{{Key: "_id", Value: name + "Sess"}, {Key: "_session_token", Value: tok}, {Key: "_p_user", Value: "_User$" + strings.TrimSuffix(name, "2") + "Id"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// rate_limit 3: one identity's window over HTTP is 3 × 2 = 6 calls.
+	h := startHTTP(t, uri, "PARSE_MCP_HTTP_AUTH=parse-session", policyEnv(t, "settings: {rate_limit: {requests: 3, window: 60s}}\n"))
+	limited := func(id string, cred map[string]string) bool {
+		status, txt, _ := h.statelessTool(id, "count_objects", map[string]any{"class_name": "Memo"}, cred)
+		if status != 200 {
+			t.Fatalf("%s: %d %s", id, status, txt)
+		}
+		return strings.Contains(txt, "rate limit")
+	}
+	// Six calls spread over alice's two logins, both headers and made-up
+	// forwarded addresses.
+	creds := []map[string]string{
+		{"Authorization": "Bearer " + tokens["alice"]},
+		{"X-Parse-Session-Token": tokens["alice2"], "X-Forwarded-For": "203.0.113.7"},
+		{"Authorization": "Bearer " + tokens["alice2"], "X-Forwarded-For": "198.51.100.9"},
+	}
+	for i := range 6 {
+		if limited(fmt.Sprint("a", i), creds[i%len(creds)]) {
+			t.Fatalf("alice limited after %d calls, want 6", i)
+		}
+	}
+	for i, c := range creds {
+		if !limited(fmt.Sprint("over", i), c) {
+			t.Errorf("alice's 7th call by credential %d was not limited: a new login, header or address reset her window", i)
+		}
+	}
+	if limited("bob", map[string]string{"Authorization": "Bearer " + tokens["bob"]}) {
+		t.Error("bob is limited by alice's calls")
+	}
+}
