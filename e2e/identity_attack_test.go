@@ -10,7 +10,9 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/internal/embeddeddb"
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
@@ -297,5 +300,61 @@ func TestHTTPIdentityRateWindowPerPerson(t *testing.T) {
 	}
 	if limited("bob", map[string]string{"Authorization": "Bearer " + tokens["bob"]}) {
 		t.Error("bob is limited by alice's calls")
+	}
+}
+
+// TestHTTPIdentityDatabaseOutage: a database outage while a credential is
+// resolved answers 503, never the environment identity (master posture
+// here) and never a 401 that would tell the client its token is bad; once
+// the database is back the same token acts as its own user again.
+func TestHTTPIdentityDatabaseOutage(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "db")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	db, err := embeddeddb.StartAt(dir, addr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	running := true
+	t.Cleanup(func() {
+		if running {
+			db.Stop()
+		}
+	})
+	seedDatabase(t, db.URI, "idoutage")
+	h := startHTTP(t, "PARSE_MCP_MONGODB_URI=mongodb://"+addr+"/idoutage", "PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_IDENTITY_CACHE=0s")
+	bob := map[string]string{"Authorization": "Bearer " + demo.BobSessionToken}
+	status, before, isErr := h.statelessTool("before", "count_objects", map[string]any{"class_name": "Song"}, bob)
+	if status != 200 || isErr {
+		t.Fatalf("before the outage: %d %s", status, before)
+	}
+
+	db.Stop()
+	running = false
+	for name, cred := range map[string]map[string]string{"bob": bob, "made-up": {"X-Parse-Session-Token": "r:00000000000000000000000000000000"}} {
+		start := time.Now()
+		status, body, _ := h.statelessTool("down-"+name, "count_objects", map[string]any{"class_name": "Song"}, cred)
+		if status != http.StatusServiceUnavailable || strings.Contains(body, "Song") {
+			t.Errorf("%s during the outage: %d %s, want 503", name, status, body)
+		}
+		t.Logf("%s during the outage answered in %s", name, time.Since(start).Round(time.Millisecond))
+	}
+
+	db, err = embeddeddb.StartAt(dir, addr, nil)
+	if err != nil {
+		t.Fatalf("restarting the database: %v", err)
+	}
+	running = true
+	if status, after, isErr := h.statelessTool("after", "count_objects", map[string]any{"class_name": "Song"}, bob); status != 200 || isErr || after != before {
+		t.Fatalf("bob after the restart: %d %s, want %s", status, after, before)
+	}
+	for _, secret := range []string{demo.BobSessionToken, "r:00000000000000000000000000000000"} {
+		if strings.Contains(h.stderr.String(), secret) {
+			t.Error("a session token is in the log")
+		}
 	}
 }
