@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
+	"github.com/go-jose/go-jose/v4/jwt"
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
@@ -357,4 +359,76 @@ func TestHTTPIdentityDatabaseOutage(t *testing.T) {
 			t.Error("a session token is in the log")
 		}
 	}
+}
+
+// TestHTTPIdentityJWTAttacks: JWTs from the trusted secret that try to climb
+// (a master tier, a master-looking subject, the operator's key name as azp,
+// a tenant), carry a dead session, or arrive by the wrong header, beside an
+// operator's master key in the same chain: each is refused or acts as its
+// own user, never as master.
+func TestHTTPIdentityJWTAttacks(t *testing.T) {
+	const opsKey = "ops-key-jwt-attack-0123456789abcdef"
+	h := startHTTP(t, "PARSE_MCP_HTTP_AUTH=keys,jwt,parse-session", "PARSE_MCP_IDENTITY_CACHE=1s",
+		"PARSE_MCP_API_KEYS=ops@master:"+opsKey,
+		"PARSE_MCP_JWT_SECRET="+jwtSecret, "PARSE_MCP_JWT_ISSUER="+jwtIssuer, "PARSE_MCP_JWT_AUDIENCE="+jwtAudience)
+	hs := func(sub any, over map[string]any) string {
+		c := jwtClaims("", over)
+		c["sub"] = sub
+		if sub == nil {
+			delete(c, "sub")
+		}
+		return signJWT(t, jose.HS256, []byte(jwtSecret), "", c)
+	}
+	// acts is "401", or whether the request saw master's _Session.
+	acts := func(name string, cred map[string]string) string {
+		t.Helper()
+		status, body, hidden := h.statelessTool(name, "count_objects", map[string]any{"class_name": "_Session"}, cred)
+		switch {
+		case status == http.StatusUnauthorized && body == unauthBody:
+			return "401"
+		case status != 200:
+			return fmt.Sprint(status, body)
+		case hidden:
+			return "user"
+		}
+		return "master"
+	}
+	hs512, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS512, Key: []byte(jwtSecret + jwtSecret)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok512, err := jwt.Signed(hs512).Claims(jwtClaims(demo.UserAliceID, nil)).Serialize()
+	if err != nil {
+		t.Fatal(err)
+	}
+	minted := []string{tok512}
+	bearer := func(tok string) map[string]string { minted = append(minted, tok); return bearerHeader(tok) }
+	for _, c := range []struct {
+		name string
+		cred map[string]string
+		want string
+	}{
+		{"a valid user token", bearer(hs(demo.UserAliceID, nil)), "user"},
+		{"permissions: master", bearer(hs(demo.UserAliceID, map[string]any{"permissions": "master"})), "401"},
+		{"scope parse:master", bearer(hs(demo.UserAliceID, map[string]any{"scope": "parse:master"})), "user"},
+		{"sub *", bearer(hs("*", nil)), "401"},
+		{"sub master", bearer(hs("master", nil)), "401"},
+		{"sub role:Admin", bearer(hs("role:"+demo.RoleAdmin, nil)), "401"},
+		{"sub a number", bearer(hs(42, nil)), "401"},
+		{"no sub", bearer(hs(nil, nil)), "401"},
+		{"the master key's name as azp", bearer(hs(demo.UserAliceID, map[string]any{"azp": "ops"})), "user"},
+		{"azp with a space", bearer(hs(demo.UserAliceID, map[string]any{"azp": "ops key"})), "401"},
+		{"a tenant this server does not bind", bearer(hs(demo.UserAliceID, map[string]any{"tenant_id": "org-1"})), "401"},
+		{"an expired session in the claim", bearer(hs(demo.UserAliceID, map[string]any{"parse_session_token": demo.ExpiredSessionToken})), "401"},
+		{"HS512 (the secret is pinned to HS256)", bearerHeader(tok512), "401"},
+		{"the JWT as X-Parse-Session-Token", map[string]string{"X-Parse-Session-Token": hs(demo.UserAliceID, nil)}, "401"},
+		{"the JWT as X-MCP-API-Key", map[string]string{"X-MCP-API-Key": hs(demo.UserAliceID, nil)}, "401"},
+		{"a valid JWT beside a wrong API key", map[string]string{"X-MCP-API-Key": "wrong-0123456789abcdef", "Authorization": "Bearer " + hs(demo.UserAliceID, nil)}, "401"},
+		{"a bad JWT beside the master key", map[string]string{"X-MCP-API-Key": opsKey, "Authorization": "Bearer " + hs("nobody", nil)}, "master"},
+	} {
+		if got := acts(c.name, c.cred); got != c.want {
+			t.Errorf("%s: %s, want %s", c.name, got, c.want)
+		}
+	}
+	noJWTInLog(t, h, minted)
 }
