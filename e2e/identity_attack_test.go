@@ -432,3 +432,82 @@ func TestHTTPIdentityJWTAttacks(t *testing.T) {
 	}
 	noJWTInLog(t, h, minted)
 }
+
+// TestHTTPIdentitySubscriptionAfterDemotion: what a stream watches follows
+// its identity as it is now. Once a user leaves a role (and the identity
+// cache has expired) a row only that role may read notifies neither their
+// still-open 2026-07-28 listen stream nor their session-era subscription:
+// the stream ends (and the HTTP session with its subscriptions), and what
+// they subscribe to next is watched under their current roles.
+func TestHTTPIdentitySubscriptionAfterDemotion(t *testing.T) {
+	h := startHTTP(t, scratchEnv(t, "PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_IDENTITY_CACHE=1s")...)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	const token = "r:dem07ed000000000000000000000000a"
+	join := testDB.Collection(scratchPrefix + "_Join:users:_Role")
+	for coll, doc := range map[string]bson.D{
+		"_User":    {{Key: "_id", Value: "advDemoted"}, {Key: "username", Value: "adv-demoted"}},
+		"_Role":    {{Key: "_id", Value: "advRoleId"}, {Key: "name", Value: "AdvListeners"}},
+		"_Session": {{Key: "_id", Value: "advDemotedSess"}, {Key: "_session_token", Value: token}, {Key: "_p_user", Value: "_User$advDemoted"}},
+	} {
+		if _, err := testDB.Collection(scratchPrefix+coll).InsertOne(ctx, doc); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := join.InsertOne(ctx, bson.D{{Key: "_id", Value: "advJoin1"}, {Key: "owningId", Value: "advRoleId"}, {Key: "relatedId", Value: "advDemoted"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		c := context.Background()
+		_, _ = testDB.Collection(scratchPrefix+"_User").DeleteOne(c, bson.D{{Key: "_id", Value: "advDemoted"}})
+		_, _ = testDB.Collection(scratchPrefix+"_Role").DeleteOne(c, bson.D{{Key: "_id", Value: "advRoleId"}})
+		_, _ = testDB.Collection(scratchPrefix+"_Session").DeleteOne(c, bson.D{{Key: "_id", Value: "advDemotedSess"}})
+		_, _ = join.DeleteOne(c, bson.D{{Key: "_id", Value: "advJoin1"}})
+	})
+	cred := map[string]string{"X-Parse-Session-Token": token}
+	listen := h.listenAs(t, "demoted-listen", "parse://Song/count", cred)
+	sess := h.session(cred)
+	result(t, sess.rpc("sub", "resources/subscribe", `{"uri":"parse://Song/count"}`))
+	sctx, scancel := context.WithCancel(t.Context())
+	defer scancel()
+	get := sess.listen(sctx)
+	time.Sleep(settle)
+	updated := func(ch <-chan map[string]any, within time.Duration) bool {
+		deadline := time.After(within)
+		for {
+			select {
+			case m, open := <-ch:
+				if !open {
+					return false
+				}
+				if m["method"] == "notifications/resources/updated" {
+					return true
+				}
+			case <-deadline:
+				return false
+			}
+		}
+	}
+	insertSong(t, false, []string{"role:AdvListeners"})
+	if !updated(listen, 30*time.Second) || !updated(get, 30*time.Second) {
+		t.Fatal("a member of the role was not notified of a row the role may read")
+	}
+
+	if _, err := join.DeleteOne(ctx, bson.D{{Key: "_id", Value: "advJoin1"}}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * time.Second) // past PARSE_MCP_IDENTITY_CACHE and a recheck
+	insertSong(t, false, []string{"role:AdvListeners"})
+	if updated(listen, settle+5*time.Second) {
+		t.Error("the listen stream of a user who left the role was notified of a row only the role may read")
+	}
+	if updated(get, settle) {
+		t.Error("the session-era subscription of a user who left the role was notified of a row only the role may read")
+	}
+	// What they watch now is watched under their current roles.
+	again := h.listenAs(t, "demoted-again", "parse://Song/count", cred)
+	insertSong(t, false, []string{"role:AdvListeners"})
+	if updated(again, settle+5*time.Second) {
+		t.Error("a new listen stream after leaving the role is notified of a row only the role may read")
+	}
+}
