@@ -511,3 +511,75 @@ func TestHTTPIdentitySubscriptionAfterDemotion(t *testing.T) {
 		t.Error("a new listen stream after leaving the role is notified of a row only the role may read")
 	}
 }
+
+// TestHTTPIdentityOAuthAttacks: oauth access tokens through the binary with
+// a real Parse Server: altered, in the wrong header, on another person's
+// HTTP session, beside a master key's name; and the Parse _Session behind
+// a grant deleted, or its user deleted, ends the token within
+// PARSE_MCP_IDENTITY_CACHE.
+func TestHTTPIdentityOAuthAttacks(t *testing.T) {
+	ps := startParse(t)
+	aliceID, _ := ps.SignUp(t, "alice", "alice-pw-0123")
+	bobID, _ := ps.SignUp(t, "bob", "bob-pw-0123")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	public := "http://" + addr
+	h := startHTTP(t, bridgeEnv(ps, "PARSE_MCP_HTTP_ADDR="+addr, "PARSE_MCP_HTTP_AUTH=oauth,parse-session", "PARSE_MCP_PUBLIC_URL="+public,
+		"PARSE_MCP_MASTER_KEY="+ps.MasterKey, "PARSE_MCP_IDENTITY_CACHE=1s")...)
+	alice := oauthToken(t, public, "alice", "alice-pw-0123")
+	bob := oauthToken(t, public, "bob", "bob-pw-0123")
+	status := func(id string, cred map[string]string) int {
+		s, _, _ := h.statelessTool(id, "count_objects", map[string]any{"class_name": "Note"}, cred)
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		cred map[string]string
+		want int
+	}{
+		{"alice's token", map[string]string{"Authorization": "Bearer " + alice}, 200},
+		{"lower-case scheme", map[string]string{"Authorization": "bearer " + alice}, 200},
+		{"altered token", map[string]string{"Authorization": "Bearer " + alice[:len(alice)-1] + "x"}, 401},
+		{"token with a suffix", map[string]string{"Authorization": "Bearer " + alice + "a"}, 401},
+		{"the access token as a Parse session", map[string]string{"X-Parse-Session-Token": alice}, 401},
+		{"a refresh-token prefix", map[string]string{"Authorization": "Bearer pmcp_rt_" + strings.TrimPrefix(alice, "pmcp_at_")}, 401},
+	} {
+		if got := status(c.name, c.cred); got != c.want {
+			t.Errorf("%s: %d, want %d", c.name, got, c.want)
+		}
+	}
+	// Bob's token on alice's HTTP session.
+	as := h.session(map[string]string{"Authorization": "Bearer " + alice})
+	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","id":"x","method":"tools/list","params":{}}`,
+		map[string]string{"Mcp-Session-Id": as.id, "Authorization": "Bearer " + bob}); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("bob's token on alice's session: %d %s, want 404", resp.StatusCode, b)
+	}
+
+	// The Parse sessions behind alice's grant deleted (the dashboard, a
+	// password change): her token stops working within the cache.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	sessions := testDB.Client().Database(ps.Database).Collection("_Session")
+	if _, err := sessions.DeleteMany(ctx, bson.D{{Key: "_p_user", Value: "_User$" + aliceID}}); err != nil {
+		t.Fatal(err)
+	}
+	// bob's user deleted through Parse (which keeps or drops his sessions
+	// as it does): his token stops too.
+	ps.MustDo(t, "DELETE", "/users/"+bobID, nil, parsetest.AsMaster)
+	time.Sleep(7 * time.Second) // past PARSE_MCP_IDENTITY_CACHE and Parse Server's own session cache
+	for name, tok := range map[string]string{"alice after her _Session was deleted": alice, "bob after his _User was deleted": bob} {
+		if got := status(name, map[string]string{"Authorization": "Bearer " + tok}); got != http.StatusUnauthorized {
+			t.Errorf("%s: %d, want 401", name, got)
+		}
+	}
+	logs := h.stderr.String()
+	for _, secret := range []string{alice, bob, "alice-pw-0123", "bob-pw-0123"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("a token or password (%.8s…) is in the log", secret)
+		}
+	}
+}
