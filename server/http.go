@@ -80,9 +80,8 @@ type HTTPAuth struct {
 }
 
 // recheckCredential ends a stream (end) once the credential of r stops
-// holding, or once the identity it resolves to has gained or lost a role
-// or changed tenant
-// (then changed, when set, is called too); it stops with ctx.
+// holding, or once the identity it resolves to has gained or lost a role or
+// changed tenant (then changed, when set, is called too); it stops with ctx.
 func (h *HTTPHandler) recheckCredential(ctx context.Context, r *http.Request, end context.CancelFunc, changed func()) {
 	if h.auth == nil {
 		return
