@@ -80,8 +80,9 @@ type HTTPAuth struct {
 }
 
 // recheckCredential ends a stream (end) once the credential of r stops
-// holding; it stops with ctx.
-func (h *HTTPHandler) recheckCredential(ctx context.Context, r *http.Request, end context.CancelFunc) {
+// holding, or once the identity it resolves to has gained or lost a role or
+// changed tenant (then changed, when set, is called too); it stops with ctx.
+func (h *HTTPHandler) recheckCredential(ctx context.Context, r *http.Request, end context.CancelFunc, changed func()) {
 	if h.auth == nil {
 		return
 	}
@@ -97,9 +98,20 @@ func (h *HTTPHandler) recheckCredential(ctx context.Context, r *http.Request, en
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				if _, err := h.auth.Identify(r); errors.Is(err, authn.ErrUnauthorized) {
+				now, err := h.auth.Identify(r)
+				if errors.Is(err, authn.ErrUnauthorized) {
 					h.log.Info().Msg("HTTP stream ended: its credential no longer holds")
 					end()
+					return
+				}
+				if err == nil && callinfo.From(now).Identity != callinfo.From(r.Context()).Identity {
+					// A role or the tenant changed: what the stream watches was
+					// resolved for the identity as it was.
+					h.log.Info().Msg("HTTP stream ended: its identity's roles or tenant changed")
+					end()
+					if changed != nil {
+						changed()
+					}
 					return
 				}
 			}
@@ -538,7 +550,10 @@ func (h *HTTPHandler) listen(w http.ResponseWriter, r *http.Request) {
 	streamForever(w)
 	ctx, end := context.WithCancel(r.Context())
 	defer end()
-	h.recheckCredential(ctx, r, end)
+	// The session's subscriptions were made for the identity as it was:
+	// a role change ends the session with them (the client initializes
+	// again), as a stream alone would come back to the same watchers.
+	h.recheckCredential(ctx, r, end, func() { h.endSession(sess) })
 	defer func() {
 		h.mu.Lock()
 		sess.streaming = false

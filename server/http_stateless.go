@@ -100,7 +100,7 @@ func (h *HTTPHandler) postStateless(w http.ResponseWriter, r *http.Request, body
 		ctx, end = context.WithCancel(ctx)
 		defer end()
 		defer h.admitListen(sess.client, end)()
-		h.recheckCredential(ctx, r, end)
+		h.recheckCredential(ctx, r, end, nil)
 		// A listen stream is the one stateless request that receives
 		// notifications belonging to no request (resource updates): its
 		// session is registered while the stream is open, and those

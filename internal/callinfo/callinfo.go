@@ -42,9 +42,10 @@ type Info struct {
 	Credential string
 	// Identity is the key of the identity the request acts as when the
 	// HTTP transport authenticates each request (PARSE_MCP_HTTP_AUTH: a
-	// named key's name, user:<id>, role:<name>, master); "" for the
-	// environment identity. What is shared per identity (subscription
-	// watchers) is keyed by it.
+	// named key's name, user:<id>, role:<name>, master, with a digest of
+	// its posture, user and roles); "" for the environment identity. What
+	// is shared per identity (subscription watchers) is keyed by it, so a
+	// role change makes it another key.
 	Identity string
 	// Method is the JSON-RPC method ("tools/call", "tools/list", …); "" for
 	// a call made in process (a resource read running its tool).

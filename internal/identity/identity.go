@@ -148,6 +148,10 @@ func (r *Resolver) resolve(ctx context.Context, p authn.Principal, now time.Time
 		id, err = parsedb.ResolveUser(ctx, r.store, p.UserID)
 	case p.Role != "":
 		id, err = parsedb.ResolveRole(ctx, r.store, p.Role)
+	case p.Mode == authn.ModeParseSession || p.Mode == authn.ModeJWT || p.Mode == authn.ModeOAuth:
+		// A token names a person; one that names nobody must not fall
+		// through to the environment identity (master posture when unset).
+		return nil, time.Time{}, unauthorized("a %s credential names no identity", p.Mode)
 	default:
 		id = r.env
 		if p.Tier == "" && p.Tenant == "" {
@@ -214,6 +218,11 @@ func (r *Resolver) session(ctx context.Context, token string, now time.Time) (*p
 		return nil, err
 	}
 	id.Kind = parsedb.IdentitySession
+	// /users/me does not say when the session expires; the cache must not
+	// outlive it (README "Serve a team").
+	if id.ExpiresAt, err = parsedb.SessionExpiry(ctx, r.store, token); err != nil {
+		return nil, err
+	}
 	return id, nil
 }
 
@@ -233,8 +242,26 @@ func Bind(ctx context.Context, s *policy.RequestScope) context.Context {
 		ctx = parseserver.WithRequestIdentity(ctx, nil, "this request's identity ("+s.User+") cannot act through Parse Server: its REST API acts as a user only with that user's session token; authenticate with a Parse session instead")
 	}
 	info := callinfo.From(ctx)
-	info.Credential, info.Identity = s.Key, s.Key
+	info.Credential, info.Identity = s.Key, s.Key+"\x00"+scopeDigest(s)
 	return callinfo.With(ctx, info)
+}
+
+// scopeDigest names what an identity may read as resolved now (posture,
+// user, roles, tenant), so that what is shared per identity and outlives a
+// request (subscription watchers, listen streams) is not reused once a role
+// or the tenant changes: the same person after such a change is another key.
+func scopeDigest(s *policy.RequestScope) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%d:%s|", len(s.Tenant), s.Tenant)
+	if id := s.Identity; id.Master() {
+		h.Write([]byte("master"))
+	} else {
+		fmt.Fprintf(h, "%d:%s|", len(id.UserID), id.UserID)
+		for _, r := range id.Roles {
+			fmt.Fprintf(h, "%d:%s|", len(r), r)
+		}
+	}
+	return fmt.Sprintf("%x", h.Sum(nil)[:8])
 }
 
 // ErrUnavailable wraps a failure to resolve a credential that is not the

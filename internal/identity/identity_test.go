@@ -124,3 +124,19 @@ func TestResolver(t *testing.T) {
 		t.Fatalf("after the session's expiry: %v, want unauthorized", err)
 	}
 }
+
+// TestTokenNamingNoIdentity: a token mode's principal that names no identity
+// (a mode that returned an empty principal, with or without a tier) is
+// refused, never the environment identity, which is master posture when
+// unset (SECURITY.md "Per-request identity": no token reaches master).
+func TestTokenNamingNoIdentity(t *testing.T) {
+	cfg := &config.Config{Permissions: config.TierWrite, IdentityCache: 30 * time.Second}
+	r := New(nil, nil, cfg, nil)
+	for _, mode := range []string{authn.ModeParseSession, authn.ModeJWT, authn.ModeOAuth} {
+		for _, p := range []authn.Principal{{Mode: mode}, {Mode: mode, Tier: config.TierReadonly}, {Mode: mode, ClientID: "app"}} {
+			if s, err := r.Resolve(context.Background(), p); !errors.Is(err, authn.ErrUnauthorized) {
+				t.Errorf("%+v: got %+v, %v; want unauthorized", p, s, err)
+			}
+		}
+	}
+}

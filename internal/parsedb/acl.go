@@ -110,22 +110,7 @@ func ResolveSessionToken(ctx context.Context, s *Store, token string, now time.T
 	if err != nil {
 		return nil, fmt.Errorf("reading _Session: %w", err)
 	}
-	var expires time.Time
-	for _, k := range []string{"expiresAt", "_expiresAt"} {
-		switch t := doc[k].(type) {
-		case bson.DateTime:
-			expires = t.Time().UTC()
-		case time.Time:
-			expires = t.UTC()
-		case string:
-			if p, err := time.Parse(time.RFC3339Nano, t); err == nil {
-				expires = p.UTC()
-			}
-		}
-		if !expires.IsZero() {
-			break
-		}
-	}
+	expires := sessionExpiry(doc)
 	if !expires.IsZero() && !now.Before(expires) {
 		return nil, &IdentityError{v, fmt.Sprintf("the session token expired at %s (log in again and use the new token)", expires.Format(time.RFC3339))}
 	}
@@ -144,6 +129,38 @@ func ResolveSessionToken(ctx context.Context, s *Store, token string, now time.T
 	id.Kind = IdentitySession
 	id.ExpiresAt = expires
 	return id, nil
+}
+
+// SessionExpiry is the expiresAt of the _Session holding token (zero when
+// it has none, or no _Session holds it): what bounds caching a session that
+// Parse Server's GET /users/me accepted, since that answer does not say.
+func SessionExpiry(ctx context.Context, s *Store, token string) (time.Time, error) {
+	var doc bson.M
+	err := s.Collection("_Session").FindOne(ctx, bson.D{{Key: "_session_token", Value: token}}).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return time.Time{}, nil
+	}
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading _Session: %w", err)
+	}
+	return sessionExpiry(doc), nil
+}
+
+// sessionExpiry reads a _Session document's expiry (zero: none).
+func sessionExpiry(doc bson.M) time.Time {
+	for _, k := range []string{"expiresAt", "_expiresAt"} {
+		switch t := doc[k].(type) {
+		case bson.DateTime:
+			return t.Time().UTC()
+		case time.Time:
+			return t.UTC()
+		case string:
+			if p, err := time.Parse(time.RFC3339Nano, t); err == nil {
+				return p.UTC()
+			}
+		}
+	}
+	return time.Time{}
 }
 
 // ResolveUser resolves a _User objectId (PARSE_MCP_ACL_USER).
