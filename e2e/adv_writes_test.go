@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"strings"
 	"testing"
@@ -603,9 +604,7 @@ func TestAdvIncludesAndKeysOnRedacted(t *testing.T) {
 		for id, cls := range map[string]string{"rowhidden1": "Vault", "rowmissin1": "Nowhere"} {
 			for _, tool := range []string{"query_class", "get_object", "export_data"} {
 				m := map[string]any{"class_name": "Box"}
-				for k, v := range a {
-					m[k] = v
-				}
+				maps.Copy(m, a)
 				switch tool {
 				case "get_object":
 					m["object_id"] = id

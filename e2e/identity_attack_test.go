@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"path/filepath"
@@ -141,10 +142,7 @@ func TestHTTPIdentityAttacks(t *testing.T) {
 		{"GET", "", "text/event-stream"},
 		{"DELETE", "", ""},
 	} {
-		hdr := map[string]string{}
-		for k, v := range stolen {
-			hdr[k] = v
-		}
+		hdr := maps.Clone(stolen)
 		if m.accept != "" {
 			hdr["Accept"] = m.accept
 		}

@@ -3,6 +3,7 @@ package policy
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -128,11 +129,7 @@ func holdsRedacted(v any) bool {
 			}
 		}
 	case []any:
-		for _, x := range t {
-			if holdsRedacted(x) {
-				return true
-			}
-		}
+		return slices.ContainsFunc(t, holdsRedacted)
 	}
 	return false
 }

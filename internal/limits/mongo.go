@@ -107,7 +107,7 @@ func (m *Mongo) Hit(ctx context.Context, now time.Time, buckets []Bucket) (int, 
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
 	defer cancel()
 	var err error
-	for attempt := 0; attempt < 2; attempt++ {
+	for range 2 {
 		var stopped int
 		stopped, err = m.hitOnce(ctx, docs)
 		if err != nil {
