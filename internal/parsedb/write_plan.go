@@ -1,12 +1,14 @@
 package parsedb
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -828,12 +830,13 @@ func opOnStored(op, path string, old any, exists bool) error {
 
 // CheckOperations runs, without touching anything, the checks of an
 // object write that Parse Server does not answer itself but fails on with
-// an internal error (code 1): an unknown __op on any key (Parse's 107, as
-// the direct path answers), and every dotted key of an update applied to
-// the stored object (an Increment on an object, an Add on a string, a
-// sub-key below a number: 111). The Parse Server bridge runs it before
-// sending, so both write paths answer alike (README.md "Parse Server
-// bridge").
+// an internal error (code 1) or answers only when it writes: an unknown
+// __op on any key (Parse's 107, as the direct path answers), an object key
+// holding "$" or "." anywhere in a value (121, see nestedKeys), and every
+// dotted key of an update applied to the stored object (an Increment on an
+// object, an Add on a string, a sub-key below a number: 111). The Parse
+// Server bridge runs it before sending, so both write paths answer alike,
+// dry run or not (README.md "Parse Server bridge").
 func CheckOperations(req *WriteRequest) error {
 	s := &fieldState{cls: req.Class, ord: req.KeyOrder}
 	var update bson.D
@@ -844,6 +847,11 @@ func CheckOperations(req *WriteRequest) error {
 				if _, _, err := opType(name, op, m); err != nil && !knownOp(op) {
 					return err
 				}
+			}
+		}
+		if !strings.Contains(name, ".") {
+			if err := nestedKeys(req.Class, name, v); err != nil {
+				return err
 			}
 		}
 		if req.Op != WriteUpdateObject || !strings.Contains(name, ".") || s.cls == nil {
@@ -860,6 +868,29 @@ func CheckOperations(req *WriteRequest) error {
 	}
 	_, err := simulateUpdate(req.Existing, update)
 	return err
+}
+
+// nestedKeys runs a top-level value (or the objects of its Add, AddUnique
+// or Remove) through the encoder the direct path stores it with, and
+// returns only that encoder's refusal of a nested key (Parse's 121): Parse
+// Server answers the rest itself, but refuses a nested "$" or "." key only
+// when it writes, or stores it, or fails with an internal error (a dotted
+// key's value is encoded by dotted).
+func nestedKeys(cls *Class, name string, v any) error {
+	var err error
+	if m, ok := v.(map[string]any); ok && m["__op"] != nil {
+		switch m["__op"] {
+		case "Add", "AddUnique", "Remove":
+			_, err = opObjects(name, m, nil)
+		}
+	} else {
+		_, _, err = topLevel(cls, name, v, nil, nil)
+	}
+	var te *toolerror.Error
+	if errors.As(err, &te) && te.ParseCode == ParseInvalidNestedKey {
+		return err
+	}
+	return nil
 }
 
 // knownOp reports whether op is an __op Parse Server applies.

@@ -34,7 +34,8 @@ func (w *Writer) Plan(ctx context.Context, req *parsedb.WriteRequest) (*parsedb.
 	}
 	// What Parse would fail on with an internal error is answered here as
 	// the direct path answers it (an unknown __op: 107; a dotted operation
-	// on a stored value of another type: 111), before anything is sent.
+	// on a stored value of another type: 111; a nested "$" or "." key:
+	// 121), before anything is sent, dry run or not.
 	if err := parsedb.CheckOperations(req); err != nil {
 		return nil, err
 	}
