@@ -7,6 +7,7 @@ package e2e
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"strconv"
 	"strings"
@@ -23,9 +24,7 @@ func TestHTTPRefusedCredentialsPerAddress(t *testing.T) {
 		t.Helper()
 		hdr := statelessHeaders("tools/call", "count_objects")
 		hdr["X-Forwarded-For"] = from
-		for k, v := range cred {
-			hdr[k] = v
-		}
+		maps.Copy(hdr, cred)
 		resp, _ := h.request("POST", "/mcp", statelessBody(id, "tools/call", `{"name":"count_objects","arguments":{"class_name":"Song"}}`, ""), hdr)
 		return resp.StatusCode, resp.Header
 	}
