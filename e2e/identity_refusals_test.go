@@ -12,21 +12,40 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
 func TestHTTPRefusedCredentialsPerAddress(t *testing.T) {
+	for _, store := range []string{"memory", "mongodb"} {
+		t.Run(store, func(t *testing.T) { refusedCredentialsPerAddress(t, store) })
+	}
+}
+
+func refusedCredentialsPerAddress(t *testing.T, store string) {
 	const perAddress = 20 // identity.refusalsPerAddress
-	h := startHTTP(t, "PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_TRUSTED_PROXIES=127.0.0.1,::1")
+	env := []string{"PARSE_MCP_HTTP_AUTH=parse-session", "PARSE_MCP_TRUSTED_PROXIES=127.0.0.1,::1", "PARSE_MCP_LIMITS_STORE=" + store}
+	h := startHTTP(t, env...)
+	if store == "mongodb" {
+		// The shared store's windows are aligned to the minute: keep the
+		// burst inside one.
+		if s := time.Now().Second(); s > 45 {
+			time.Sleep(time.Duration(61-s) * time.Second)
+		}
+	}
 	const limited, other = "198.51.100.7", "198.51.100.8"
-	call := func(id, from string, cred map[string]string) (int, http.Header) {
+	callOn := func(h *httpServer, id, from string, cred map[string]string) (int, http.Header) {
 		t.Helper()
 		hdr := statelessHeaders("tools/call", "count_objects")
 		hdr["X-Forwarded-For"] = from
 		maps.Copy(hdr, cred)
 		resp, _ := h.request("POST", "/mcp", statelessBody(id, "tools/call", `{"name":"count_objects","arguments":{"class_name":"Song"}}`, ""), hdr)
 		return resp.StatusCode, resp.Header
+	}
+	call := func(id, from string, cred map[string]string) (int, http.Header) {
+		t.Helper()
+		return callOn(h, id, from, cred)
 	}
 	madeUp := func(i int) map[string]string {
 		return map[string]string{"X-Parse-Session-Token": fmt.Sprintf("r:made-up-%028d", i)}
@@ -47,6 +66,13 @@ func TestHTTPRefusedCredentialsPerAddress(t *testing.T) {
 		wait, err := strconv.Atoi(hdr.Get("Retry-After"))
 		if st != http.StatusTooManyRequests || err != nil || wait < 1 || wait > 60 {
 			t.Fatalf("made-up token %d past the window: %d, Retry-After %q; want 429 with 1–60 s", i, st, hdr.Get("Retry-After"))
+		}
+	}
+	if store == "mongodb" {
+		// Another process on the same store refuses the address too.
+		other := startHTTP(t, env...)
+		if st, _ := callOn(other, "other-process", limited, madeUp(500)); st != http.StatusTooManyRequests {
+			t.Errorf("a second process sharing the store: %d, want 429", st)
 		}
 	}
 	cases := []struct {
