@@ -12,6 +12,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -137,7 +138,12 @@ func songCount(t *testing.T, s *mcpSession) int {
 func refusedJWT(t *testing.T, h *httpServer, name, tok, reason string) {
 	t.Helper()
 	before := len(h.stderr.String())
-	resp, b := h.request("POST", "/mcp", initBody, bearerHeader(tok))
+	// Each refusal from its own address (the server declares the loopback
+	// proxy): a refusal's reason is logged once per address and minute.
+	hdr := bearerHeader(tok)
+	refusedFrom++
+	hdr["X-Forwarded-For"] = fmt.Sprintf("198.51.%d.%d", refusedFrom/250, refusedFrom%250+1)
+	resp, b := h.request("POST", "/mcp", initBody, hdr)
 	if resp.StatusCode != 401 || string(b) != unauthBody {
 		t.Fatalf("%s: %d %s, want the fixed 401", name, resp.StatusCode, b)
 	}
@@ -154,6 +160,9 @@ func refusedJWT(t *testing.T, h *httpServer, name, tok, reason string) {
 	}
 }
 
+// refusedFrom numbers refusedJWT's client addresses.
+var refusedFrom int
+
 // noJWTInLog fails when the server's log holds any part of a token.
 func noJWTInLog(t *testing.T, h *httpServer, toks []string) {
 	t.Helper()
@@ -169,7 +178,7 @@ func noJWTInLog(t *testing.T, h *httpServer, toks []string) {
 
 func TestHTTPJWT(t *testing.T) {
 	idp := newTestIdP(t)
-	h := startHTTP(t, policyFile(t, "demo"), "PARSE_MCP_HTTP_AUTH=jwt",
+	h := startHTTP(t, policyFile(t, "demo"), "PARSE_MCP_HTTP_AUTH=jwt", "PARSE_MCP_TRUSTED_PROXIES=127.0.0.1,::1",
 		"PARSE_MCP_JWT_JWKS_URL="+idp.url, "PARSE_MCP_JWT_ISSUER="+jwtIssuer, "PARSE_MCP_JWT_AUDIENCE="+jwtAudience)
 	var minted []string
 	mint := func(sub string, over map[string]any) string {
@@ -271,7 +280,7 @@ func TestHTTPJWT(t *testing.T) {
 // Users matched by authData.<provider>.id, with an HS256 secret; on this
 // server the objectId is not a user claim, and RS tokens are refused.
 func TestHTTPJWTAuthData(t *testing.T) {
-	h := startHTTP(t, policyFile(t, "demo"), "PARSE_MCP_HTTP_AUTH=jwt",
+	h := startHTTP(t, policyFile(t, "demo"), "PARSE_MCP_HTTP_AUTH=jwt", "PARSE_MCP_TRUSTED_PROXIES=127.0.0.1,::1",
 		"PARSE_MCP_JWT_SECRET="+jwtSecret, "PARSE_MCP_JWT_ISSUER="+jwtIssuer, "PARSE_MCP_JWT_AUDIENCE="+jwtAudience,
 		"PARSE_MCP_JWT_AUTH_PROVIDER=github")
 	dave := signJWT(t, jose.HS256, []byte(jwtSecret), "", jwtClaims("48151623", nil))

@@ -8,11 +8,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"mime"
 	"net"
 	"net/http"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -288,12 +290,20 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if h.auth != nil {
-		ctx, err := h.auth.Identify(r)
+		// The client key goes along for the count of refused credentials
+		// per address (SECURITY.md "Per-request identity"), then back to
+		// what it was: the rest of the request keys by identity.
+		before := callinfo.From(r.Context())
+		seen := before
+		seen.Client = h.clientOf(r)
+		ctx, err := h.auth.Identify(r.WithContext(callinfo.With(r.Context(), seen)))
 		if err != nil {
 			h.refuse(w, r, err)
 			return
 		}
-		r = r.WithContext(ctx)
+		info := callinfo.From(ctx)
+		info.Client = before.Client
+		r = r.WithContext(callinfo.With(ctx, info))
 	} else if name, ok := h.credential(r); !ok {
 		h.refuse(w, r, authn.ErrUnauthorized)
 		return
@@ -326,6 +336,14 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // 503. The reason goes to the operator log only; it never quotes a
 // credential (internal/authn).
 func (h *HTTPHandler) refuse(w http.ResponseWriter, r *http.Request, err error) {
+	if limited, ok := errors.AsType[*authn.TooManyRefusals](err); ok {
+		if limited.Log {
+			h.log.Warn().Str("client", h.clientOf(r)).Msg("HTTP requests with a credential refused for a while: too many refused credentials from this client")
+		}
+		w.Header().Set("Retry-After", strconv.Itoa(max(1, int(math.Ceil(limited.RetryAfter.Seconds())))))
+		writeJSONRPCError(w, http.StatusTooManyRequests, codeInternalError, "Too many refused credentials from this client; retry later")
+		return
+	}
 	if !errors.Is(err, authn.ErrUnauthorized) {
 		h.log.Error().Str("error", err.Error()).Msg("HTTP request: the identity could not be resolved")
 		writeJSONRPCError(w, http.StatusServiceUnavailable, codeInternalError, "Identity temporarily unavailable")

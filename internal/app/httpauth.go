@@ -8,6 +8,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/identity"
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 	"github.com/parse-mcp/parse-mcp/server"
 )
 
@@ -80,5 +81,12 @@ func (a *App) HTTPAuth(cfg *config.Config) (*server.HTTPAuth, error) {
 func (a *App) IdentifyWith(cfg *config.Config, auth authn.Authenticator) *server.HTTPAuth {
 	resolver := identity.New(a.Store, a.Deps.Bridge, cfg, a.Deps.Policy.Identity())
 	resolver.TenantFromUser = a.Deps.Policy.TenantFromUser()
+	// Refused credentials count per address in the rate windows' store:
+	// shared with PARSE_MCP_LIMITS_STORE=mongodb, else this process's.
+	var refusals limits.Store = limits.NewMemory()
+	if a.rates != nil {
+		refusals = a.rates
+	}
+	resolver.SetRefusals(refusals)
 	return &server.HTTPAuth{Identify: resolver.Authenticate(auth), Recheck: max(cfg.IdentityCache, time.Second)}
 }

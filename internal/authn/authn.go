@@ -95,3 +95,14 @@ var (
 	// ErrUnauthorized: the credential is present and does not hold.
 	ErrUnauthorized = errors.New("unauthorized")
 )
+
+// TooManyRefusals answers a request carrying a credential from a client
+// address whose refused credentials filled their window (SECURITY.md
+// "Per-request identity"): 429 with RetryAfter, before any lookup. Log
+// says this is the first such answer to the address in the window.
+type TooManyRefusals struct {
+	RetryAfter time.Duration
+	Log        bool
+}
+
+func (e *TooManyRefusals) Error() string { return "too many refused credentials from this client" }

@@ -19,6 +19,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/limits"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 	"github.com/parse-mcp/parse-mcp/policy"
@@ -42,6 +43,9 @@ type Resolver struct {
 	// TenantFromUser): a user's tenant is that field of its _User row,
 	// and a user without one is refused.
 	TenantFromUser string
+
+	// refusals counts refused credentials per client address (refusals.go).
+	refusals limits.Store
 
 	mu    sync.Mutex
 	cache map[[32]byte]cached
@@ -86,14 +90,10 @@ func cacheKey(p authn.Principal) [32]byte {
 // agree, master asked for by anything but an operator's key); any other
 // error is the database or Parse Server failing.
 func (r *Resolver) Resolve(ctx context.Context, p authn.Principal) (*policy.RequestScope, error) {
-	k := cacheKey(p)
-	now := r.now()
-	r.mu.Lock()
-	c, ok := r.cache[k]
-	r.mu.Unlock()
-	if ok && now.Before(c.until) {
-		return c.scope, nil
+	if s, ok := r.fromCache(p); ok {
+		return s, nil
 	}
+	k, now := cacheKey(p), r.now()
 	s, until, err := r.resolve(ctx, p, now)
 	if err != nil {
 		return nil, err
@@ -117,6 +117,15 @@ func (r *Resolver) Resolve(ctx context.Context, p authn.Principal) (*policy.Requ
 		r.mu.Unlock()
 	}
 	return s, nil
+}
+
+// fromCache is p's request scope when the cache holds a fresh one.
+func (r *Resolver) fromCache(p authn.Principal) (*policy.RequestScope, bool) {
+	k, now := cacheKey(p), r.now()
+	r.mu.Lock()
+	c, ok := r.cache[k]
+	r.mu.Unlock()
+	return c.scope, ok && now.Before(c.until)
 }
 
 func (r *Resolver) resolve(ctx context.Context, p authn.Principal, now time.Time) (*policy.RequestScope, time.Time, error) {
@@ -278,21 +287,31 @@ var ErrUnavailable = errors.New("identity could not be resolved")
 // quotes a credential.
 func (r *Resolver) Authenticate(auth authn.Authenticator) func(*http.Request) (context.Context, error) {
 	return func(req *http.Request) (context.Context, error) {
+		ctx := req.Context()
+		// The transport's client key, set for this call (SECURITY.md
+		// "Per-request identity": refused credentials per address).
+		client := callinfo.From(ctx).Client
 		p, err := auth.Authenticate(req)
 		switch {
 		case errors.Is(err, authn.ErrNoCredential):
 			return nil, fmt.Errorf("%w: no credential of any configured mode", authn.ErrUnauthorized)
 		case err != nil && !errors.Is(err, authn.ErrUnauthorized):
-			return nil, fmt.Errorf("%w: %v", authn.ErrUnauthorized, err)
+			return nil, r.refused(ctx, client, fmt.Errorf("%w: %v", authn.ErrUnauthorized, err))
 		case err != nil:
-			return nil, err
+			return nil, r.refused(ctx, client, err)
 		}
-		s, err := r.Resolve(req.Context(), p)
+		s, ok := r.fromCache(p)
+		if !ok {
+			if limited := r.limited(ctx, client); limited != nil {
+				return nil, limited
+			}
+			s, err = r.Resolve(ctx, p)
+		}
 		switch {
 		case err != nil && !errors.Is(err, authn.ErrUnauthorized):
 			return nil, fmt.Errorf("%w: %v", ErrUnavailable, err)
 		case err != nil:
-			return nil, err
+			return nil, r.refused(ctx, client, err)
 		case s == nil:
 			info := callinfo.From(req.Context())
 			info.Credential = p.ClientID

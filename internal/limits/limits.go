@@ -31,6 +31,10 @@ type Store interface {
 	// A store that cannot answer refuses (fail closed): it never allows a
 	// call it could not count.
 	Hit(ctx context.Context, now time.Time, buckets []Bucket) (refused int, retryAfter time.Duration)
+	// Full reports whether b has no room at now, without counting a call,
+	// and how long until it has. A store that cannot answer says it is
+	// full (fail closed).
+	Full(ctx context.Context, now time.Time, b Bucket) (full bool, retryAfter time.Duration)
 }
 
 // Memory is a sliding-window log per bucket in this process: a call is
@@ -76,6 +80,17 @@ func (m *Memory) Hit(_ context.Context, now time.Time, buckets []Bucket) (int, t
 		mb.times = append(mb.times, now)
 	}
 	return -1, 0
+}
+
+// Full implements Store.
+func (m *Memory) Full(_ context.Context, now time.Time, b Bucket) (bool, time.Duration) {
+	if b.Limit <= 0 {
+		return false, 0
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	wait, ok := m.room(b, now)
+	return !ok, wait
 }
 
 // room drops b's calls that left the window and reports whether it has

@@ -98,9 +98,21 @@ func TestStoreSemantics(t *testing.T) {
 			a := []Bucket{{Key: "client:a", Limit: 2, Window: time.Minute}, process}
 			b := []Bucket{{Key: "client:b", Limit: 2, Window: time.Minute}, process}
 			for i := range 2 {
+				if full, _ := s.Full(ctx, now, a[0]); full {
+					t.Fatalf("a's bucket full after %d calls", i)
+				}
 				if r, _ := s.Hit(ctx, now, a); r != -1 {
 					t.Fatalf("a's call %d refused by %d", i, r)
 				}
+			}
+			// Full only reads: asked again and again, it counts nothing.
+			for range 3 {
+				if full, wait := s.Full(ctx, now, a[0]); !full || wait <= 0 || wait > time.Minute {
+					t.Fatalf("a's bucket after 2 of 2: full %v, wait %v", full, wait)
+				}
+			}
+			if full, _ := s.Full(ctx, now, Bucket{Key: "client:untouched", Limit: 1, Window: time.Minute}); full {
+				t.Fatal("an untouched bucket is full")
 			}
 			for i := range 10 {
 				r, wait := s.Hit(ctx, now, a)
@@ -206,6 +218,9 @@ func TestMongoFailsClosed(t *testing.T) {
 		t.Fatal("refused while up")
 	}
 	restart := stop()
+	if full, wait := s.Full(context.Background(), time.Now(), buckets[0]); !full || wait < time.Second {
+		t.Fatalf("Full with the store down: %v, wait %v; want full (fail closed)", full, wait)
+	}
 	for i := range 5 {
 		r, wait := s.Hit(context.Background(), time.Now(), buckets)
 		if r != 0 || wait < time.Second || wait > 5*time.Second {

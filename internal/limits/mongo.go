@@ -136,6 +136,32 @@ func (m *Mongo) Hit(ctx context.Context, now time.Time, buckets []Bucket) (int, 
 	return index[0], failedRetryAfter()
 }
 
+// Full implements Store: one read of b's current window.
+func (m *Mongo) Full(ctx context.Context, now time.Time, b Bucket) (bool, time.Duration) {
+	if b.Limit <= 0 || b.Window <= 0 {
+		return false, 0
+	}
+	if m.failFast(now) {
+		return true, failedRetryAfter()
+	}
+	d := m.doc(b, now)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), checkTimeout)
+	defer cancel()
+	var w struct {
+		N int `bson:"n"`
+	}
+	err := m.coll.FindOne(ctx, bson.D{{Key: "_id", Value: d.id}}).Decode(&w)
+	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		m.failed(now, err)
+		return true, failedRetryAfter()
+	}
+	m.recovered()
+	if w.N >= d.limit {
+		return true, d.end.Sub(now)
+	}
+	return false, 0
+}
+
 // doc is b's window document at now.
 func (m *Mongo) doc(b Bucket, now time.Time) windowDoc {
 	w := max(b.Window.Milliseconds(), 1)

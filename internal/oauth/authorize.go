@@ -207,6 +207,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request, g *grant, id, csr
 		errorPage(w, http.StatusInternalServerError, "The sign-in could not continue; try again later.")
 		return
 	}
+	// The login step posted again replaces the stored session: the one it
+	// replaces is held by nobody now, so it is logged out rather than left live.
+	if g.Session != "" {
+		if previous, err := open(id, g.Session); err == nil {
+			s.logout(previous)
+		}
+	}
 	s.log.Info().Str("client_id", logClientID(g.ClientID)).Msg("oauth: Parse login for an authorization")
 	render(w, http.StatusOK, "consent", p, cspSource(g.RedirectURI))
 }

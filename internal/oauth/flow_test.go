@@ -308,6 +308,48 @@ func TestOAuth(t *testing.T) {
 		}
 	})
 
+	t.Run("the login step posted twice logs the first Parse session out", func(t *testing.T) {
+		_, challenge := pkce()
+		b := f.browser(base)
+		b.get(base + "/authorize?" + authRequest(pub.ID, challenge).Encode())
+		form := b.hidden()
+		id := form.Get("request")
+		form.Set("step", "login")
+		form.Set("username", "alice")
+		form.Set("password", alicePassword)
+		stored := func() string {
+			g, err := f.srv.store.find(t.Context(), kindRequest, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			session, err := open(id, g.Session)
+			if err != nil {
+				t.Fatal(err)
+			}
+			f.remember(session.Reveal())
+			return session.Reveal()
+		}
+		f.clock.advance(loginWindow / loginsPerUser)
+		if st := b.post(base+"/authorize", form).StatusCode; st != http.StatusOK {
+			t.Fatalf("first login: %d %s", st, b.last)
+		}
+		first := stored()
+		f.clock.advance(loginWindow / loginsPerUser)
+		if st := b.post(base+"/authorize", form).StatusCode; st != http.StatusOK {
+			t.Fatalf("second login: %d %s", st, b.last)
+		}
+		second := stored()
+		if first == second {
+			t.Fatalf("the second login stored the same session")
+		}
+		if f.sessionAlive(first) {
+			t.Errorf("the replaced Parse session is still live: nobody holds it")
+		}
+		if !f.sessionAlive(second) {
+			t.Errorf("the stored Parse session was logged out")
+		}
+	})
+
 	t.Run("scopes only narrow the configured tier", func(t *testing.T) {
 		ro, roHTTP := f.server(config.TierReadonly, nil)
 		roBase := roHTTP.URL
