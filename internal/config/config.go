@@ -43,13 +43,13 @@ type Config struct {
 	HTTPAddr         string `envconfig:"PARSE_MCP_HTTP_ADDR"`                      // serve streamable HTTP on this `host:port` instead of stdio; bound before the database is touched, so a port in use is a configuration error (exit 2). Default: off.
 	APIKey           string `envconfig:"PARSE_MCP_API_KEY" secret:"true"`          // API key for HTTP (required for a non-loopback bind; ≥ 16 chars)
 	// APIKeys are named HTTP keys, "name:key,name:key": each name is one
-	// client (README "Behind a load balancer"); see NamedAPIKeys.
+	// client (docs/transports.md "Behind a load balancer"); see NamedAPIKeys.
 	APIKeys Secret `envconfig:"PARSE_MCP_API_KEYS"` // named HTTP API keys, `name:key,name:key` (names of letters, digits, `.`, `_`, `-`; keys ≥ 16 chars, unique): each name is one client, wherever it connects from; accepted next to (or instead of) `PARSE_MCP_API_KEY`. With `PARSE_MCP_HTTP_AUTH=keys` a name may say who the key acts as and cap its tier: `name@user=ID`, `name@role=NAME`, `name@master`, `/TIER` ([Serve a team](team.md))
 	// TrustedProxies are the reverse proxies / load balancers (CIDRs or
 	// addresses, comma-separated) whose X-Forwarded-For names the client;
 	// see TrustedProxyNets.
 	TrustedProxies string `envconfig:"PARSE_MCP_TRUSTED_PROXIES"` // reverse proxies / load balancers whose `X-Forwarded-For` names the HTTP client: comma-separated CIDRs or addresses (`10.0.0.0/8,127.0.0.1`; a range trusting everyone is refused); see [Behind a load balancer](transports.md#behind-a-load-balancer). Default: none (the peer address is the client).
-	// HTTP caps (README "Behind a load balancer"): sessions in the process
+	// HTTP caps (docs/transports.md "Behind a load balancer"): sessions in the process
 	// and per client, and the rate-limit buckets of one client and of the
 	// process as multiples of the policy's rate_limit.requests.
 	HTTPMaxSessions       int `envconfig:"PARSE_MCP_HTTP_MAX_SESSIONS" default:"256"`       // HTTP sessions in the process (and stateless listen streams), 1–100000
@@ -59,7 +59,7 @@ type Config struct {
 	// ConfirmSecret signs 2026-07-28 confirmation tokens over HTTP (empty:
 	// a secret stored once in the database, shared by every process).
 	ConfirmSecret Secret `envconfig:"PARSE_MCP_CONFIRM_SECRET"` // HMAC key of 2026-07-28 confirmation tokens over HTTP (≥ 32 chars; the same on every process behind a load balancer; see [Confirmation](writes.md)). Default: a secret stored once in the database.
-	// Per-request identity over HTTP (README "Serve a team"): the modes
+	// Per-request identity over HTTP (docs/team.md "Serve a team"): the modes
 	// tried in order on every /mcp request (keys, parse-session, jwt,
 	// oauth; internal/authn). Empty: one identity per process, from the
 	// environment, as over stdio.
@@ -95,17 +95,17 @@ type Config struct {
 	// progress heartbeat (when the client asked for progress) until the tool
 	// reports its own work units.
 	ProgressInterval time.Duration `envconfig:"PARSE_MCP_PROGRESS_INTERVAL" default:"2s"` // heartbeat interval of progress notifications (100ms–1m)
-	// The Parse Server bridge (README "Parse Server bridge"): writes and
+	// The Parse Server bridge (docs/bridge.md "Parse Server bridge"): writes and
 	// Cloud Code functions through the app's own Parse Server.
 	ServerURL     string `envconfig:"PARSE_MCP_SERVER_URL"`     // Parse Server REST root incl. mount path (`http://127.0.0.1:1337/parse`): turns on the [bridge](bridge.md). Default: off.
 	ApplicationID string `envconfig:"PARSE_MCP_APPLICATION_ID"` // the app's `appId`. Default: required with `PARSE_MCP_SERVER_URL`.
 	MasterKey     Secret `envconfig:"PARSE_MCP_MASTER_KEY"`     // the app's master key: the bridge's master posture (refused next to a scoped identity). Default: required with `PARSE_MCP_SERVER_URL` and no identity.
 	LiveQueryURL  string `envconfig:"PARSE_MCP_LIVEQUERY_URL"`  // Parse LiveQuery WebSocket (`ws://127.0.0.1:1337/`): resource subscriptions listen there. Default: off (change streams / polling).
-	// FilesURL is where the app's files are served (README "Writes"):
+	// FilesURL is where the app's files are served (docs/writes.md "Writes"):
 	// write results show a File with url = FilesURL + its encoded name.
 	FilesURL string `envconfig:"PARSE_MCP_FILES_URL"` // prefix of the app's file URLs (`https://api.example.com/parse/files/myAppId/`): write results show a File with `url` = prefix + the encoded name, as Parse's REST answers. Default: with the bridge, Parse's default files location `<PARSE_MCP_SERVER_URL>/files/<appId>/`; else none (a File shows its name only: the files adapter's location is not in the database).
 
-	// Embeddings for the search tools (README "Search and retrieval"): an
+	// Embeddings for the search tools (docs/search.md "Search and retrieval"): an
 	// OpenAI-compatible /v1/embeddings endpoint, or "fixture" (the
 	// deterministic, not semantic, test embedder; the demo's default).
 	EmbeddingsURL        string `envconfig:"PARSE_MCP_EMBEDDINGS_URL"`        // OpenAI-compatible embeddings endpoint (`https://api.openai.com/v1`, Ollama `http://127.0.0.1:11434/v1`, LM Studio, vLLM, TEI), or `fixture` ([Search](search.md)). Default: none (`--demo`: `fixture`).
@@ -123,8 +123,8 @@ type Config struct {
 	Demo bool `envconfig:"PARSE_MCP_DEMO"` // `true`: serve the embedded sample database, as `--demo` does (the connection settings are then ignored, with a warning). Default: `false`.
 
 	// Blank lists the PARSE_MCP_* variables that were set but treated as
-	// unset: empty, or an unsubstituted ${…} placeholder (README "Install in
-	// Claude Desktop"). Names only, never values.
+	// unset: empty, or an unsubstituted ${…} placeholder (docs/release.md "The
+	// desktop bundle"). Names only, never values.
 	Blank []string `ignored:"true"`
 
 	Gates Gates `ignored:"true"`
@@ -692,7 +692,7 @@ func (c *Config) TrustedProxyNets() ([]netip.Prefix, error) {
 type NamedAPIKey struct {
 	Name string
 	Key  Secret
-	// The identity the key acts as with PARSE_MCP_HTTP_AUTH=keys (README
+	// The identity the key acts as with PARSE_MCP_HTTP_AUTH=keys (docs/team.md
 	// "Serve a team"): at most one of User (a _User objectId), Role (a
 	// role name) or Master; none acts as the environment identity.
 	User   string
@@ -847,7 +847,7 @@ func (c *Config) HTTPAuthModes() []string {
 }
 
 // validateHTTPAuth checks PARSE_MCP_HTTP_AUTH and what each listed mode
-// needs (README "Serve a team").
+// needs (docs/team.md "Serve a team").
 func (c *Config) validateHTTPAuth() error {
 	const v = "PARSE_MCP_HTTP_AUTH"
 	modes := c.HTTPAuthModes()
