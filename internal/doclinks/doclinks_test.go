@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode"
@@ -98,20 +99,13 @@ func anchors(text string) map[string]bool {
 		}
 		s := slug(m[2])
 		if n := count[s]; n > 0 {
-			set[s+"-"+itoa(n)] = true
+			set[s+"-"+strconv.Itoa(n)] = true
 		} else {
 			set[s] = true
 		}
 		count[s]++
 	}
 	return set
-}
-
-func itoa(n int) string {
-	if n < 10 {
-		return string(rune('0' + n))
-	}
-	return itoa(n/10) + itoa(n%10)
 }
 
 func read(t *testing.T, rel string) string {
