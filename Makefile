@@ -33,7 +33,7 @@ build:
 
 # Release builds for every desktop platform, the MCP bundles (packed and
 # checked with the official mcpb CLI through npx), server.json and SHA256SUMS,
-# all in dist/ (README "Release builds"; internal/release).
+# all in dist/ (docs/release.md "Release builds"; internal/release).
 release:
 	$(GO) run ./internal/release -tags $(BUILD_TAGS) -out dist
 
@@ -88,7 +88,7 @@ lint-fix:
 	gofmt -l -w .
 
 # Performance targets (figures are reported as benchmark metrics), then the
-# driver floor (README "Performance": each tool's typical call through the
+# driver floor (docs/performance.md "Performance": each tool's typical call through the
 # binary against the bare driver) on the embedded FerretDB 1.24 and on the
 # second engine (skipped with a message where it cannot run). The floor
 # measures in rounds of its own (PARSE_MCP_BENCH_ROUNDS, PARSE_MCP_BENCH_CALLS),

@@ -39,7 +39,7 @@ func askArgs(args []string) (question string, trace bool) {
 }
 
 // llmEnv reads an LLM_* variable as the PARSE_MCP_* ones are read: empty or
-// an unsubstituted ${…} placeholder counts as unset (README "Configuration").
+// an unsubstituted ${…} placeholder counts as unset (docs/configuration.md "Configuration for a real Parse app").
 func llmEnv(name string) string {
 	v := strings.TrimSpace(os.Getenv(name))
 	if config.IsPlaceholder(v) {

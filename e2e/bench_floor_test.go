@@ -19,7 +19,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/demo"
 )
 
-// The driver floor (README "Performance"): each tool's typical call through
+// The driver floor (docs/performance.md "Performance"): each tool's typical call through
 // the real binary over stdio against the same operation through the bare
 // mongo-driver v2, on the engine under test, as a ratio per tool:
 //

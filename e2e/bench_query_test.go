@@ -20,7 +20,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
-// The query target (README "Performance"): query_class of 1000 rows within 1.3× of the
+// The query target (docs/performance.md "Performance"): query_class of 1000 rows within 1.3× of the
 // same find done with the driver directly plus encoding/json of the bson.M
 // documents, measured in one run:
 //

@@ -22,7 +22,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
-// The in-process search engines over 10,000 rows (README "Search and
+// The in-process search engines over 10,000 rows (docs/search.md "Search and
 // retrieval", "Performance"): atlas_text_search (title + lyrics scanned)
 // and find_similar (brute-force cosine over 64-dimensional vectors) against
 // one read of the same rows and fields with the bare driver, measured in

@@ -220,7 +220,7 @@ func measureTokens(tb testing.TB, c *client.Client) ([]tokenFigures, map[string]
 
 	// The columnar default against one object per row (shape "objects"),
 	// whole responses, for 20 and 50 rows: the decision on the default
-	// layout (README "Row shapes").
+	// layout (docs/reading.md "Row shapes").
 	col := map[string]float64{}
 	for _, n := range []int{20, 50} {
 		colText := text(call(tb, c, "query_class", with(map[string]any{"limit": n})))

@@ -16,7 +16,7 @@ import (
 //
 // Issue 3 asked for ≤ 0.6×. With the REST shapes it was ~0.98× canonical;
 // with compact row objects ~0.78× canonical and ~0.85× relaxed; the
-// columnar default (README "Row shapes": the column names once, then one
+// columnar default (docs/reading.md "Row shapes": the column names once, then one
 // value array per row) is what is measured here, the names counted once.
 // These rows are mostly user data (lyrics), the same size in any
 // rendering, so the guard is 0.7× canonical Extended JSON; the token

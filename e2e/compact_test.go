@@ -11,7 +11,7 @@ import (
 
 // TestCompactValuesRoundTrip: every compact value type, taken from a row as
 // shown, is accepted back by where (equality and $in) and finds that row,
-// through the binary (README "Row shapes").
+// through the binary (docs/reading.md "Row shapes").
 func TestCompactValuesRoundTrip(t *testing.T) {
 	c := demoClient(t)
 	cases := []struct {

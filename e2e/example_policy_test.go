@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// TestExamplePolicyFileValidates keeps the README's commented policy example
-// honest: it must pass start-up validation against the demo schema, and the
-// rules it demonstrates must hold.
+// TestExamplePolicyFileValidates keeps policy.example.yaml, the commented
+// policy example docs/policy.md links, honest: it must pass start-up
+// validation against the demo schema, and the rules it demonstrates must hold.
 func TestExamplePolicyFileValidates(t *testing.T) {
 	cmd := exec.Command(binary, "audit")
 	cmd.Env = env("PARSE_MCP_POLICY_FILE=../policy.example.yaml")

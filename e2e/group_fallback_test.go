@@ -18,7 +18,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/tools"
 )
 
-// The capability fallback of group_by / group_by_date (README "Decisions
+// The capability fallback of group_by / group_by_date (docs/decisions.md "Decisions
 // where the spec is silent"): on FerretDB the tools answer from a streamed
 // find; these tests check those answers against values computed here from
 // the stored fixture documents, and, on a real MongoDB, the fallback against

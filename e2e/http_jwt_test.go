@@ -1,6 +1,6 @@
 package e2e
 
-// The jwt mode of per-request identity through the binary (README "Serve a
+// The jwt mode of per-request identity through the binary (docs/team.md "Serve a
 // team" → "jwt"; SECURITY.md "JWT mode"): an identity provider served by
 // the test on loopback (a JWKS with key rotation, or an HS256 secret),
 // users matched by objectId and by authData seeing only their rows, and

@@ -405,7 +405,7 @@ func TestHTTPProgressRouting(t *testing.T) {
 				token := fmt.Sprintf("c%d-r%d", c, k)
 				// A count on SlowScan answers after the slow link's delay,
 				// long enough for heartbeats at 100ms (a call within the
-				// first interval sends none, see README "Progress").
+				// first interval sends none, see docs/transports.md "Progress").
 				body := fmt.Sprintf(`{"jsonrpc":"2.0","id":%q,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":%q,"where":{"n":{"$lt":%d}}},"_meta":{"progressToken":%q}}}`, token, slowClass, c+k, token)
 				status, msgs := s.post(body)
 				mu.Lock()

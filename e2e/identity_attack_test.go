@@ -1,6 +1,6 @@
 package e2e
 
-// Attacks on per-request identity over HTTP (README "Serve a team",
+// Attacks on per-request identity over HTTP (docs/team.md "Serve a team",
 // SECURITY.md "Per-request identity") through the built binary, in both
 // protocol eras: header games, sessions of deleted users, stolen HTTP
 // session ids, and the credential never reaching a log line. The process
@@ -169,7 +169,7 @@ func TestHTTPIdentityAttacks(t *testing.T) {
 
 // TestHTTPIdentityBridgeSessionExpiry: with the Parse Server bridge a session
 // is checked by Parse's GET /users/me, and the cached identity still never
-// outlives the session's expiresAt (README "Serve a team"), as it does not
+// outlives the session's expiresAt (docs/team.md "Serve a team"), as it does not
 // through _Session directly.
 func TestHTTPIdentityBridgeSessionExpiry(t *testing.T) {
 	ps := startParse(t)

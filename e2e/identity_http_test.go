@@ -1,6 +1,6 @@
 package e2e
 
-// Per-request identity over HTTP (README "Serve a team"): one process with
+// Per-request identity over HTTP (docs/team.md "Serve a team"): one process with
 // PARSE_MCP_HTTP_AUTH, several people, each by their own Parse session
 // (parse-session) or an operator's named key (keys), in both protocol eras.
 // The process itself runs in master posture, so any path that fell back to

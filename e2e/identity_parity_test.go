@@ -13,7 +13,7 @@ import (
 
 // TestIdentityParityAllModes: one HTTP process with every per-request
 // identity mode at once (PARSE_MCP_HTTP_AUTH=keys,parse-session,jwt,oauth;
-// README "Serve a team") over the bridge to a real Parse Server. alice,
+// docs/team.md "Serve a team") over the bridge to a real Parse Server. alice,
 // bob (role Staff) and carol each come in by all three person modes —
 // their Parse session token, a JWT from an identity provider on loopback
 // naming them by objectId, and an OAuth access token from the

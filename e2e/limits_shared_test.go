@@ -18,7 +18,7 @@ import (
 )
 
 // TestLimitsSharedAcrossProcesses: three processes with
-// PARSE_MCP_LIMITS_STORE=mongodb behind a round-robin reverse proxy (README
+// PARSE_MCP_LIMITS_STORE=mongodb behind a round-robin reverse proxy (docs/transports.md
 // "Behind a load balancer"), their limits store reached through a relay
 // the test can cut:
 //   - one client's rate limit holds across the three: exactly its window's

@@ -116,7 +116,7 @@ func TestOversizedLine(t *testing.T) {
 // TestNotificationsPrecedeResponse fires many concurrent tool calls that
 // carry progress tokens and checks that, for every request, each of its
 // progress notifications reaches stdout before its response. Only calls
-// slower than the progress interval report progress (README "Progress"):
+// slower than the progress interval report progress (docs/transports.md "Progress"):
 // the slow ones are made slow by the slow link, so each of them must.
 func TestNotificationsPrecedeResponse(t *testing.T) {
 	r := startRaw(t, scratchEnv(t, "PARSE_MCP_PROGRESS_INTERVAL=100ms")...)

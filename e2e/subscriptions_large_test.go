@@ -83,7 +83,7 @@ func seedSongs(tb testing.TB, prefix string, rows int) {
 					case "_id":
 						e.Value = fmt.Sprintf("big%07d", i)
 					case "lyrics":
-						continue // rows, not bytes: FerretDB 1.24 scans ~20k rows/s (README)
+						continue // rows, not bytes: FerretDB 1.24 scans ~20k rows/s (docs/resources.md)
 					}
 					d = append(d, e)
 				}

@@ -7,7 +7,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsetest"
 )
 
-// Schema changes and a running Parse Server (README.md "Writes"): Parse
+// Schema changes and a running Parse Server (docs/writes.md "Writes"): Parse
 // Server 9.10 caches its schema without expiry by default, so a field
 // parse-mcp adds to _SCHEMA directly is read wrongly by a running Parse
 // Server (a Pointer dropped) until it reloads. Through the bridge, Parse

@@ -18,7 +18,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// End-to-end tests of the write surface (README.md "Writes") through the
+// End-to-end tests of the write surface (docs/writes.md "Writes") through the
 // binary. Every test writes its own fresh database, so the seeded demo the
 // read tests count on is never touched.
 

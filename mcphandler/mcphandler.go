@@ -1,5 +1,5 @@
 // Package mcphandler mounts parse-mcp's MCP endpoint in another Go HTTP
-// server, with that server deciding who each request acts as (README "Serve
+// server, with that server deciding who each request acts as (docs/team.md "Serve
 // a team", "From Go"). It is the one importable API of this module: the
 // other packages are not (ARCHITECTURE.md "Packages").
 //

@@ -13,7 +13,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Declared actions (README.md "Declared actions"): intent-based writes the
+// Declared actions (docs/writes.md "Declared actions"): intent-based writes the
 // operator names in the policy file's actions: section, which the model
 // calls by name through call_action. An action either writes one class
 // (create, or update of one object by id) with the arguments its params

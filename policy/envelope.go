@@ -194,7 +194,7 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))
 	}
 	if r := e.request; r != nil {
-		// Who it was, per request (README "Serve a team"): the identity's
+		// Who it was, per request (docs/team.md "Serve a team"): the identity's
 		// label and the presenting client, never a token.
 		ev = ev.Str("user", r.User)
 		if r.ClientID != "" {

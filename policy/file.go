@@ -60,7 +60,7 @@ type FieldPolicy struct {
 
 // TenantScope binds a class to the tenant through one field: the tenant is
 // PARSE_MCP_TENANT_ID, or with FromUser the value of that field of the
-// identity's own _User row (README "Serve a team").
+// identity's own _User row (docs/team.md "Serve a team").
 type TenantScope struct {
 	Field    string `json:"field" yaml:"field"`
 	FromUser string `json:"from_user,omitempty" yaml:"from_user,omitempty"`
@@ -99,7 +99,7 @@ type Settings struct {
 	// DirectSchemaChanges lets the direct write path change _SCHEMA (add a
 	// class or a field, delete a class). Off by default: a running Parse
 	// Server caches its schema and does not see such a change until it
-	// reloads (README.md "Writes", "Schema changes and a running Parse
+	// reloads (docs/writes.md "Writes", "Schema changes and a running Parse
 	// Server"); with the bridge, Parse makes the change itself.
 	DirectSchemaChanges bool `json:"direct_schema_changes,omitempty" yaml:"direct_schema_changes,omitempty"`
 }

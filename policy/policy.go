@@ -172,7 +172,7 @@ func (e *Engine) SetClock(now func() time.Time) { e.now = now }
 
 // MasterPosture reports whether reads run without an identity scope: no
 // identity configured, or a request acting as master (only an operator's
-// named key can, README "Serve a team").
+// named key can, docs/team.md "Serve a team").
 func (e *Engine) MasterPosture() bool { return e.master }
 
 // Hidden reports whether a class is hidden from every surface.

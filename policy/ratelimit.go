@@ -21,14 +21,14 @@ const (
 )
 
 // SetLimitsStore replaces the in-memory rate windows with a store shared by
-// every process that uses it (PARSE_MCP_LIMITS_STORE=mongodb; README
+// every process that uses it (PARSE_MCP_LIMITS_STORE=mongodb; docs/transports.md
 // "Behind a load balancer"): the process bucket is then the whole group's.
 func (e *Engine) SetLimitsStore(s limits.Store) { e.rates = s }
 
 // rateSubject is the key of the party a call counts against beyond its
 // session: the transport's client key — a named API key, else the address
 // or the one a trusted proxy forwards; with per-request identity over HTTP
-// (README "Serve a team") the identity's own key, which the transport uses
+// (docs/team.md "Serve a team") the identity's own key, which the transport uses
 // as the request's credential. So one person's window is the same through
 // every client, session and (with a shared store) process. It is the one
 // place that says who "one client" is for the rate limit.

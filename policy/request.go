@@ -8,7 +8,7 @@ import (
 )
 
 // RequestScope is the identity one request acts as when the HTTP transport
-// authenticates each request (PARSE_MCP_HTTP_AUTH, README "Serve a team"):
+// authenticates each request (PARSE_MCP_HTTP_AUTH, docs/team.md "Serve a team"):
 // the resolved Parse identity, the tier and tenant it runs under, and the
 // labels its audit events carry. The transport resolves it and puts it on
 // the request's context (WithRequestScope); the policy reads it through For

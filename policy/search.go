@@ -1,6 +1,6 @@
 package policy
 
-// The search opt-in (README "Search and retrieval"): a class takes part in
+// The search opt-in (docs/search.md "Search and retrieval"): a class takes part in
 // the search tools only when its policy entry has a search: section; the
 // search toolset is listed only when at least one class has one.
 

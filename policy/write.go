@@ -14,7 +14,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Writes (README.md "Writes", SECURITY.md "Writes"): the same checkpoint
+// Writes (docs/writes.md "Writes", SECURITY.md "Writes"): the same checkpoint
 // as reads. The tier and env gates run in the middleware; the class gate
 // (hidden, agent.classes, CLP create/update/delete, tenant binding) in
 // ResolveClass; this file adds what only a write has: system classes, the
@@ -176,7 +176,7 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 			return nil, nil, err
 		}
 		// The ACL is writable only when the class's writable_fields lists
-		// it (README "Writes", SECURITY.md "Writes"): with no writable
+		// it (docs/writes.md "Writes", SECURITY.md "Writes"): with no writable
 		// set at all, or agent_fields as the writable set, it is not.
 		if cp := e.Class(cls.Name); cp == nil || !slices.Contains(cp.WritableFields, "ACL") || allowSet != nil && !allowSet["ACL"] {
 			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
@@ -434,7 +434,7 @@ func (e *Engine) CheckClassWrite(ctx context.Context, schema *parsedb.Schema, na
 // Server caches its schema without expiry by default and would serve the
 // objects of a field it does not know wrongly (a Pointer dropped, a File
 // as a bare name) until it reloads. Through the bridge Parse Server makes
-// the change itself and updates its own cache (README.md "Writes").
+// the change itself and updates its own cache (docs/writes.md "Writes").
 func (e *Engine) checkDirectSchemaChange(format string, args ...any) error {
 	if e.cfg.Bridge() || e.DirectSchemaChanges() {
 		return nil

@@ -15,7 +15,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Recent activity limits (README "Prompts and resources"): default 10, ≤0 → 10, >100 → 100.
+// Recent activity limits (docs/resources.md "Prompts and resources"): default 10, ≤0 → 10, >100 → 100.
 const (
 	RecentDefault = 10
 	RecentMax     = 100

@@ -1,5 +1,5 @@
 // Package prompts serves parse-mcp's MCP prompts: the eight built-ins of
-// README "Prompts and resources" and the prompts the operator declares in the policy file.
+// docs/resources.md "Prompts and resources" and the prompts the operator declares in the policy file.
 // Every argument is validated before a prompt is rendered (class names must
 // name a class this server may see, ids and field names are checked
 // syntactically, dates must be ISO 8601); a bad argument is answered with

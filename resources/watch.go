@@ -109,7 +109,7 @@ func (p *Provider) Snapshot(ctx context.Context, class string) (server.Fingerpri
 // Probe implements server.SubscriptionSource: the change token of a
 // Snapshot's basis, read unscoped (it never reaches a client; it only
 // decides whether the next poll takes a fingerprint). Per engine
-// (README "Resources"):
+// (docs/resources.md "Prompts and resources"):
 //   - the collection's document count from $collStats (storage metadata on
 //     MongoDB and DocumentDB; FerretDB 1.24 sums SQLite page cells, cheap
 //     but proportional to the pages): inserts and deletes;

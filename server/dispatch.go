@@ -33,7 +33,7 @@ const (
 
 // Dispatcher runs JSON-RPC messages through mcp-go's MCPServer.HandleMessage
 // for any transport. It exists because mcp-go's own transports fall short
-// (README "Transports"): it writes a request's notifications before its response,
+// (docs/transports.md "Transports"): it writes a request's notifications before its response,
 // keeps ping and lists from waiting behind slow tool calls, honours a cancel
 // that arrives while a call is still queued, answers a cancelled call with
 // nothing instead of -32603, maps security violations to -32602, and never
@@ -312,7 +312,7 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 			e.Error.Code == codeInvalidParams && strings.HasPrefix(e.Error.Message, "handler not found for resource URI"):
 			// mcp-go answers a URI no resource or template matches with
 			// -32002 for clients before 2026-07-28 and with -32602 and its
-			// own wording ("handler not found …") in 2026-07-28; README
+			// own wording ("handler not found …") in 2026-07-28; docs/resources.md
 			// "Prompts and resources" promises -32602, and both eras get
 			// the same message saying what a URI looks like.
 			return ErrorResponse(env.ID, codeInvalidParams, "Unknown resource URI: expected parse://{className}/schema, /count or /samples")

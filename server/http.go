@@ -59,7 +59,7 @@ type HTTPOptions struct {
 	// NamedKeys are further API keys, each naming its client
 	// (PARSE_MCP_API_KEYS).
 	NamedKeys []config.NamedAPIKey
-	// Auth, when set (PARSE_MCP_HTTP_AUTH, README "Serve a team"),
+	// Auth, when set (PARSE_MCP_HTTP_AUTH, docs/team.md "Serve a team"),
 	// authenticates every /mcp request in place of APIKey and NamedKeys.
 	Auth *HTTPAuth
 }

@@ -16,7 +16,7 @@ import (
 // must agree), client capabilities and log level, and mirrors its method and
 // name in Mcp-Method / Mcp-Name. The server keeps nothing between requests,
 // so any instance behind a load balancer can answer any request (see the
-// README's transport section). Requests of the session revisions on the same
+// docs/transports.md). Requests of the session revisions on the same
 // endpoint are unaffected: the era is decided per request.
 
 // requestEra says which protocol era a POST belongs to.

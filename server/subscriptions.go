@@ -35,7 +35,7 @@ type SubscriptionSource interface {
 	// unscoped and never reaches a client: it only decides whether a new
 	// Snapshot is taken, so a hidden write may cost a Snapshot but never
 	// sends a notification. Its cost should not grow with the class
-	// (README "How a subscription watches a class": what each engine allows).
+	// (docs/resources.md "How a subscription watches a class": what each engine allows).
 	Probe(ctx context.Context, class string, basis any) (string, error)
 	// Watch opens a change stream on the class's collection. Each change
 	// sends on the returned channel (coalescing); the channel is closed when
@@ -115,7 +115,7 @@ const stopTimeout = 10 * time.Second
 
 // maxPollInterval caps how far the polling interval stretches for a class
 // whose probe (or, without one, fingerprint) is slow. It bounds how late a
-// subscriber hears of a change the probe sees (README "Prompts and
+// subscriber hears of a change the probe sees (docs/resources.md "Prompts and
 // resources": at most this, plus one probe, one fingerprint and the
 // debounce), so a client waiting ~20 s is not left waiting on a loaded
 // engine where a probe takes seconds.
@@ -174,7 +174,7 @@ type subTarget struct {
 
 // watcherKey is the watcher of class for the identity of ctx: one per class
 // for the environment identity, one per class and identity for a request
-// acting as its own (README "Serve a team"), since each fingerprints what
+// acting as its own (docs/team.md "Serve a team"), since each fingerprints what
 // its identity may read.
 func watcherKey(ctx context.Context, class string) string {
 	if id := callinfo.From(ctx).Identity; id != "" {

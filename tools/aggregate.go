@@ -3,7 +3,7 @@ package tools
 // The aggregate tool and the pipeline plumbing shared with export_data's
 // pipeline mode (RunPipelineRows).
 //
-// Decisions where the spec is silent (README):
+// Decisions where the spec is silent (docs/decisions.md):
 //   - Every pipeline sent is: the policy's $match stages (tenant first,
 //     then canonical/agent filters, then the identity's ACL scope —
 //     policy.PipelineScope), the caller's stages translated to storage names
@@ -18,7 +18,7 @@ package tools
 //   - Rows are shown the way Parse Server's aggregate endpoint names them:
 //     _id is objectId (also a $group key; a null _id is objectId: null),
 //     _created_at/_updated_at are createdAt/updatedAt; values are compact
-//     (dates ISO, pointers by id) unless shape is rest (README "Row
+//     (dates ISO, pointers by id) unless shape is rest (docs/reading.md "Row
 //     shapes"); hidden-class references are redacted at any depth.
 //   - Pointer compaction applies to top-level `_p_` columns only; a column
 //     whose bare name is taken by another column keeps its storage name and

@@ -1,6 +1,6 @@
 package tools
 
-// Columnar rows (README "Row shapes"): a run of JSON row objects becomes
+// Columnar rows (docs/reading.md "Row shapes"): a run of JSON row objects becomes
 // one list of column names and one array of values per row, so field names
 // are not repeated on every row — the largest share of what a model reads
 // in a multi-row answer. Values are copied byte for byte from the encoded

@@ -29,7 +29,7 @@ import (
 // same call with the answer in inputResponses, and on that retry Confirm
 // returns the answer. A client that declared no elicitation capability is
 // never asked: Confirm returns ConfirmUnsupported and the handler decides (a
-// write tool refuses, see README "Decisions where the spec is silent").
+// write tool refuses, see docs/decisions.md "Decisions where the spec is silent").
 //
 // In 2026-07-28 the answer comes back with the client's retry, so it must be
 // bound to the call: requestState is a signed, expiring, single-use token

@@ -67,7 +67,7 @@ func (t *typedHandler[In, Out]) Contract() (in, out reflect.Type) {
 
 // Rows is the Out of a tool whose result is written member by member into
 // its JSON text (jsonObject) because its rows are encoded straight from the
-// stored documents without a Go value in between (README "Row shapes"):
+// stored documents without a Go value in between (docs/reading.md "Row shapes"):
 // which members appear depends on the shape, the format and truncation.
 // Its output schema lists every member; e2e/schema_test.go validates real
 // results of every mode against it.
@@ -343,7 +343,7 @@ func (f *argField) decodeString(args Args) (string, error) {
 }
 
 // argLimits are the named limits an arg tag may use (max=MaxQueryLimit), so
-// that a limit has one definition, which the README cites.
+// that a limit has one definition, which the tool reference cites.
 var argLimits = map[string]int{
 	"MaxQueryLimit":        MaxQueryLimit,
 	"DefaultQueryLimit":    DefaultQueryLimit,

@@ -2,7 +2,7 @@ package tools
 
 // distinct (README "Tools").
 //
-// Decisions where the spec is silent (README):
+// Decisions where the spec is silent (docs/decisions.md):
 //   - Runs as an aggregation ($match → $unwind for Array fields → $group →
 //     $sort → $limit limit+1), so the read filter, limit and truncation
 //     work as in group_by; Array fields are flattened, as MongoDB's

@@ -2,7 +2,7 @@ package tools
 
 // group_by and group_by_date (README "Tools").
 //
-// Decisions where the spec is silent (README):
+// Decisions where the spec is silent (docs/decisions.md):
 //   - The pipeline always starts with a $match carrying the complete read
 //     filter (caller where, canonical and agent filters, tenant, ACL — the
 //     same filter count_objects uses), even when it is {}.

@@ -1,6 +1,6 @@
 package tools
 
-// The capability fallback of group_by and group_by_date (README "Decisions
+// The capability fallback of group_by and group_by_date (docs/decisions.md "Decisions
 // where the spec is silent"): when the database answers NotImplemented to
 // the group pipeline (FerretDB, the embedded demo database, has no date
 // expressions and no $avg/$min/$max accumulators), the same groups are

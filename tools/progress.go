@@ -20,7 +20,7 @@ const DefaultHeartbeatInterval = 2 * time.Second
 // for it with _meta.progressToken. A nil *Progress ignores every call, so
 // handlers report unconditionally.
 //
-// Rules every client can take (README "Progress"):
+// Rules every client can take (docs/transports.md "Progress"):
 //   - Nothing is sent during the first interval: a call that finishes
 //     within it sends no notification at all.
 //   - Then at most one notification per interval, only when the number

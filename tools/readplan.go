@@ -148,7 +148,7 @@ type planInput struct {
 	order          []parsedb.OrderKey
 	noSort         bool     // lookups by id need no order
 	dropLarge      bool     // leave the class's large_fields out (samples)
-	compact        bool     // compact values (README "Row shapes")
+	compact        bool     // compact values (docs/reading.md "Row shapes")
 	shape          rowShape // the layout asked for
 }
 

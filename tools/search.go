@@ -1,6 +1,6 @@
 package tools
 
-// The search family (README "Search and retrieval"): atlas_text_search,
+// The search family (docs/search.md "Search and retrieval"): atlas_text_search,
 // atlas_autocomplete, atlas_faceted_search, find_similar, semantic_search.
 // Each tool picks the best engine the database offers and names it in the
 // result: Atlas Search / mongot ($search, $searchMeta, $vectorSearch) → a

@@ -1,6 +1,6 @@
 package tools
 
-// Keeping vectors fresh (README "Search and retrieval"): a write to an
+// Keeping vectors fresh (docs/search.md "Search and retrieval"): a write to an
 // embed_from field recomputes the row's vector, and `parse-mcp embed CLASS`
 // backfills rows without one. Both are maintenance by the server itself: they
 // read only the embed_from fields and write only the vector field, whatever

@@ -1,7 +1,7 @@
 package tools
 
 // The row shape argument shared by every row-returning tool and the legend
-// that goes with compact rows (README "Row shapes").
+// that goes with compact rows (docs/reading.md "Row shapes").
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
 
-// rowShape is how rows are laid out and rendered (README "Row shapes").
+// rowShape is how rows are laid out and rendered (docs/reading.md "Row shapes").
 type rowShape int
 
 const (

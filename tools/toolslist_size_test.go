@@ -11,19 +11,19 @@ import (
 
 // toolsListCeiling is the size of the tools/list result with every tool of
 // the core catalog (all but the search toolset) listed (the admin tier with every write gate on), as reached
-// when the definitions were last trimmed (see README.md, "Performance"). It
-// is a ceiling, not a target: raise it only together with the README's
+// when the definitions were last trimmed (see docs/performance.md, "Performance"). It
+// is a ceiling, not a target: raise it only together with docs/performance.md's
 // figure, when a definition has to say more.
 const toolsListCeiling = 21_030 // with columns/rows in four output schemas, the shape enum, get_schema's search and schema_reload in five write results
 
-// modelReadTarget is the tools/list size target (README "Performance")
+// modelReadTarget is the tools/list size target (docs/performance.md "Performance")
 // applied to what the model reads of it.
 const modelReadTarget = 10_000
 
 // searchToolsetCeiling bounds the search toolset's five definitions, and
 // searchModelCeiling what the model reads of them (name, description, input
 // schema). The toolset is listed only when the policy file makes a class
-// searchable (README "Search and retrieval"), so the core catalog keeps the
+// searchable (docs/search.md "Search and retrieval"), so the core catalog keeps the
 // 10 KB target on its own.
 const (
 	searchToolsetCeiling = 5_000
@@ -69,7 +69,7 @@ func TestToolsListSize(t *testing.T) {
 	// Issue 11's target: 10 KB with every tool. What a client hands the
 	// model (the Anthropic and OpenAI tool formats carry name, description
 	// and input schema) meets it; the output schemas, which clients use to
-	// validate structuredContent, are on top (README "Performance").
+	// validate structuredContent, are on top (docs/performance.md "Performance").
 	if model > modelReadTarget {
 		t.Errorf("name+description+inputSchema of every tool is %d bytes, over the %d-byte target", model, modelReadTarget)
 	}
@@ -78,6 +78,6 @@ func TestToolsListSize(t *testing.T) {
 		t.Errorf("the search toolset is %d bytes (model reads %d), over its ceilings %d / %d", search, searchModel, searchToolsetCeiling, searchModelCeiling)
 	}
 	if len(b) > toolsListCeiling {
-		t.Errorf("tools/list with every tool is %d bytes, over the %d-byte ceiling: trim the new wording, or raise toolsListCeiling and the README's figure if the definitions must say more", len(b), toolsListCeiling)
+		t.Errorf("tools/list with every tool is %d bytes, over the %d-byte ceiling: trim the new wording, or raise toolsListCeiling and docs/performance.md's figure if the definitions must say more", len(b), toolsListCeiling)
 	}
 }

@@ -408,7 +408,7 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (Dynamic, error) {
 // schemaReloadNote is the result's schema_reload on the direct path when a
 // write changed _SCHEMA (settings.direct_schema_changes allowed it): Parse
 // Server caches its schema without expiry by default, so a running server
-// must be told (README.md "Writes").
+// must be told (docs/writes.md "Writes").
 const schemaReloadNote = "this write changed _SCHEMA directly: a running Parse Server does not see the change until it reloads its schema. " +
 	"Send GET /schemas with the master key to every Parse Server instance (it clears the schema cache), or restart them; " +
 	"a Parse Server with databaseOptions.enableSchemaHooks (MongoDB replica set) or schemaCacheTtl reloads by itself"

@@ -172,7 +172,7 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		return nil, exitBadUsage
 	}
 	if cfg.HTTPAddr != "" {
-		// Over HTTP several processes may serve one client (README
+		// Over HTTP several processes may serve one client (docs/transports.md
 		// "Scale-out"): confirmations are single-use across all of them.
 		ledger := parsedb.NewConfirmationLedger(a.Store, cfg.ConfirmSecret.Reveal())
 		a.Deps.Confirmations = ledger

@@ -6,7 +6,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/jwtauth"
 )
 
-// The jwt mode (README "Serve a team" → "jwt"): the app's identity
+// The jwt mode (docs/team.md "Serve a team" → "jwt"): the app's identity
 // provider's JWTs, the user matched to _User in this app's database.
 func init() {
 	AuthModes[authn.ModeJWT] = func(cfg *config.Config, a *App) (authn.Authenticator, error) {

@@ -6,7 +6,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/oauth"
 )
 
-// The oauth mode (README "Serve a team" → "oauth"): the grants live in the
+// The oauth mode (docs/team.md "Serve a team" → "oauth"): the grants live in the
 // app's database, logins go through the bridge, every scope is capped at
 // PARSE_MCP_PERMISSIONS, and the login limits share the rate-window store.
 func init() {

@@ -30,7 +30,7 @@ func (a *App) connectLimits(ctx context.Context, cfg *config.Config, stderr io.W
 	return exitOK
 }
 
-// shareLimits installs PARSE_MCP_LIMITS_STORE=mongodb (README "Behind a
+// shareLimits installs PARSE_MCP_LIMITS_STORE=mongodb (docs/transports.md "Behind a
 // load balancer"): the HTTP rate windows, and the spent confirmations, in
 // PARSE_MCP_LIMITS_URI's database (connectLimits), else the app's.
 func (a *App) shareLimits(cfg *config.Config, engine *policy.Engine, ledger *parsedb.ConfirmationLedger, log zerolog.Logger) {

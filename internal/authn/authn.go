@@ -1,6 +1,6 @@
 // Package authn is the contract between the HTTP transport and the ways it
 // can learn who a request acts as (PARSE_MCP_HTTP_AUTH: keys, parse-session,
-// jwt, oauth; README "Serve a team"). An Authenticator reads one request and
+// jwt, oauth; docs/team.md "Serve a team"). An Authenticator reads one request and
 // says which Parse principal it presents; the transport tries the configured
 // modes in order and resolves the first principal against Parse's own data
 // (_Session, _User, _Role) into the request's identity scope. Nothing here

@@ -6,7 +6,7 @@
 // OpenAI-compatible local servers: LM Studio, Ollama, vLLM) and Anthropic
 // Messages, both streaming. They are hand-written rather than the official
 // SDKs because either SDK alone would cost the idle server more than its
-// memory budget (README "Chat from a terminal" has the measurements).
+// memory budget (docs/chat.md "Chat from a terminal" has the measurements).
 //
 // The package is imported by main but does nothing until a chat starts: no
 // work at start-up (the key-scrubbing regexp compiles on first use), no

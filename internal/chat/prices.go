@@ -22,7 +22,7 @@ func (p Price) Cost(u Usage) float64 {
 // Prices maps a model name to its price. A listed name is also the family
 // of its dated snapshots (claude-sonnet-4-6-20260217, gpt-5.4-mini-2026-03-17
 // are priced as claude-sonnet-4-6, gpt-5.4-mini); nothing else is matched:
-// claude-opus-4-6 is not a claude-opus-4 (README "Chat from a terminal").
+// claude-opus-4-6 is not a claude-opus-4 (docs/chat.md "Chat from a terminal").
 type Prices map[string]Price
 
 // DefaultPrices are list prices in USD per million tokens as published by

@@ -30,7 +30,7 @@ const (
 )
 
 // Default models per provider (LLM_MODEL): the current Sonnet-class model
-// and a current small OpenAI model, as the official SDKs name them (README
+// and a current small OpenAI model, as the official SDKs name them (docs/chat.md
 // "Chat from a terminal"). An OpenAI-compatible server's default is the first
 // model it lists at GET /models.
 const (

@@ -16,6 +16,8 @@ import (
 	"github.com/kelseyhightower/envconfig"
 )
 
+//go:generate go test -run TestConfigurationDocIsCurrent -update .
+
 // Permission tiers, ordered: readonly ⊂ write ⊂ admin.
 const (
 	TierReadonly = "readonly"
@@ -24,115 +26,119 @@ const (
 )
 
 // Config is every PARSE_MCP_* setting. Field tags name the variable so that
-// validation errors can say exactly which one is wrong.
+// validation errors can say exactly which one is wrong. The comment at the end
+// of a field's line is the variable's documentation (markdown; ". Default: X."
+// when the default is not the tag's): docs/configuration.md's table is
+// generated from it (go generate; TestConfigurationDocIsCurrent).
 type Config struct {
-	MongoDBURI       string `envconfig:"PARSE_MCP_MONGODB_URI"`
-	Database         string `envconfig:"PARSE_MCP_DATABASE"`
-	CollectionPrefix string `envconfig:"PARSE_MCP_COLLECTION_PREFIX"`
-	PolicyFile       string `envconfig:"PARSE_MCP_POLICY_FILE"`
-	Permissions      string `envconfig:"PARSE_MCP_PERMISSIONS" default:"readonly"`
-	SessionToken     string `envconfig:"PARSE_MCP_SESSION_TOKEN" secret:"true"`
-	ACLUser          string `envconfig:"PARSE_MCP_ACL_USER"`
-	ACLRole          string `envconfig:"PARSE_MCP_ACL_ROLE"`
-	TenantID         string `envconfig:"PARSE_MCP_TENANT_ID"`
-	HTTPAddr         string `envconfig:"PARSE_MCP_HTTP_ADDR"`
-	APIKey           string `envconfig:"PARSE_MCP_API_KEY" secret:"true"`
+	MongoDBURI       string `envconfig:"PARSE_MCP_MONGODB_URI"`                    // connection string; the database name comes from its path or `PARSE_MCP_DATABASE`. Default: required unless `--demo`.
+	Database         string `envconfig:"PARSE_MCP_DATABASE"`                       // database name. Default: from the URI.
+	CollectionPrefix string `envconfig:"PARSE_MCP_COLLECTION_PREFIX"`              // Parse Server's `collectionPrefix` (prefixes every collection, `_SCHEMA` and `_Join:*` too). Default: `""`.
+	PolicyFile       string `envconfig:"PARSE_MCP_POLICY_FILE"`                    // [policy file](policy.md), YAML or JSON; a leading `~/` is your home directory, as in a shell (desktop clients pass variables without one). Default: none = built-in safe defaults.
+	Permissions      string `envconfig:"PARSE_MCP_PERMISSIONS" default:"readonly"` // `readonly` \| `write` \| `admin` (any case)
+	SessionToken     string `envconfig:"PARSE_MCP_SESSION_TOKEN" secret:"true"`    // act as the user owning this Parse session token (`r:…`)
+	ACLUser          string `envconfig:"PARSE_MCP_ACL_USER"`                       // act as this `_User` objectId
+	ACLRole          string `envconfig:"PARSE_MCP_ACL_ROLE"`                       // act as a member of this role (and the roles it inherits)
+	TenantID         string `envconfig:"PARSE_MCP_TENANT_ID"`                      // tenant bound to the classes with `tenant_scope`; refused at start-up (exit 2) when no class of the policy has one, since it would scope nothing. With `tenant_scope.from_user: FIELD` the tenant is the identity's own `_User.FIELD` instead (per request with `PARSE_MCP_HTTP_AUTH`; a user without one is refused — 401, or exit 2 for the environment identity; every class names the same field; a set `PARSE_MCP_TENANT_ID` must agree with the environment identity's)
+	HTTPAddr         string `envconfig:"PARSE_MCP_HTTP_ADDR"`                      // serve streamable HTTP on this `host:port` instead of stdio; bound before the database is touched, so a port in use is a configuration error (exit 2). Default: off.
+	APIKey           string `envconfig:"PARSE_MCP_API_KEY" secret:"true"`          // API key for HTTP (required for a non-loopback bind; ≥ 16 chars)
 	// APIKeys are named HTTP keys, "name:key,name:key": each name is one
-	// client (README "Behind a load balancer"); see NamedAPIKeys.
-	APIKeys Secret `envconfig:"PARSE_MCP_API_KEYS"`
+	// client (docs/transports.md "Behind a load balancer"); see NamedAPIKeys.
+	APIKeys Secret `envconfig:"PARSE_MCP_API_KEYS"` // named HTTP API keys, `name:key,name:key` (names of letters, digits, `.`, `_`, `-`; keys ≥ 16 chars, unique): each name is one client, wherever it connects from; accepted next to (or instead of) `PARSE_MCP_API_KEY`. With `PARSE_MCP_HTTP_AUTH=keys` a name may say who the key acts as and cap its tier: `name@user=ID`, `name@role=NAME`, `name@master`, `/TIER` ([Serve a team](team.md))
 	// TrustedProxies are the reverse proxies / load balancers (CIDRs or
 	// addresses, comma-separated) whose X-Forwarded-For names the client;
 	// see TrustedProxyNets.
-	TrustedProxies string `envconfig:"PARSE_MCP_TRUSTED_PROXIES"`
-	// HTTP caps (README "Behind a load balancer"): sessions in the process
+	TrustedProxies string `envconfig:"PARSE_MCP_TRUSTED_PROXIES"` // reverse proxies / load balancers whose `X-Forwarded-For` names the HTTP client: comma-separated CIDRs or addresses (`10.0.0.0/8,127.0.0.1`; a range trusting everyone is refused); see [Behind a load balancer](transports.md#behind-a-load-balancer). Default: none (the peer address is the client).
+	// HTTP caps (docs/transports.md "Behind a load balancer"): sessions in the process
 	// and per client, and the rate-limit buckets of one client and of the
 	// process as multiples of the policy's rate_limit.requests.
-	HTTPMaxSessions       int `envconfig:"PARSE_MCP_HTTP_MAX_SESSIONS" default:"256"`
-	HTTPSessionsPerClient int `envconfig:"PARSE_MCP_HTTP_SESSIONS_PER_CLIENT" default:"16"`
-	HTTPClientRateFactor  int `envconfig:"PARSE_MCP_HTTP_CLIENT_RATE_FACTOR" default:"2"`
-	HTTPProcessRateFactor int `envconfig:"PARSE_MCP_HTTP_PROCESS_RATE_FACTOR" default:"4"`
+	HTTPMaxSessions       int `envconfig:"PARSE_MCP_HTTP_MAX_SESSIONS" default:"256"`       // HTTP sessions in the process (and stateless listen streams), 1–100000
+	HTTPSessionsPerClient int `envconfig:"PARSE_MCP_HTTP_SESSIONS_PER_CLIENT" default:"16"` // HTTP sessions (and stateless listen streams) of one client, 1–`PARSE_MCP_HTTP_MAX_SESSIONS`
+	HTTPClientRateFactor  int `envconfig:"PARSE_MCP_HTTP_CLIENT_RATE_FACTOR" default:"2"`   // one HTTP client's rate-limit window, as a multiple of the policy's `rate_limit` (a session gets 1×); below the process factor
+	HTTPProcessRateFactor int `envconfig:"PARSE_MCP_HTTP_PROCESS_RATE_FACTOR" default:"4"`  // the whole HTTP server's rate-limit window, same unit, 2–10000
 	// ConfirmSecret signs 2026-07-28 confirmation tokens over HTTP (empty:
 	// a secret stored once in the database, shared by every process).
-	ConfirmSecret Secret `envconfig:"PARSE_MCP_CONFIRM_SECRET"`
-	// Per-request identity over HTTP (README "Serve a team"): the modes
+	ConfirmSecret Secret `envconfig:"PARSE_MCP_CONFIRM_SECRET"` // HMAC key of 2026-07-28 confirmation tokens over HTTP (≥ 32 chars; the same on every process behind a load balancer; see [Confirmation](writes.md)). Default: a secret stored once in the database.
+	// Per-request identity over HTTP (docs/team.md "Serve a team"): the modes
 	// tried in order on every /mcp request (keys, parse-session, jwt,
 	// oauth; internal/authn). Empty: one identity per process, from the
 	// environment, as over stdio.
-	HTTPAuth string `envconfig:"PARSE_MCP_HTTP_AUTH"`
+	HTTPAuth string `envconfig:"PARSE_MCP_HTTP_AUTH"` // per-request identity over HTTP: comma-separated modes tried in order, `keys`, `parse-session`, `jwt`, `oauth` ([Serve a team](team.md)); unset: one identity per process
 	// IdentityCache is how long a resolved per-request identity is reused:
 	// a deleted or expired session stops working within it.
-	IdentityCache time.Duration `envconfig:"PARSE_MCP_IDENTITY_CACHE" default:"30s"`
+	IdentityCache time.Duration `envconfig:"PARSE_MCP_IDENTITY_CACHE" default:"30s"` // how long a resolved per-request identity is reused (0s–1h; `0s` = none): a revoked session stops working within it
 	// The jwt mode: keys from a JWKS URL or one HS256 secret; issuer and
 	// audience are required.
-	JWTJWKSURL  string `envconfig:"PARSE_MCP_JWT_JWKS_URL"`
-	JWTSecret   Secret `envconfig:"PARSE_MCP_JWT_SECRET"`
-	JWTIssuer   string `envconfig:"PARSE_MCP_JWT_ISSUER"`
-	JWTAudience string `envconfig:"PARSE_MCP_JWT_AUDIENCE"`
+	JWTJWKSURL  string `envconfig:"PARSE_MCP_JWT_JWKS_URL"` // the `jwt` mode's keys: the identity provider's JWKS (`jwks_uri`; https, or http on loopback), for RS/PS/ES/EdDSA tokens; see [Serve a team](team.md)
+	JWTSecret   Secret `envconfig:"PARSE_MCP_JWT_SECRET"`   // the `jwt` mode's HS256 secret (≥ 32 characters), instead of the JWKS URL (not both)
+	JWTIssuer   string `envconfig:"PARSE_MCP_JWT_ISSUER"`   // the `iss` every JWT must carry, exactly. Default: required with `jwt`.
+	JWTAudience string `envconfig:"PARSE_MCP_JWT_AUDIENCE"` // the `aud` every JWT must hold: this server's URL, e.g. `https://mcp.example.com/mcp`. Default: required with `jwt`.
 	// JWTUserClaim names the claim that names the user ("": sub);
 	// JWTAuthProvider matches it to _User's authData.<provider>.id instead
 	// of the objectId (validateJWT).
-	JWTUserClaim    string `envconfig:"PARSE_MCP_JWT_USER_CLAIM"`
-	JWTAuthProvider string `envconfig:"PARSE_MCP_JWT_AUTH_PROVIDER"`
+	JWTUserClaim    string `envconfig:"PARSE_MCP_JWT_USER_CLAIM"`    // the JWT claim naming the user (when there is no `parse_session_token` claim). Default: `sub`.
+	JWTAuthProvider string `envconfig:"PARSE_MCP_JWT_AUTH_PROVIDER"` // match the user claim to `_User`'s `authData.<provider>.id` (the key Parse's auth adapters log in by) instead of the objectId. Default: none (objectId).
 	// PublicURL is the address clients reach this server at, for the oauth
 	// mode's metadata, issuer and resource indicator.
-	PublicURL string `envconfig:"PARSE_MCP_PUBLIC_URL"`
+	PublicURL string `envconfig:"PARSE_MCP_PUBLIC_URL"` // the `oauth` mode's public origin (`https://mcp.example.com`; http only on loopback; no path): the issuer, and `/mcp` under it the resource tokens are bound to; see [Serve a team](team.md). Default: required with `oauth`.
 	// LimitsStore keeps rate windows and spent confirmations: "memory" (one
 	// process) or "mongodb" (shared by every process; LimitsURI, else the
 	// app's database).
-	LimitsStore string `envconfig:"PARSE_MCP_LIMITS_STORE" default:"memory"`
-	LimitsURI   Secret `envconfig:"PARSE_MCP_LIMITS_URI"`
-	LogLevel    string `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`
-	LogFile     string `envconfig:"PARSE_MCP_LOG_FILE"`
+	LimitsStore string `envconfig:"PARSE_MCP_LIMITS_STORE" default:"memory"` // where HTTP rate windows and spent confirmations are kept: `memory` (this process's own) or `mongodb` (any case) (one collection shared by every process, so N processes behind a load balancer enforce one limit; see [Behind a load balancer](transports.md#behind-a-load-balancer)); anything else is refused (exit 2)
+	LimitsURI   Secret `envconfig:"PARSE_MCP_LIMITS_URI"`                    // with `PARSE_MCP_LIMITS_STORE=mongodb`: the MongoDB connection string of the limits store (its path names the database, else the app's database name is used); refused without the `mongodb` store; unreachable at start-up → exit 1, malformed → exit 2, neither message quoting the password. Default: the app's database.
+	LogLevel    string `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`      // `debug` \| `info` \| `warn` \| `error`
+	LogFile     string `envconfig:"PARSE_MCP_LOG_FILE"`                      // also append logs to this file (must be writable by the user the client runs the server as; desktop clients already keep the server's stderr, e.g. Claude Desktop in `~/Library/Logs/Claude/`); `~/` as for the policy file. Default: stderr only.
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
-	Workers int `envconfig:"PARSE_MCP_WORKERS" default:"16"`
+	Workers int `envconfig:"PARSE_MCP_WORKERS" default:"16"` // tool calls executed at once (ping and lists never wait)
 	// ProgressInterval is how often a long tool call sends an elapsed-time
 	// progress heartbeat (when the client asked for progress) until the tool
 	// reports its own work units.
-	ProgressInterval time.Duration `envconfig:"PARSE_MCP_PROGRESS_INTERVAL" default:"2s"`
-	// The Parse Server bridge (README "Parse Server bridge"): writes and
+	ProgressInterval time.Duration `envconfig:"PARSE_MCP_PROGRESS_INTERVAL" default:"2s"` // heartbeat interval of progress notifications (100ms–1m)
+	// The Parse Server bridge (docs/bridge.md "Parse Server bridge"): writes and
 	// Cloud Code functions through the app's own Parse Server.
-	ServerURL     string `envconfig:"PARSE_MCP_SERVER_URL"`
-	ApplicationID string `envconfig:"PARSE_MCP_APPLICATION_ID"`
-	MasterKey     Secret `envconfig:"PARSE_MCP_MASTER_KEY"`
-	LiveQueryURL  string `envconfig:"PARSE_MCP_LIVEQUERY_URL"`
-	// FilesURL is where the app's files are served (README "Writes"):
+	ServerURL     string `envconfig:"PARSE_MCP_SERVER_URL"`     // Parse Server REST root incl. mount path (`http://127.0.0.1:1337/parse`): turns on the [bridge](bridge.md). Default: off.
+	ApplicationID string `envconfig:"PARSE_MCP_APPLICATION_ID"` // the app's `appId`. Default: required with `PARSE_MCP_SERVER_URL`.
+	MasterKey     Secret `envconfig:"PARSE_MCP_MASTER_KEY"`     // the app's master key: the bridge's master posture (refused next to a scoped identity). Default: required with `PARSE_MCP_SERVER_URL` and no identity.
+	LiveQueryURL  string `envconfig:"PARSE_MCP_LIVEQUERY_URL"`  // Parse LiveQuery WebSocket (`ws://127.0.0.1:1337/`): resource subscriptions listen there. Default: off (change streams / polling).
+	// FilesURL is where the app's files are served (docs/writes.md "Writes"):
 	// write results show a File with url = FilesURL + its encoded name.
-	FilesURL string `envconfig:"PARSE_MCP_FILES_URL"`
+	FilesURL string `envconfig:"PARSE_MCP_FILES_URL"` // prefix of the app's file URLs (`https://api.example.com/parse/files/myAppId/`): write results show a File with `url` = prefix + the encoded name, as Parse's REST answers. Default: with the bridge, Parse's default files location `<PARSE_MCP_SERVER_URL>/files/<appId>/`; else none (a File shows its name only: the files adapter's location is not in the database).
 
-	// Embeddings for the search tools (README "Search and retrieval"): an
+	// Embeddings for the search tools (docs/search.md "Search and retrieval"): an
 	// OpenAI-compatible /v1/embeddings endpoint, or "fixture" (the
 	// deterministic, not semantic, test embedder; the demo's default).
-	EmbeddingsURL        string `envconfig:"PARSE_MCP_EMBEDDINGS_URL"`
-	EmbeddingsModel      string `envconfig:"PARSE_MCP_EMBEDDINGS_MODEL"`
-	EmbeddingsAPIKey     Secret `envconfig:"PARSE_MCP_EMBEDDINGS_API_KEY"`
-	EmbeddingsDimensions int    `envconfig:"PARSE_MCP_EMBEDDINGS_DIMENSIONS"`
+	EmbeddingsURL        string `envconfig:"PARSE_MCP_EMBEDDINGS_URL"`        // OpenAI-compatible embeddings endpoint (`https://api.openai.com/v1`, Ollama `http://127.0.0.1:11434/v1`, LM Studio, vLLM, TEI), or `fixture` ([Search](search.md)). Default: none (`--demo`: `fixture`).
+	EmbeddingsModel      string `envconfig:"PARSE_MCP_EMBEDDINGS_MODEL"`      // the embeddings model. Default: required with a URL.
+	EmbeddingsAPIKey     Secret `envconfig:"PARSE_MCP_EMBEDDINGS_API_KEY"`    // bearer key of the endpoint (a secret: never logged, never shown)
+	EmbeddingsDimensions int    `envconfig:"PARSE_MCP_EMBEDDINGS_DIMENSIONS"` // vector length every answer must have. Default: unchecked (stored vectors still are).
 	// EmbeddingsBudget is the most embeddings requests per minute.
-	EmbeddingsBudget int `envconfig:"PARSE_MCP_EMBEDDINGS_BUDGET" default:"60"`
+	EmbeddingsBudget int `envconfig:"PARSE_MCP_EMBEDDINGS_BUDGET" default:"60"` // embeddings requests per minute (`-1`: no limit)
 
 	// DemoDir is where --demo keeps its SQLite files (default: user cache dir).
-	DemoDir string `envconfig:"PARSE_MCP_DEMO_DIR"`
+	DemoDir string `envconfig:"PARSE_MCP_DEMO_DIR"` // where `--demo` keeps its SQLite files (created if missing; one that cannot be created or written is a configuration error, exit 2); `~/` as for the policy file. Default: user cache dir.
 
 	// Demo serves the embedded sample database (PARSE_MCP_DEMO or --demo);
 	// the connection settings are then ignored.
-	Demo bool `envconfig:"PARSE_MCP_DEMO"`
+	Demo bool `envconfig:"PARSE_MCP_DEMO"` // `true`: serve the embedded sample database, as `--demo` does (the connection settings are then ignored, with a warning). Default: `false`.
 
 	// Blank lists the PARSE_MCP_* variables that were set but treated as
-	// unset: empty, or an unsubstituted ${…} placeholder (README "Install in
-	// Claude Desktop"). Names only, never values.
+	// unset: empty, or an unsubstituted ${…} placeholder (docs/release.md "The
+	// desktop bundle"). Names only, never values.
 	Blank []string `ignored:"true"`
 
 	Gates Gates `ignored:"true"`
 }
 
-// Gates are the operator kill switches (PARSE_AGENT_ALLOW_*). They are read
-// outside the PARSE_MCP_ prefix on purpose: they are meant to be set by whoever
-// launches the process, separately from the server's own configuration.
+// Gates are the operator kill switches (PARSE_AGENT_ALLOW_*), documented as
+// Config's fields are. They are read outside the PARSE_MCP_ prefix on
+// purpose: they are meant to be set by whoever launches the process,
+// separately from the server's own configuration.
 type Gates struct {
-	WriteTools bool // PARSE_AGENT_ALLOW_WRITE_TOOLS
-	RawCRUD    bool // PARSE_AGENT_ALLOW_RAW_CRUD
-	SchemaOps  bool // PARSE_AGENT_ALLOW_SCHEMA_OPS
-	RawSchema  bool // PARSE_AGENT_ALLOW_RAW_SCHEMA
+	WriteTools bool `env:"PARSE_AGENT_ALLOW_WRITE_TOOLS"` // with `PARSE_AGENT_ALLOW_RAW_CRUD`: object writes; alone: declared actions ([Writes](writes.md)); on for `1, true, yes, on`, off for `0, false, no, off` (any case), unset or empty. Default: off.
+	RawCRUD    bool `env:"PARSE_AGENT_ALLOW_RAW_CRUD"`    // with `PARSE_AGENT_ALLOW_WRITE_TOOLS`: `create_object`, `update_object`, `delete_object`. Default: off.
+	SchemaOps  bool `env:"PARSE_AGENT_ALLOW_SCHEMA_OPS"`  // with `PARSE_AGENT_ALLOW_RAW_SCHEMA`: `create_class`, `delete_class`. Default: off.
+	RawSchema  bool `env:"PARSE_AGENT_ALLOW_RAW_SCHEMA"`  // with `PARSE_AGENT_ALLOW_SCHEMA_OPS`: `create_class`, `delete_class`. Default: off.
 }
 
 // Error is a configuration error: it names the variable and the fix.
@@ -686,7 +692,7 @@ func (c *Config) TrustedProxyNets() ([]netip.Prefix, error) {
 type NamedAPIKey struct {
 	Name string
 	Key  Secret
-	// The identity the key acts as with PARSE_MCP_HTTP_AUTH=keys (README
+	// The identity the key acts as with PARSE_MCP_HTTP_AUTH=keys (docs/team.md
 	// "Serve a team"): at most one of User (a _User objectId), Role (a
 	// role name) or Master; none acts as the environment identity.
 	User   string
@@ -841,7 +847,7 @@ func (c *Config) HTTPAuthModes() []string {
 }
 
 // validateHTTPAuth checks PARSE_MCP_HTTP_AUTH and what each listed mode
-// needs (README "Serve a team").
+// needs (docs/team.md "Serve a team").
 func (c *Config) validateHTTPAuth() error {
 	const v = "PARSE_MCP_HTTP_AUTH"
 	modes := c.HTTPAuthModes()

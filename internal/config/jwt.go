@@ -10,7 +10,7 @@ import (
 // (no dots or $: it becomes one field path).
 var jwtAuthProviderRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
-// validateJWT checks the jwt mode's variables whenever they are set (README
+// validateJWT checks the jwt mode's variables whenever they are set (docs/team.md
 // "Serve a team" → "jwt"); which of them the mode requires is checked with
 // PARSE_MCP_HTTP_AUTH.
 func (c *Config) validateJWT() error {

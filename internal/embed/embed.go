@@ -1,4 +1,4 @@
-// Package embed turns text into vectors for the search tools (README
+// Package embed turns text into vectors for the search tools (docs/search.md
 // "Search and retrieval"): a client of any OpenAI-compatible /v1/embeddings
 // endpoint (OpenAI, Ollama, LM Studio, vLLM, TEI) and Fixture, a
 // deterministic hashing embedder for tests and the demo that is not

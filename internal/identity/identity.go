@@ -228,7 +228,7 @@ func (r *Resolver) session(ctx context.Context, token string, now time.Time) (*p
 	}
 	id.Kind = parsedb.IdentitySession
 	// /users/me does not say when the session expires; the cache must not
-	// outlive it (README "Serve a team").
+	// outlive it (docs/team.md "Serve a team").
 	if id.ExpiresAt, err = parsedb.SessionExpiry(ctx, r.store, token); err != nil {
 		return nil, err
 	}

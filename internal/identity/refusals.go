@@ -9,7 +9,7 @@ import (
 )
 
 // A made-up session token costs a _Session lookup (through Parse Server,
-// /users/me) that no index serves unless the app made one (README "Serve a
+// /users/me) that no index serves unless the app made one (docs/team.md "Serve a
 // team"), and nothing else bounds requests before they are authenticated:
 // the rate windows count resolved identities. So refused credentials are
 // counted per client address, and once refusalsPerAddress of them fall in

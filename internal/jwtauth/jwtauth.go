@@ -1,4 +1,4 @@
-// Package jwtauth is the jwt mode of per-request identity over HTTP (README
+// Package jwtauth is the jwt mode of per-request identity over HTTP (docs/team.md
 // "Serve a team" → "jwt"; SECURITY.md "JWT mode"): a JWT from the app's own
 // identity provider in Authorization: Bearer, verified against a JWKS URL or
 // one HS256 secret, becomes an authn.Principal — a Parse session token from

@@ -3,7 +3,7 @@
 // these buckets if every one has room; else which one is full and when to
 // retry". Memory keeps the windows in this process (one process's limit);
 // Mongo keeps them in a MongoDB collection shared by every process that
-// points at it (README "Behind a load balancer"), so N processes enforce one
+// points at it (docs/transports.md "Behind a load balancer"), so N processes enforce one
 // limit.
 package limits
 

@@ -181,7 +181,7 @@ func TestMongoOneLimitAcrossProcesses(t *testing.T) {
 		if stop != nil {
 			// Measured: 180 concurrent conditional $inc on one document
 			// leave n = 17 with 175 "successes" on FerretDB 1.24.
-			t.Skip("FerretDB 1.x loses concurrent updates of one document ($inc is read-modify-write there): README \"Behind a load balancer\" states it")
+			t.Skip("FerretDB 1.x loses concurrent updates of one document ($inc is read-modify-write there): docs/transports.md \"Behind a load balancer\" states it")
 		}
 		now := time.Unix(3_000_010, 0)
 		client := Bucket{Key: "client:burst", Limit: 25, Window: time.Minute}

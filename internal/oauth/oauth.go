@@ -1,5 +1,5 @@
 // Package oauth is the oauth mode of per-request identity over HTTP
-// (README "Serve a team" → "oauth"): parse-mcp as an OAuth 2.1
+// (docs/team.md "Serve a team" → "oauth"): parse-mcp as an OAuth 2.1
 // authorization server whose login is the Parse app's own. A person signs
 // in on /authorize with their Parse username and password, which Parse
 // Server itself checks (POST /login through the bridge, so lockout, email

@@ -1,8 +1,8 @@
 package parsedb
 
 // The row codec: Parse storage-format documents (bson.Raw, straight off a
-// cursor) → the token-lean Parse REST JSON shown to the model (README
-// "Tools"). JSON is appended directly from the raw BSON bytes, with no
+// cursor) → the token-lean Parse REST JSON shown to the model (docs/reading.md
+// "Row shapes"). JSON is appended directly from the raw BSON bytes, with no
 // intermediate map, so rows can be streamed with exact byte
 // accounting; the hot path makes no allocations beyond growing dst.
 //
@@ -83,7 +83,7 @@ type RowEncoder struct {
 	Class *Class
 	// FileURLBase, if set, gives a File field's REST value its url (the
 	// base + the encoded name, as Parse's files adapters build it); write
-	// results set it (README "Writes").
+	// results set it (docs/writes.md "Writes").
 	FileURLBase string
 	// Keys, if non-empty, restricts output to these REST top-level field names (objectId, createdAt, updatedAt always kept).
 	Keys map[string]bool
@@ -123,7 +123,7 @@ type RowEncoder struct {
 	// MaxBytesLen truncates Bytes (BinData) values: shown as {"__type":"Bytes","base64":"<first N bytes>…","truncated":true,"size":n}. Default 64.
 	// Zero or negative means the default.
 	MaxBytesLen int
-	// Compact selects the compact row shape (README "Row shapes"): a
+	// Compact selects the compact row shape (docs/reading.md "Row shapes"): a
 	// pointer whose class is its schema field's target class as its bare
 	// objectId, every date as an ISO string, a File field as its name, a
 	// GeoPoint field as [latitude, longitude], and createdAt/updatedAt only
@@ -575,7 +575,7 @@ func appendQuotedISO(dst []byte, v []byte) []byte {
 	return append(dst, '"')
 }
 
-// lastUsedName is _last_used's REST name (README "Row shapes").
+// lastUsedName is _last_used's REST name (docs/reading.md "Row shapes").
 var lastUsedName = []byte("lastUsed")
 
 // memberName maps a stored top-level key to its REST field name: `_p_f` is

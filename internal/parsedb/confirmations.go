@@ -59,7 +59,7 @@ func NewConfirmationLedger(store *Store, secret string) *ConfirmationLedger {
 }
 
 // SpendIn records used nonces in store's database instead
-// (PARSE_MCP_LIMITS_URI, README "Behind a load balancer"); the secret stays
+// (PARSE_MCP_LIMITS_URI, docs/transports.md "Behind a load balancer"); the secret stays
 // in the app's database. Call it before the ledger is used.
 func (l *ConfirmationLedger) SpendIn(store *Store) {
 	l.nonces = store.Collection(ConfirmationCollection)

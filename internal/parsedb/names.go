@@ -28,7 +28,7 @@ var (
 // matches exactly as the anchored regular expression String shows, without
 // compiling one: the counted repetitions ({0,127}) of those expressions
 // compile into programs of hundreds of instructions each, which were built
-// at start-up and kept for the life of the process (README.md,
+// at start-up and kept for the life of the process (docs/performance.md,
 // "Performance"), and a byte loop is faster on every call too.
 type NamePattern struct {
 	prefix      string

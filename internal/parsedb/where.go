@@ -610,7 +610,7 @@ func (t *whereTranslator) fieldClauses(cls *Class, key, storage string, f *Field
 // Object or Array field, an Object or Array field, or a field missing from
 // the schema. Such a string may be a stored date or a stored string, so
 // equality and $in/$ne/$nin match both, and range comparisons compare
-// with the date (README "Row shapes").
+// with the date (docs/reading.md "Row shapes").
 func untypedDate(f *Field, v any) (string, bson.DateTime, bool) {
 	s, ok := v.(string)
 	if !ok || !isCodecISO(s) {

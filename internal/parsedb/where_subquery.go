@@ -16,7 +16,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// This file is the constraint whereTranslator (README "The `where`
+// This file is the constraint whereTranslator (docs/reading.md "The `where`
 // language"): it turns a Parse REST `where` object into a MongoDB filter
 // against Parse's storage format, refusing everything that is not on the
 // operator list. Security refusals (forbidden operators, internal fields,
@@ -25,7 +25,7 @@ import (
 // pointer_shape_mismatch).
 //
 // Decisions where the spec is silent:
-//   - Accepted operators are exactly the README's list (plus $within and the
+//   - Accepted operators are exactly docs/reading.md's list (plus $within and the
 //     $maxDistance* family); $elemMatch, $not, $size, $type, $mod, $all with
 //     $regex elements, … are invalid_query "unknown operator".
 //   - Keys starting with "_" are storage names: invalid_query naming the

@@ -149,7 +149,7 @@ func TestWhereToFilterGolden(t *testing.T) {
 		{"Date object on unknown field", `{"when":{"__type":"Date","iso":"2020-01-01T00:00:00Z"}}`, `{"when":{"$date":"2020-01-01T00:00:00Z"}}`},
 		{"ISO string on String field stays a string", `{"title":"2020-01-01"}`, `{"title":"2020-01-01"}`},
 
-		// Compact row values taken back as shown (README "Row shapes").
+		// Compact row values taken back as shown (docs/reading.md "Row shapes").
 		{"compact nested date equality matches a date or the same string", `{"meta.at":"2020-05-06T07:08:09.123Z"}`,
 			`{"meta.at":{"$in":["2020-05-06T07:08:09.123Z",{"$date":"2020-05-06T07:08:09.123Z"}]}}`},
 		{"compact nested date range compares dates", `{"meta.at":{"$gte":"2020-05-06T07:08:09.123Z","$ne":"2021-01-01T00:00:00.000Z"}}`,

@@ -17,7 +17,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
-// Direct writes in Parse Server's storage format (see README.md, "Writes").
+// Direct writes in Parse Server's storage format (see docs/writes.md, "Writes").
 // The encoder turns a Parse REST-level write (fields with REST values and
 // __op operations, a Parse ACL) into exactly what Parse Server's Mongo
 // storage adapter would store: _p_ pointers, BSON dates, [lng,lat]
@@ -498,7 +498,7 @@ func checkType(cls *Class, name string, v any) (*valueType, error) {
 	}
 	if f != nil && ok {
 		// The compact row shape's values are accepted back on fields of
-		// the matching type (README.md, "Writes"): a bare id on a Pointer,
+		// the matching type (docs/writes.md, "Writes"): a bare id on a Pointer,
 		// an ISO string on a Date, a file name on a File, [lat, lng] on a
 		// GeoPoint.
 		if s, isStr := v.(string); isStr {

@@ -12,7 +12,7 @@ import (
 )
 
 // DirectWriter writes MongoDB itself, in Parse Server's storage format. It
-// does not run Parse Server's Cloud Code triggers (README.md, "Writes").
+// does not run Parse Server's Cloud Code triggers (docs/writes.md, "Writes").
 //
 // Steps are ordered so that a failure between any two leaves a valid,
 // Parse-readable state: _SCHEMA gains a new field before any object holds

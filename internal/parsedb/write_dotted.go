@@ -7,7 +7,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
-// Dotted-key updates (README.md "Writes"): {"meta.x": v} changes one
+// Dotted-key updates (docs/writes.md "Writes"): {"meta.x": v} changes one
 // sub-field of an Object field, as Parse Server's REST update does. Parse
 // types the top field as Object ("meta.0" on an Array: Array) — adding it
 // when it is missing — and applies the value with MongoDB's dotted path:

@@ -805,7 +805,7 @@ func simulateUpdate(existing bson.Raw, update bson.D) (bson.Raw, error) {
 // or Remove on anything but an array (a missing value is created, or for
 // Remove left alone). MongoDB fails the update; Parse Server passes that on
 // as an internal error (code 1), which tells the caller nothing, so both
-// write paths answer with Parse's INCORRECT_TYPE (111) (README.md
+// write paths answer with Parse's INCORRECT_TYPE (111) (docs/writes.md
 // "Writes"). The answer does not describe the stored value: on a field
 // that drifted it may be a redacted reference, whose form (string or
 // object) the marker hides.
@@ -836,7 +836,7 @@ func opOnStored(op, path string, old any, exists bool) error {
 // dotted key of an update applied to the stored object (an Increment on an
 // object, an Add on a string, a sub-key below a number: 111). The Parse
 // Server bridge runs it before sending, so both write paths answer alike,
-// dry run or not (README.md "Parse Server bridge").
+// dry run or not (docs/bridge.md "Parse Server bridge").
 func CheckOperations(req *WriteRequest) error {
 	s := &fieldState{cls: req.Class, ord: req.KeyOrder}
 	var update bson.D

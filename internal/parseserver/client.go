@@ -2,7 +2,7 @@
 // the bridge that sends writes and Cloud Code function calls through the
 // app's own Parse Server, so its triggers, validation, ACL/CLP checks,
 // LiveQuery events and schema cache behave as for any Parse client (see the
-// README's "Parse Server bridge" section).
+// docs/bridge.md's "Parse Server bridge" section).
 //
 // The master key is a secret: it is held in a value that never prints,
 // sent only in requests to the configured server URL (redirects are never

@@ -7,7 +7,7 @@ import (
 )
 
 // requestIdentityKey carries the identity one HTTP request acts as through
-// the bridge (README "Serve a team"), set where the request's identity is
+// the bridge (docs/team.md "Serve a team"), set where the request's identity is
 // resolved.
 type requestIdentityKey struct{}
 

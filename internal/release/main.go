@@ -1,6 +1,6 @@
 // Command release builds parse-mcp for every desktop platform and packs the
 // MCP bundles (`make release`; README "Install in Claude Desktop" and
-// "Release builds"):
+// docs/release.md "Release builds"):
 //
 //	dist/parse-mcp-VERSION-OS-ARCH[.exe]    static binaries (CGO_ENABLED=0, -trimpath, stamped)
 //	dist/parse-mcp-VERSION-PLATFORM.mcpb    one MCP bundle per desktop platform

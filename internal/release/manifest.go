@@ -146,7 +146,7 @@ type UserOption struct {
 }
 
 // Setting maps one form field onto the environment variable the binary reads
-// (README "Configuration for a real Parse app").
+// (docs/configuration.md "Configuration for a real Parse app").
 type Setting struct {
 	Key      string // user_config key
 	Variable string // PARSE_MCP_* variable

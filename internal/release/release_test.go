@@ -90,7 +90,7 @@ func TestIconIsDrawIcon(t *testing.T) {
 }
 
 // TestSettingsAreConfigVariables: every form field lands on a variable the
-// binary reads, and the README documents it.
+// binary reads, and docs/configuration.md documents it.
 func TestSettingsAreConfigVariables(t *testing.T) {
 	known := map[string]bool{}
 	ct := reflect.TypeFor[config.Config]()
@@ -99,7 +99,7 @@ func TestSettingsAreConfigVariables(t *testing.T) {
 			known[tag] = true
 		}
 	}
-	readme, err := os.ReadFile("../../README.md")
+	doc, err := os.ReadFile("../../docs/configuration.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,8 +107,8 @@ func TestSettingsAreConfigVariables(t *testing.T) {
 		if !known[s.Variable] {
 			t.Errorf("form field %s maps to %s, which internal/config does not read", s.Key, s.Variable)
 		}
-		if !bytes.Contains(readme, []byte("`"+s.Variable+"`")) {
-			t.Errorf("README does not document %s", s.Variable)
+		if !bytes.Contains(doc, []byte("`"+s.Variable+"`")) {
+			t.Errorf("docs/configuration.md does not document %s", s.Variable)
 		}
 		if s.Option.Default == nil {
 			t.Errorf("form field %s has no default: an unfilled field would leave its placeholder in the environment", s.Key)
