@@ -364,8 +364,37 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 	if err != nil {
 		return nil, err
 	}
+	b := &rowBuilder{c: c, out: &outRow{}, emitted: map[string]bool{}}
+	codecOrder, err := b.encode(elems)
+	if err != nil {
+		return nil, err
+	}
+	// Key order: as stored, with the codec's renames.
+	for _, el := range elems {
+		if err := b.add(el.Key(), el.Value()); err != nil {
+			return nil, err
+		}
+	}
+	for _, k := range codecOrder {
+		b.emit(k)
+	}
+	return b.out, nil
+}
+
+// rowBuilder lays out one output row for convert.
+type rowBuilder struct {
+	c       *rowConverter
+	codec   map[string]json.RawMessage // the codec's rendering by output name
+	names   map[string]bool            // the document's keys, `_p_` columns out
+	out     *outRow
+	emitted map[string]bool
+}
+
+// encode renders the document's fields but the `_p_` columns and the
+// joined fields through the codec, and returns the codec's key order.
+func (b *rowBuilder) encode(elems []bson.RawElement) ([]string, error) {
 	rest := make(bson.D, 0, len(elems))
-	names := map[string]bool{}
+	b.names = map[string]bool{}
 	nullID := false
 	for _, el := range elems {
 		k := el.Key()
@@ -376,8 +405,8 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 		if k == "_id" && v.Type == bson.TypeNull {
 			nullID = true
 		}
-		names[k] = true
-		if c.joined[k] != nil {
+		b.names[k] = true
+		if b.c.joined[k] != nil {
 			continue
 		}
 		rest = append(rest, bson.E{Key: k, Value: v})
@@ -386,7 +415,7 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	row, err := c.enc.AppendRow(nil, raw)
+	row, err := b.c.enc.AppendRow(nil, raw)
 	if err != nil {
 		return nil, err
 	}
@@ -394,88 +423,102 @@ func (c *rowConverter) convert(doc bson.Raw) (*outRow, error) {
 	if err != nil {
 		return nil, err
 	}
-	codec := make(map[string]json.RawMessage, len(vals))
+	b.codec = make(map[string]json.RawMessage, len(vals))
 	for i, k := range codecOrder {
-		codec[k] = vals[i]
+		b.codec[k] = vals[i]
 	}
 	if nullID {
-		codec["objectId"] = json.RawMessage("null")
+		b.codec["objectId"] = json.RawMessage("null")
 	}
-	out := &outRow{}
-	emitted := map[string]bool{}
-	emit := func(k string) {
-		if v, ok := codec[k]; ok && !emitted[k] {
-			emitted[k] = true
-			out.fields = append(out.fields, rowField{k, v})
+	return codecOrder, nil
+}
+
+// storageRenames are the stored keys the codec renders under another name.
+var storageRenames = map[string]string{
+	"_id":         "objectId",
+	"_created_at": "createdAt",
+	"createdAt":   "createdAt",
+	"_updated_at": "updatedAt",
+	"updatedAt":   "updatedAt",
+	"_expiresAt":  "expiresAt",
+	"_last_used":  "lastUsed",
+}
+
+// add lays out the stored field k.
+func (b *rowBuilder) add(k string, v bson.RawValue) error {
+	c := b.c
+	if p, ok := c.storagePointer(v); ok && c.joined[k] == nil && (k == "_id" || !strings.HasPrefix(k, "_")) {
+		name := k
+		if k == "_id" {
+			name = "objectId"
+		}
+		if !b.emitted[name] {
+			b.pointerField(name, p)
+			return nil
 		}
 	}
-	// Key order: as stored, with the codec's renames.
-	for _, el := range elems {
-		k := el.Key()
-		if p, ok := c.storagePointer(el.Value()); ok && c.joined[k] == nil && (k == "_id" || !strings.HasPrefix(k, "_")) {
-			name := k
-			if k == "_id" {
-				name = "objectId"
-			}
-			if !emitted[name] {
-				out.ptrCols = append(out.ptrCols, len(out.fields))
-				out.fields = append(out.fields, rowField{name, p})
-				emitted[name] = true
-				continue
+	if name, ok := storageRenames[k]; ok {
+		b.emit(name)
+		return nil
+	}
+	switch {
+	case strings.HasPrefix(k, "_p_") && len(k) > 3:
+		return b.pointerColumn(k, v)
+	case c.joined[k] != nil:
+		jv, err := c.joinedValue(k, c.joined[k], v)
+		if err != nil {
+			return err
+		}
+		b.field(k, jv)
+	default:
+		b.emit(k)
+	}
+	return nil
+}
+
+// pointerColumn lays out a top-level `_p_` column: under its bare name,
+// compactable, unless that name is taken; then under its storage name, raw.
+func (b *rowBuilder) pointerColumn(k string, val bson.RawValue) error {
+	if val.Type == bson.TypeNull {
+		return nil
+	}
+	name := k[3:]
+	if _, taken := b.codec[name]; taken || b.names[name] || b.emitted[name] {
+		// The bare name is taken: keep the storage column, raw.
+		v, ok := b.c.invisiblePointer(val)
+		if !ok {
+			var err error
+			if v, err = b.c.rawValue(val); err != nil {
+				return err
 			}
 		}
-		switch {
-		case k == "_id":
-			emit("objectId")
-		case k == "_created_at" || k == "createdAt":
-			emit("createdAt")
-		case k == "_updated_at" || k == "updatedAt":
-			emit("updatedAt")
-		case k == "_expiresAt":
-			emit("expiresAt")
-		case k == "_last_used":
-			emit("lastUsed")
-		case strings.HasPrefix(k, "_p_") && len(k) > 3:
-			val := el.Value()
-			if val.Type == bson.TypeNull {
-				continue
-			}
-			name := k[3:]
-			if _, taken := codec[name]; taken || names[name] || emitted[name] {
-				// The bare name is taken: keep the storage column, raw.
-				v, ok := c.invisiblePointer(val)
-				if !ok {
-					var err error
-					if v, err = c.rawValue(val); err != nil {
-						return nil, err
-					}
-				}
-				out.fields = append(out.fields, rowField{k, v})
-				emitted[k] = true
-				continue
-			}
-			v, err := c.pointer(val)
-			if err != nil {
-				return nil, err
-			}
-			out.ptrCols = append(out.ptrCols, len(out.fields))
-			out.fields = append(out.fields, rowField{name, v})
-			emitted[name] = true
-		case c.joined[k] != nil:
-			v, err := c.joinedValue(k, c.joined[k], el.Value())
-			if err != nil {
-				return nil, err
-			}
-			out.fields = append(out.fields, rowField{k, v})
-			emitted[k] = true
-		default:
-			emit(k)
-		}
+		b.field(k, v)
+		return nil
 	}
-	for _, k := range codecOrder {
-		emit(k)
+	v, err := b.c.pointer(val)
+	if err != nil {
+		return err
 	}
-	return out, nil
+	b.pointerField(name, v)
+	return nil
+}
+
+// emit lays out the codec's rendering of k, once.
+func (b *rowBuilder) emit(k string) {
+	if v, ok := b.codec[k]; ok && !b.emitted[k] {
+		b.field(k, v)
+	}
+}
+
+func (b *rowBuilder) field(k string, v any) {
+	b.out.fields = append(b.out.fields, rowField{k, v})
+	b.emitted[k] = true
+}
+
+// pointerField lays out a pointer column pointer compaction may rewrite.
+func (b *rowBuilder) pointerField(k string, v any) {
+	b.out.ptrCols = append(b.out.ptrCols, len(b.out.fields))
+	b.field(k, v)
 }
 
 // pointer renders a top-level `_p_` value: a REST pointer, a redaction, or
