@@ -1245,40 +1245,9 @@ func songFacts(f *facts, songs []song, usernames []string, identities map[string
 				}
 			}
 		}
-		f.songsPerOrg[s.org]++
-		f.songsPerYear[s.released.Year()]++
-		if s.mood != "" {
-			f.songsWithMood++
-			f.songsPerMood[s.mood]++
-		}
-		if s.meta != nil {
-			f.songsWithMeta++
-		}
-		if s.lyrics != "" {
-			f.songsWithLyrics++
-		}
-		if s.explicit {
-			f.songsExplicit++
-		}
-		for _, t := range s.tags {
-			f.songsPerTag[t]++
-		}
-		f.playsTotal += int64(s.plays)
-		f.playsPerGenre[s.genre] += int64(s.plays)
+		countSong(f, s)
 		if active {
-			f.activeSongsPerGenre[s.genre]++
-			f.activeSongsPerOrg[s.org]++
-			f.activeSongsPerYear[s.released.Year()]++
-			if s.released.Year() == 2020 {
-				f.activePerMonth2020UTC[s.released.Format("2006-01")]++
-			}
-			if t := s.released.In(plus9); t.Year() == 2020 {
-				f.activePerMonth2020Plus9[t.Format("2006-01")]++
-			}
-			for _, t := range s.tags {
-				f.activeSongsPerTag[t]++
-			}
-			f.activePlaysGenre[s.genre] += int64(s.plays)
+			countActiveSong(f, s, plus9)
 		}
 		if s.plays > maxPlays {
 			maxPlays, f.songTopPlaysID = s.plays, s.id
@@ -1289,29 +1258,76 @@ func songFacts(f *facts, songs []song, usernames []string, identities map[string
 		if f.songOldestID == "" || s.created.Before(oldest) {
 			f.songOldestID, oldest = s.id, s.created
 		}
-		// Exemplars: the first song (in generation order) of each kind.
-		setOnce := func(name string, cond bool) {
-			if cond && f.songIDs[name] == "" {
-				f.songIDs[name] = s.id
-			}
+		songExemplars(f, s, usernames, identities)
+	}
+}
+
+// countSong counts one song into the facts of every song.
+func countSong(f *facts, s song) {
+	f.songsPerOrg[s.org]++
+	f.songsPerYear[s.released.Year()]++
+	if s.mood != "" {
+		f.songsWithMood++
+		f.songsPerMood[s.mood]++
+	}
+	if s.meta != nil {
+		f.songsWithMeta++
+	}
+	if s.lyrics != "" {
+		f.songsWithLyrics++
+	}
+	if s.explicit {
+		f.songsExplicit++
+	}
+	for _, t := range s.tags {
+		f.songsPerTag[t]++
+	}
+	f.playsTotal += int64(s.plays)
+	f.playsPerGenre[s.genre] += int64(s.plays)
+}
+
+// countActiveSong counts a song that is not archived into the active facts.
+func countActiveSong(f *facts, s song, plus9 *time.Location) {
+	f.activeSongsPerGenre[s.genre]++
+	f.activeSongsPerOrg[s.org]++
+	f.activeSongsPerYear[s.released.Year()]++
+	if s.released.Year() == 2020 {
+		f.activePerMonth2020UTC[s.released.Format("2006-01")]++
+	}
+	if t := s.released.In(plus9); t.Year() == 2020 {
+		f.activePerMonth2020Plus9[t.Format("2006-01")]++
+	}
+	for _, t := range s.tags {
+		f.activeSongsPerTag[t]++
+	}
+	f.activePlaysGenre[s.genre] += int64(s.plays)
+}
+
+// songExemplars records s as the exemplar of each kind it is the first
+// song (in generation order) of.
+func songExemplars(f *facts, s song, usernames []string, identities map[string][]string) {
+	active := !s.archive
+	setOnce := func(name string, cond bool) {
+		if cond && f.songIDs[name] == "" {
+			f.songIDs[name] = s.id
 		}
-		plain := s.leak == "" && s.id != f.songEmbeddedSecretID && s.id != f.songTZEdgeID
-		setOnce("public", active && plain && s.aclKind == "none")
-		setOnce("star", active && plain && s.aclKind == "public")
-		setOnce("archived", s.archive && s.aclKind == "none")
-		setOnce("moderator", active && s.aclKind == "moderator")
-		setOnce("admin", active && s.aclKind == "admin")
-		setOnce("master", active && s.aclKind == "master")
-		setOnce("lyrics", active && s.aclKind == "none" && s.lyrics != "")
-		setOnce("double", math.Trunc(s.plays) == s.plays && s.plays > math.MaxInt32)
-		setOnce("nomood", active && s.aclKind == "none" && s.mood == "")
-		setOnce("meta", active && s.aclKind == "none" && plain && s.meta != nil)
-		if active && s.aclKind == "user" && f.songIDs["user"] == "" {
-			f.songIDs["user"] = s.id
-			for _, u := range usernames {
-				if s.acl.read[0] == identities[u][1] {
-					f.songUserOnlyOwner = u
-				}
+	}
+	plain := s.leak == "" && s.id != f.songEmbeddedSecretID && s.id != f.songTZEdgeID
+	setOnce("public", active && plain && s.aclKind == "none")
+	setOnce("star", active && plain && s.aclKind == "public")
+	setOnce("archived", s.archive && s.aclKind == "none")
+	setOnce("moderator", active && s.aclKind == "moderator")
+	setOnce("admin", active && s.aclKind == "admin")
+	setOnce("master", active && s.aclKind == "master")
+	setOnce("lyrics", active && s.aclKind == "none" && s.lyrics != "")
+	setOnce("double", math.Trunc(s.plays) == s.plays && s.plays > math.MaxInt32)
+	setOnce("nomood", active && s.aclKind == "none" && s.mood == "")
+	setOnce("meta", active && s.aclKind == "none" && plain && s.meta != nil)
+	if active && s.aclKind == "user" && f.songIDs["user"] == "" {
+		f.songIDs["user"] = s.id
+		for _, u := range usernames {
+			if s.acl.read[0] == identities[u][1] {
+				f.songUserOnlyOwner = u
 			}
 		}
 	}
