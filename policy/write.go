@@ -123,15 +123,8 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		}
 	}
 	if w.ACL != nil {
-		if err := e.checkACLValue(w.ACL); err != nil {
+		if err := e.checkWriteACL(c, w.ACL); err != nil {
 			return nil, nil, err
-		}
-		// The ACL is writable only when the class's writable_fields lists
-		// it (docs/writes.md "Writes", SECURITY.md "Writes"): with no writable
-		// set at all, or agent_fields as the writable set, it is not.
-		if cp := e.Class(cls.Name); cp == nil || !slices.Contains(cp.WritableFields, "ACL") || c.allowSet != nil && !c.allowSet["ACL"] {
-			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
-				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: "ACL"}}
 		}
 	}
 	if len(added) > 0 && !e.MasterPosture() {
@@ -149,6 +142,21 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		return nil, nil, err
 	}
 	return fields, acl, nil
+}
+
+// checkWriteACL checks a written ACL.
+func (e *Engine) checkWriteACL(c fieldWriteCheck, acl map[string]any) error {
+	if err := e.checkACLValue(acl); err != nil {
+		return err
+	}
+	// The ACL is writable only when the class's writable_fields lists
+	// it (docs/writes.md "Writes", SECURITY.md "Writes"): with no writable
+	// set at all, or agent_fields as the writable set, it is not.
+	if cp := e.Class(c.cls.Name); cp == nil || !slices.Contains(cp.WritableFields, "ACL") || c.allowSet != nil && !c.allowSet["ACL"] {
+		return &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + c.cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
+			Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: "ACL"}}
+	}
+	return nil
 }
 
 // fieldWriteCheck is what checkWriteField needs of the write.

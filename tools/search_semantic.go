@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/embed"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 )
@@ -72,54 +73,13 @@ func semanticSearch(ctx context.Context, d *Deps, in semanticSearchIn) (*semanti
 	var chunks []chunk
 	searched := []string{}
 	for _, n := range names {
-		// Every class passes the class gate; in the default set a class
-		// the session cannot use, or without readable vectors, is skipped
-		// silently (hidden ≡ missing).
-		cls, err := d.Policy.ResolveClass(ctx, schema, n)
-		if err != nil {
-			if explicit {
-				return nil, err
-			}
-			continue
-		}
-		sp := d.Policy.Search(cls.Name)
-		if sp == nil && explicit {
-			_, _, _, err := searchClass(ctx, d, n)
-			return nil, err
-		}
-		textFields := readableOf(d, cls, spTextFields(sp))
-		if verr := vectorReadable(d, cls, sp); verr != nil || len(textFields) == 0 {
-			if explicit {
-				if verr == nil {
-					verr = toolerror.New(toolerror.InvalidArgument, "%s has no text_fields this session may read", cls.Name)
-				}
-				return nil, verr
-			}
-			continue
-		}
-		hits, _, err := nearest(ctx, d, schema, cls, sp, where, qv[0], "", k)
-		if err != nil {
-			if explicit || toolerror.KindOf(err) == toolerror.Infrastructure {
-				return nil, err
-			}
-			continue
-		}
-		searched = append(searched, cls.Name)
-		_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{keys: textFields, shape: shapeObjects})
+		cls, cc, err := classChunks(ctx, d, schema, n, explicit, where, qv[0], k)
 		if err != nil {
 			return nil, err
 		}
-		for i, r := range rows {
-			var m map[string]any
-			if err := json.Unmarshal(r, &m); err != nil {
-				return nil, err
-			}
-			for _, f := range textFields {
-				text, _ := m[f].(string)
-				for _, c := range ChunkText(text, chunkChars, chunkOverlap) {
-					chunks = append(chunks, chunk{Class: cls.Name, ID: kept[i].id, Field: f, Text: c, Score: kept[i].score})
-				}
-			}
+		if cls != "" {
+			searched = append(searched, cls)
+			chunks = append(chunks, cc...)
 		}
 	}
 	if len(chunks) > semanticChunkCap {
@@ -155,6 +115,62 @@ func semanticSearch(ctx context.Context, d *Deps, in semanticSearchIn) (*semanti
 		out = append(out, c)
 	}
 	return &semanticOut{Query: query, Classes: searched, Embedder: d.Embedder.Name(), Chunks: out, BudgetTruncated: truncated, TokensEstimated: used}, nil
+}
+
+// classChunks are the chunks of the text fields of class n's k rows
+// nearest to the query vector qv, and the class's name ("" when the class
+// is skipped).
+func classChunks(ctx context.Context, d *Deps, schema *parsedb.Schema, n string, explicit bool, where map[string]any, qv []float64, k int) (string, []chunk, error) {
+	// Every class passes the class gate; in the default set a class
+	// the session cannot use, or without readable vectors, is skipped
+	// silently (hidden ≡ missing).
+	cls, err := d.Policy.ResolveClass(ctx, schema, n)
+	if err != nil {
+		if explicit {
+			return "", nil, err
+		}
+		return "", nil, nil
+	}
+	sp := d.Policy.Search(cls.Name)
+	if sp == nil && explicit {
+		_, _, _, err := searchClass(ctx, d, n)
+		return "", nil, err
+	}
+	textFields := readableOf(d, cls, spTextFields(sp))
+	if verr := vectorReadable(d, cls, sp); verr != nil || len(textFields) == 0 {
+		if explicit {
+			if verr == nil {
+				verr = toolerror.New(toolerror.InvalidArgument, "%s has no text_fields this session may read", cls.Name)
+			}
+			return "", nil, verr
+		}
+		return "", nil, nil
+	}
+	hits, _, err := nearest(ctx, d, schema, cls, sp, where, qv, "", k)
+	if err != nil {
+		if explicit || toolerror.KindOf(err) == toolerror.Infrastructure {
+			return "", nil, err
+		}
+		return "", nil, nil
+	}
+	_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{keys: textFields, shape: shapeObjects})
+	if err != nil {
+		return "", nil, err
+	}
+	var chunks []chunk
+	for i, r := range rows {
+		var m map[string]any
+		if err := json.Unmarshal(r, &m); err != nil {
+			return "", nil, err
+		}
+		for _, f := range textFields {
+			text, _ := m[f].(string)
+			for _, c := range ChunkText(text, chunkChars, chunkOverlap) {
+				chunks = append(chunks, chunk{Class: cls.Name, ID: kept[i].id, Field: f, Text: c, Score: kept[i].score})
+			}
+		}
+	}
+	return cls.Name, chunks, nil
 }
 
 func spTextFields(sp *policy.SearchPolicy) []string {

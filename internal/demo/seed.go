@@ -1325,12 +1325,19 @@ func songExemplars(f *facts, s song, usernames []string, identities map[string][
 	setOnce("meta", active && s.aclKind == "none" && plain && s.meta != nil)
 	if active && s.aclKind == "user" && f.songIDs["user"] == "" {
 		f.songIDs["user"] = s.id
-		for _, u := range usernames {
-			if s.acl.read[0] == identities[u][1] {
-				f.songUserOnlyOwner = u
-			}
+		f.songUserOnlyOwner = songOwner(s, usernames, identities)
+	}
+}
+
+// songOwner is the user a user-only song's ACL names ("" if none).
+func songOwner(s song, usernames []string, identities map[string][]string) string {
+	owner := ""
+	for _, u := range usernames {
+		if s.acl.read[0] == identities[u][1] {
+			owner = u
 		}
 	}
+	return owner
 }
 
 // ---------------------------------------------------------------------------
