@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/policy"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -174,4 +175,47 @@ func (atlasEngine) nearestHits(ctx context.Context, d *Deps, r *searchRequest) (
 	}
 	hits, err := runHits(ctx, d, r.scope.cls, vectorStages(r.eng.atlasVector, r.sp.VectorField, r.vector, r.scope, r.exclude, r.limit))
 	return hits, EngineAtlas, err
+}
+
+// atlasIndexes are the queryable Atlas Search index the policy names
+// (search.atlas_index, else "default") and a vectorSearch index on the
+// vector field (the named one if it is such), "" for none:
+// $listSearchIndexes answers only on Atlas and mongot.
+func atlasIndexes(ctx context.Context, d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy) (text, vector string) {
+	want := sp.AtlasIndex
+	if want == "" {
+		want = defaultAtlasIndex
+	}
+	cur, err := d.Store.Aggregate(ctx, cls.Name, bson.A{bson.D{{Key: "$listSearchIndexes", Value: bson.D{}}}})
+	if err != nil {
+		return "", ""
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	for cur.Next(ctx) {
+		var ix struct {
+			Name      string `bson:"name"`
+			Type      string `bson:"type"`
+			Queryable bool   `bson:"queryable"`
+			Latest    struct {
+				Fields []struct {
+					Type string `bson:"type"`
+					Path string `bson:"path"`
+				} `bson:"fields"`
+			} `bson:"latestDefinition"`
+		}
+		if bson.Unmarshal(cur.Current, &ix) != nil || !ix.Queryable {
+			continue
+		}
+		switch {
+		case ix.Type == "vectorSearch" && sp.VectorField != "":
+			for _, f := range ix.Latest.Fields {
+				if f.Type == "vector" && f.Path == sp.VectorField && (vector == "" || ix.Name == want) {
+					vector = ix.Name
+				}
+			}
+		case ix.Type != "vectorSearch" && ix.Name == want:
+			text = ix.Name
+		}
+	}
+	return text, vector
 }

@@ -50,60 +50,14 @@ func enginesFor(ctx context.Context, d *Deps, cls *parsedb.Class, sp *policy.Sea
 	if d.Store.DB == nil {
 		return eng
 	}
-	want := sp.AtlasIndex
-	if want == "" {
-		want = defaultAtlasIndex
-	}
-	if cur, err := d.Store.Aggregate(ctx, cls.Name, bson.A{bson.D{{Key: "$listSearchIndexes", Value: bson.D{}}}}); err == nil {
-		for cur.Next(ctx) {
-			var ix struct {
-				Name      string `bson:"name"`
-				Type      string `bson:"type"`
-				Queryable bool   `bson:"queryable"`
-				Latest    struct {
-					Fields []struct {
-						Type string `bson:"type"`
-						Path string `bson:"path"`
-					} `bson:"fields"`
-				} `bson:"latestDefinition"`
-			}
-			if bson.Unmarshal(cur.Current, &ix) != nil || !ix.Queryable {
-				continue
-			}
-			switch {
-			case ix.Type == "vectorSearch" && sp.VectorField != "":
-				for _, f := range ix.Latest.Fields {
-					if f.Type == "vector" && f.Path == sp.VectorField && (eng.atlasVector == "" || ix.Name == want) {
-						eng.atlasVector = ix.Name
-					}
-				}
-			case ix.Type != "vectorSearch" && ix.Name == want:
-				eng.atlasText = ix.Name
-			}
-		}
-		_ = cur.Close(context.WithoutCancel(ctx))
-	}
+	eng.atlasText, eng.atlasVector = atlasIndexes(ctx, d, cls, sp)
 	for _, ix := range classIndexes(ctx, d, cls) {
 		if ix.text {
 			eng.textFields = ix.fields
 		}
 	}
 	if sp.VectorField != "" {
-		if cur, err := d.Store.Collection(cls.Name).Indexes().List(ctx); err == nil {
-			for cur.Next(ctx) {
-				var spec struct {
-					Key bson.D `bson:"key"`
-				}
-				if bson.Unmarshal(cur.Current, &spec) == nil {
-					for _, e := range spec.Key {
-						if s, ok := e.Value.(string); ok && s == "cosmosSearch" && e.Key == sp.VectorField {
-							eng.nativeVec = true
-						}
-					}
-				}
-			}
-			_ = cur.Close(context.WithoutCancel(ctx))
-		}
+		eng.nativeVec = nativeVectorIndex(ctx, d, cls, sp.VectorField)
 	}
 	if ctx.Err() == nil {
 		engineCache.Store(key, engineCacheEntry{time.Now(), eng})

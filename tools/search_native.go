@@ -8,6 +8,7 @@ import (
 	"context"
 	"slices"
 
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
@@ -54,4 +55,27 @@ func (nativeEngine) nearestHits(ctx context.Context, d *Deps, r *searchRequest) 
 	}
 	hits, err := runHits(ctx, d, r.scope.cls, vectorStages("", r.sp.VectorField, r.vector, r.scope, r.exclude, r.limit))
 	return hits, EngineVectorIndex, err
+}
+
+// nativeVectorIndex reports a native (cosmosSearch) vector index on field.
+func nativeVectorIndex(ctx context.Context, d *Deps, cls *parsedb.Class, field string) bool {
+	cur, err := d.Store.Collection(cls.Name).Indexes().List(ctx)
+	if err != nil {
+		return false
+	}
+	defer func() { _ = cur.Close(context.WithoutCancel(ctx)) }()
+	found := false
+	for cur.Next(ctx) {
+		var spec struct {
+			Key bson.D `bson:"key"`
+		}
+		if bson.Unmarshal(cur.Current, &spec) == nil {
+			for _, e := range spec.Key {
+				if s, ok := e.Value.(string); ok && s == "cosmosSearch" && e.Key == field {
+					found = true
+				}
+			}
+		}
+	}
+	return found
 }
