@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -311,91 +312,13 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 		return nil, err
 	}
 	s := &fieldState{cls: cls, ord: req.KeyOrder}
-	var set, unset, inc, push, addToSet, pullAll bson.D
+	ops := updateOps{}
 	for _, name := range sortedFieldNames(req.Fields) {
-		v := req.Fields[name]
-		if strings.Contains(name, ".") {
-			c, err := s.dotted(name, v)
-			if err != nil {
-				return nil, err
-			}
-			e := bson.E{Key: c.path, Value: c.value}
-			switch c.op {
-			case "$set":
-				set = append(set, e)
-			case "$unset":
-				unset = append(unset, e)
-			case "$inc":
-				inc = append(inc, e)
-			case "$push":
-				push = append(push, e)
-			case "$addToSet":
-				addToSet = append(addToSet, e)
-			case "$pullAll":
-				pullAll = append(pullAll, e)
-			}
-			continue
-		}
-		if err := checkFieldName(name); err != nil {
+		if err := ops.addField(s, req, name, req.Fields[name]); err != nil {
 			return nil, err
 		}
-		nt, err := s.typed(name, v)
-		if err != nil {
-			return nil, err
-		}
-		storageKey := name
-		if f := cls.Field(name); f != nil && f.Type == TypePointer || nt != nil && nt.Type == TypePointer {
-			storageKey = "_p_" + name
-		}
-		if m, ok := v.(map[string]any); ok {
-			if op, has := m["__op"].(string); has {
-				switch op {
-				case "Delete":
-					if f := cls.Field(name); f != nil && f.Required {
-						return nil, ParseErr(ParseValidationError, "%s is required", name)
-					}
-					if f := cls.Field(name); f != nil && f.Type == TypeRelation {
-						return nil, ParseErr(ParseIncorrectType, "%s is a Relation: remove objects with RemoveRelation", name)
-					}
-					unset = append(unset, bson.E{Key: storageKey, Value: ""})
-				case "Increment":
-					amt, err := incrementAmount(name, m)
-					if err != nil {
-						return nil, err
-					}
-					inc = append(inc, bson.E{Key: name, Value: amt})
-				case "Add", "AddUnique", "Remove":
-					objs, err := opObjects(name, m, s.ord)
-					if err != nil {
-						return nil, err
-					}
-					switch op {
-					case "Add":
-						push = append(push, bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
-					case "AddUnique":
-						addToSet = append(addToSet, bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
-					case "Remove":
-						pullAll = append(pullAll, bson.E{Key: name, Value: objs})
-					}
-				case "AddRelation", "RemoveRelation", "Batch":
-					if err := s.relationOps(name, op, m, nt, req.ObjectID); err != nil {
-						return nil, err
-					}
-				}
-				continue
-			}
-		}
-		if v == nil {
-			if f := cls.Field(name); f != nil && f.Required {
-				return nil, ParseErr(ParseValidationError, "%s is required", name)
-			}
-		}
-		key, sv, err := topLevel(cls, name, v, nt, s.ord)
-		if err != nil {
-			return nil, err
-		}
-		set = append(set, bson.E{Key: key, Value: sv})
 	}
+	set := ops["$set"]
 	if req.ACL != nil {
 		r, w, legacy, err := ACLStorage(req.ACL)
 		if err != nil {
@@ -405,12 +328,9 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	}
 	set = append(set, bson.E{Key: "_updated_at", Value: bson.NewDateTimeFromTime(now)})
 	update := bson.D{{Key: "$set", Value: set}}
-	for _, part := range []struct {
-		op string
-		d  bson.D
-	}{{"$unset", unset}, {"$inc", inc}, {"$push", push}, {"$addToSet", addToSet}, {"$pullAll", pullAll}} {
-		if len(part.d) > 0 {
-			update = append(update, bson.E{Key: part.op, Value: part.d})
+	for _, op := range updateOpOrder {
+		if d := ops[op]; len(d) > 0 {
+			update = append(update, bson.E{Key: op, Value: d})
 		}
 	}
 	if err := checkConflicts(update); err != nil {
@@ -423,6 +343,91 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	}
 	return &WritePlan{Op: req.Op, ClassName: cls.Name, ObjectID: req.ObjectID, SchemaAdds: s.adds, Filter: filter,
 		Update: update, Joins: s.joins, Result: result, Fields: sortedFieldNames(req.Fields)}, nil
+}
+
+// updateOps are an update's operator documents, by operator.
+type updateOps map[string]bson.D
+
+// updateOpOrder is the order of the update's operators after $set.
+var updateOpOrder = []string{"$unset", "$inc", "$push", "$addToSet", "$pullAll"}
+
+// addField adds the update of one written field.
+func (ops updateOps) addField(s *fieldState, req *WriteRequest, name string, v any) error {
+	cls := req.Class
+	if strings.Contains(name, ".") {
+		c, err := s.dotted(name, v)
+		if err != nil {
+			return err
+		}
+		if c.op == "$set" || slices.Contains(updateOpOrder, c.op) {
+			ops[c.op] = append(ops[c.op], bson.E{Key: c.path, Value: c.value})
+		}
+		return nil
+	}
+	if err := checkFieldName(name); err != nil {
+		return err
+	}
+	nt, err := s.typed(name, v)
+	if err != nil {
+		return err
+	}
+	storageKey := name
+	if f := cls.Field(name); f != nil && f.Type == TypePointer || nt != nil && nt.Type == TypePointer {
+		storageKey = "_p_" + name
+	}
+	if m, ok := v.(map[string]any); ok {
+		if op, has := m["__op"].(string); has {
+			return ops.addOperation(s, req, name, storageKey, op, m, nt)
+		}
+	}
+	if v == nil {
+		if f := cls.Field(name); f != nil && f.Required {
+			return ParseErr(ParseValidationError, "%s is required", name)
+		}
+	}
+	key, sv, err := topLevel(cls, name, v, nt, s.ord)
+	if err != nil {
+		return err
+	}
+	ops["$set"] = append(ops["$set"], bson.E{Key: key, Value: sv})
+	return nil
+}
+
+// addOperation adds the update of a field written with a Parse __op.
+func (ops updateOps) addOperation(s *fieldState, req *WriteRequest, name, storageKey, op string, m map[string]any, nt *valueType) error {
+	cls := req.Class
+	switch op {
+	case "Delete":
+		if f := cls.Field(name); f != nil && f.Required {
+			return ParseErr(ParseValidationError, "%s is required", name)
+		}
+		if f := cls.Field(name); f != nil && f.Type == TypeRelation {
+			return ParseErr(ParseIncorrectType, "%s is a Relation: remove objects with RemoveRelation", name)
+		}
+		ops["$unset"] = append(ops["$unset"], bson.E{Key: storageKey, Value: ""})
+	case "Increment":
+		amt, err := incrementAmount(name, m)
+		if err != nil {
+			return err
+		}
+		ops["$inc"] = append(ops["$inc"], bson.E{Key: name, Value: amt})
+	case "Add", "AddUnique", "Remove":
+		objs, err := opObjects(name, m, s.ord)
+		if err != nil {
+			return err
+		}
+		switch op {
+		case "Add":
+			ops["$push"] = append(ops["$push"], bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
+		case "AddUnique":
+			ops["$addToSet"] = append(ops["$addToSet"], bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
+		case "Remove":
+			ops["$pullAll"] = append(ops["$pullAll"], bson.E{Key: name, Value: objs})
+		}
+	case "AddRelation", "RemoveRelation", "Batch":
+		return s.relationOps(name, op, m, nt, req.ObjectID)
+	}
+	return nil
 }
 
 // checkConflicts refuses an update touching one storage key twice (a
