@@ -433,120 +433,139 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		p, val := join(path, k), m[k]
-		switch k {
-		case "hidden":
-			switch h := val.(type) {
-			case bool:
-				cp.Hidden = h
-			case string:
-				if h != HiddenExceptMaster {
-					return nil, perr(p, "must be true, false or %q, got %q", HiddenExceptMaster, truncateText(h, 40))
-				}
-				cp.Hidden = h
-			default:
-				return nil, perr(p, "must be true, false or %q, got %s", HiddenExceptMaster, describeValue(val))
-			}
-		case "description":
-			s, err := str(p, val)
-			if err != nil {
+		if decode := classFields[k]; decode != nil {
+			if err := decode(cp, join(path, k), m[k]); err != nil {
 				return nil, err
 			}
-			cp.Description = CleanText(s)
-		case "fields":
-			fm, ok := val.(map[string]any)
-			if !ok {
-				return nil, perr(p, "must be a mapping of field names, got %s", describeValue(val))
-			}
-			cp.Fields = map[string]*FieldPolicy{}
-			for _, fname := range slices.Sorted(maps.Keys(fm)) {
-				fp := join(p, fname)
-				if !parsedb.FieldNameRe.MatchString(fname) {
-					return nil, perr(fp, "not a valid field name")
-				}
-				fpol, err := decodeField(fp, fm[fname])
-				if err != nil {
-					return nil, err
-				}
-				cp.Fields[fname] = fpol
-			}
-		case "writable_fields":
-			list, err := nameList(p, val, parsedb.FieldNameRe, "field")
-			if err != nil {
-				return nil, err
-			}
-			if len(list) == 0 {
-				return nil, perr(p, "must not be empty (omit it to make agent_fields the writable set)")
-			}
-			cp.WritableFields = list
-		case "default_acl":
-			acl, err := decodeACL(p, val)
-			if err != nil {
-				return nil, err
-			}
-			cp.DefaultACL = acl
-		case "agent_fields", "large_fields", "join_fields":
-			list, err := nameList(p, val, parsedb.FieldNameRe, "field")
-			if err != nil {
-				return nil, err
-			}
-			switch k {
-			case "agent_fields":
-				if len(list) == 0 {
-					return nil, perr(p, "must not be empty (omit it to allow every field)")
-				}
-				cp.AgentFields = list
-			case "large_fields":
-				cp.LargeFields = list
-			case "join_fields":
-				cp.JoinFields = list
-			}
-		case "canonical_filter":
-			fm, ok := val.(map[string]any)
-			if !ok {
-				return nil, perr(p, "must be a where object, got %s", describeValue(val))
-			}
-			cp.CanonicalFilter = fm
-		case "tenant_scope":
-			tm, err := object(p, val, tenantKeys)
-			if err != nil {
-				return nil, err
-			}
-			fv, ok := tm["field"]
-			if !ok {
-				return nil, perr(p, "needs field: the name of the field holding the tenant id")
-			}
-			s, err := str(join(p, "field"), fv)
-			if err != nil {
-				return nil, err
-			}
-			if !parsedb.FieldNameRe.MatchString(s) {
-				return nil, perr(join(p, "field"), "%q is not a valid field name", truncateText(s, 60))
-			}
-			cp.TenantScope = &TenantScope{Field: s}
-			if fu, ok := tm["from_user"]; ok {
-				u, err := str(join(p, "from_user"), fu)
-				if err != nil {
-					return nil, err
-				}
-				if !parsedb.FieldNameRe.MatchString(u) {
-					return nil, perr(join(p, "from_user"), "%q is not a valid field name", truncateText(u, 60))
-				}
-				cp.TenantScope.FromUser = u
-			}
-		case "search":
-			if cp.Search, err = decodeSearch(p, val); err != nil {
-				return nil, err
-			}
-		case "allow_collscan":
-			b, err := boolean(p, val)
-			if err != nil {
-				return nil, err
-			}
-			cp.AllowCollscan = b
 		}
 	}
 	return cp, nil
+}
+
+// classFields decode a class policy's keys, one function per key.
+var classFields = map[string]func(cp *ClassPolicy, p string, val any) error{
+	"hidden": func(cp *ClassPolicy, p string, val any) error {
+		switch h := val.(type) {
+		case bool:
+			cp.Hidden = h
+		case string:
+			if h != HiddenExceptMaster {
+				return perr(p, "must be true, false or %q, got %q", HiddenExceptMaster, truncateText(h, 40))
+			}
+			cp.Hidden = h
+		default:
+			return perr(p, "must be true, false or %q, got %s", HiddenExceptMaster, describeValue(val))
+		}
+		return nil
+	},
+	"description": func(cp *ClassPolicy, p string, val any) error {
+		s, err := str(p, val)
+		cp.Description = CleanText(s)
+		return err
+	},
+	"fields": func(cp *ClassPolicy, p string, val any) error {
+		fm, ok := val.(map[string]any)
+		if !ok {
+			return perr(p, "must be a mapping of field names, got %s", describeValue(val))
+		}
+		cp.Fields = map[string]*FieldPolicy{}
+		for _, fname := range slices.Sorted(maps.Keys(fm)) {
+			fp := join(p, fname)
+			if !parsedb.FieldNameRe.MatchString(fname) {
+				return perr(fp, "not a valid field name")
+			}
+			fpol, err := decodeField(fp, fm[fname])
+			if err != nil {
+				return err
+			}
+			cp.Fields[fname] = fpol
+		}
+		return nil
+	},
+	"writable_fields": func(cp *ClassPolicy, p string, val any) error {
+		list, err := nameList(p, val, parsedb.FieldNameRe, "field")
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			return perr(p, "must not be empty (omit it to make agent_fields the writable set)")
+		}
+		cp.WritableFields = list
+		return nil
+	},
+	"default_acl": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.DefaultACL, err = decodeACL(p, val)
+		return err
+	},
+	"agent_fields": func(cp *ClassPolicy, p string, val any) error {
+		list, err := nameList(p, val, parsedb.FieldNameRe, "field")
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			return perr(p, "must not be empty (omit it to allow every field)")
+		}
+		cp.AgentFields = list
+		return nil
+	},
+	"large_fields": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.LargeFields, err = nameList(p, val, parsedb.FieldNameRe, "field")
+		return err
+	},
+	"join_fields": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.JoinFields, err = nameList(p, val, parsedb.FieldNameRe, "field")
+		return err
+	},
+	"canonical_filter": func(cp *ClassPolicy, p string, val any) error {
+		fm, ok := val.(map[string]any)
+		if !ok {
+			return perr(p, "must be a where object, got %s", describeValue(val))
+		}
+		cp.CanonicalFilter = fm
+		return nil
+	},
+	"tenant_scope": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.TenantScope, err = decodeTenantScope(p, val)
+		return err
+	},
+	"search": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.Search, err = decodeSearch(p, val)
+		return err
+	},
+	"allow_collscan": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.AllowCollscan, err = boolean(p, val)
+		return err
+	},
+}
+
+func decodeTenantScope(p string, val any) (*TenantScope, error) {
+	tm, err := object(p, val, tenantKeys)
+	if err != nil {
+		return nil, err
+	}
+	fv, ok := tm["field"]
+	if !ok {
+		return nil, perr(p, "needs field: the name of the field holding the tenant id")
+	}
+	s, err := str(join(p, "field"), fv)
+	if err != nil {
+		return nil, err
+	}
+	if !parsedb.FieldNameRe.MatchString(s) {
+		return nil, perr(join(p, "field"), "%q is not a valid field name", truncateText(s, 60))
+	}
+	ts := &TenantScope{Field: s}
+	if fu, ok := tm["from_user"]; ok {
+		u, err := str(join(p, "from_user"), fu)
+		if err != nil {
+			return nil, err
+		}
+		if !parsedb.FieldNameRe.MatchString(u) {
+			return nil, perr(join(p, "from_user"), "%q is not a valid field name", truncateText(u, 60))
+		}
+		ts.FromUser = u
+	}
+	return ts, nil
 }
 
 func decodeField(path string, v any) (*FieldPolicy, error) {
