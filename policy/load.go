@@ -360,20 +360,8 @@ func decodeFile(raw any) (*File, error) {
 			if v == nil {
 				continue
 			}
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, perr(k, "must be a mapping of class names, got %s", describeValue(v))
-			}
-			for _, name := range slices.Sorted(maps.Keys(m)) {
-				p := join("classes", name)
-				if !parsedb.ClassNameRe.MatchString(name) {
-					return nil, perr(p, "not a valid Parse class name")
-				}
-				cp, err := decodeClass(p, m[name])
-				if err != nil {
-					return nil, err
-				}
-				f.Classes[name] = cp
+			if err := decodeClasses(v, f.Classes); err != nil {
+				return nil, err
 			}
 		case "agent":
 			if v == nil {
@@ -413,6 +401,26 @@ func decodeFile(raw any) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// decodeClasses reads the classes mapping into classes.
+func decodeClasses(v any, classes map[string]*ClassPolicy) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return perr("classes", "must be a mapping of class names, got %s", describeValue(v))
+	}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		p := join("classes", name)
+		if !parsedb.ClassNameRe.MatchString(name) {
+			return perr(p, "not a valid Parse class name")
+		}
+		cp, err := decodeClass(p, m[name])
+		if err != nil {
+			return err
+		}
+		classes[name] = cp
+	}
+	return nil
 }
 
 func asPathError(err error, target **PathError) bool {
@@ -702,35 +710,9 @@ func decodeSettings(v any, s *Settings) error {
 			}
 			s.ConfirmWrites = cw
 		case "rate_limit":
-			rm, err := object(p, val, rateLimitKeys)
-			if err != nil {
+			if s.RateLimit, err = decodeRateLimit(p, val); err != nil {
 				return err
 			}
-			rl := &RateLimit{Requests: DefaultRateLimitRequests, Window: DefaultRateLimitWindow.String()}
-			if rv, ok := rm["requests"]; ok {
-				if rl.Requests, err = integer(join(p, "requests"), rv, 0, 1_000_000); err != nil {
-					return err
-				}
-			}
-			if wv, ok := rm["window"]; ok {
-				ws, err := str(join(p, "window"), wv)
-				if err != nil {
-					// A bare number of seconds is accepted too.
-					if f, ok := wv.(float64); ok && f > 0 && f == math.Trunc(f) {
-						ws = fmt.Sprintf("%ds", int(f))
-					} else {
-						return perr(join(p, "window"), "must be a duration like 60s or 5m, got %s", describeValue(wv))
-					}
-				}
-				d, perrr := time.ParseDuration(ws)
-				// Under a second a window resets faster than a model can
-				// call, so the limit would limit nothing.
-				if perrr != nil || d < time.Second || d > 24*time.Hour {
-					return perr(join(p, "window"), "must be a duration between 1s and 24h like 60s or 5m, got %q", truncateText(ws, 40))
-				}
-				rl.Window = ws
-			}
-			s.RateLimit = rl
 		case "protected_fields":
 			if s.ProtectedFields, err = decodeProtectedFields(p, val); err != nil {
 				return err
@@ -738,6 +720,40 @@ func decodeSettings(v any, s *Settings) error {
 		}
 	}
 	return nil
+}
+
+// decodeRateLimit reads settings.rate_limit: requests per window, each
+// defaulted.
+func decodeRateLimit(p string, val any) (*RateLimit, error) {
+	rm, err := object(p, val, rateLimitKeys)
+	if err != nil {
+		return nil, err
+	}
+	rl := &RateLimit{Requests: DefaultRateLimitRequests, Window: DefaultRateLimitWindow.String()}
+	if rv, ok := rm["requests"]; ok {
+		if rl.Requests, err = integer(join(p, "requests"), rv, 0, 1_000_000); err != nil {
+			return nil, err
+		}
+	}
+	if wv, ok := rm["window"]; ok {
+		ws, err := str(join(p, "window"), wv)
+		if err != nil {
+			// A bare number of seconds is accepted too.
+			if f, ok := wv.(float64); ok && f > 0 && f == math.Trunc(f) {
+				ws = fmt.Sprintf("%ds", int(f))
+			} else {
+				return nil, perr(join(p, "window"), "must be a duration like 60s or 5m, got %s", describeValue(wv))
+			}
+		}
+		d, perrr := time.ParseDuration(ws)
+		// Under a second a window resets faster than a model can
+		// call, so the limit would limit nothing.
+		if perrr != nil || d < time.Second || d > 24*time.Hour {
+			return nil, perr(join(p, "window"), "must be a duration between 1s and 24h like 60s or 5m, got %q", truncateText(ws, 40))
+		}
+		rl.Window = ws
+	}
+	return rl, nil
 }
 
 // protectedAudienceRe matches the audiences of Parse's protectedFields: "*",
@@ -819,44 +835,9 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 					return nil, perr(kp, "must be a list of arguments, got %s", describeValue(m[k]))
 				}
 				for j, a := range args {
-					ap := fmt.Sprintf("%s[%d]", kp, j)
-					am, err := object(ap, a, promptArgKeys)
+					arg, err := decodePromptArg(fmt.Sprintf("%s[%d]", kp, j), a)
 					if err != nil {
 						return nil, err
-					}
-					var arg PromptArgSpec
-					for _, ak := range slices.Sorted(maps.Keys(am)) {
-						akp := join(ap, ak)
-						if ak == "required" {
-							if arg.Required, err = boolean(akp, am[ak]); err != nil {
-								return nil, err
-							}
-							continue
-						}
-						if ak == "default" {
-							switch d := am[ak].(type) {
-							case float64:
-								arg.Default = strconv.FormatFloat(d, 'f', -1, 64)
-								continue
-							case bool:
-								arg.Default = strconv.FormatBool(d)
-								continue
-							}
-						}
-						s, err := str(akp, am[ak])
-						if err != nil {
-							return nil, err
-						}
-						switch ak {
-						case "name":
-							arg.Name = s
-						case "description":
-							arg.Description = CleanText(s)
-						case "type":
-							arg.Type = s
-						case "default":
-							arg.Default = s
-						}
 					}
 					ps.Arguments = append(ps.Arguments, arg)
 				}
@@ -871,6 +852,49 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 		out = append(out, ps)
 	}
 	return out, nil
+}
+
+// decodePromptArg reads one of a prompt's arguments.
+func decodePromptArg(ap string, a any) (PromptArgSpec, error) {
+	var arg PromptArgSpec
+	am, err := object(ap, a, promptArgKeys)
+	if err != nil {
+		return arg, err
+	}
+	for _, ak := range slices.Sorted(maps.Keys(am)) {
+		akp := join(ap, ak)
+		if ak == "required" {
+			if arg.Required, err = boolean(akp, am[ak]); err != nil {
+				return arg, err
+			}
+			continue
+		}
+		if ak == "default" {
+			switch d := am[ak].(type) {
+			case float64:
+				arg.Default = strconv.FormatFloat(d, 'f', -1, 64)
+				continue
+			case bool:
+				arg.Default = strconv.FormatBool(d)
+				continue
+			}
+		}
+		s, err := str(akp, am[ak])
+		if err != nil {
+			return arg, err
+		}
+		switch ak {
+		case "name":
+			arg.Name = s
+		case "description":
+			arg.Description = CleanText(s)
+		case "type":
+			arg.Type = s
+		case "default":
+			arg.Default = s
+		}
+	}
+	return arg, nil
 }
 
 // aclEntryRe is an ACL entry: ^(\*|[A-Za-z0-9_-]{1,32}|role:[A-Za-z0-9_ -]{1,128})$.
