@@ -200,54 +200,11 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	doc := bson.D{{Key: "_id", Value: id}}
 	names := sortedFieldNames(fields)
 	for _, name := range names {
-		if err := checkFieldName(name); err != nil {
-			return nil, err
-		}
-		v := fields[name]
-		nt, err := s.typed(name, v)
+		elems, err := s.createField(name, fields[name], id)
 		if err != nil {
 			return nil, err
 		}
-		if m, ok := v.(map[string]any); ok {
-			if op, has := m["__op"].(string); has {
-				switch op {
-				case "Delete":
-					continue
-				case "Increment":
-					amt, err := incrementAmount(name, m)
-					if err != nil {
-						return nil, err
-					}
-					doc = append(doc, bson.E{Key: name, Value: amt})
-				case "Add", "AddUnique", "Remove":
-					objs, err := opObjects(name, m, s.ord)
-					if err != nil {
-						return nil, err
-					}
-					if op == "Remove" {
-						objs = bson.A{} // Parse's flattenUpdateOperatorsForCreate; AddUnique keeps duplicates there too
-					}
-					doc = append(doc, bson.E{Key: name, Value: objs})
-				case "AddRelation", "RemoveRelation", "Batch":
-					if err := s.relationOps(name, op, m, nt, id); err != nil {
-						return nil, err
-					}
-				}
-				continue
-			}
-		}
-		if v == nil {
-			// Parse stores null under the REST name (no _p_ prefix: its
-			// create transform types a pointer key only for a non-null
-			// value).
-			doc = append(doc, bson.E{Key: name, Value: nil})
-			continue
-		}
-		key, sv, err := topLevel(cls, name, v, nt, s.ord)
-		if err != nil {
-			return nil, err
-		}
-		doc = append(doc, bson.E{Key: key, Value: sv})
+		doc = append(doc, elems...)
 	}
 	for _, name := range cls.FieldNames() {
 		if !cls.Fields[name].Required {
@@ -272,6 +229,53 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	}
 	return &WritePlan{Op: req.Op, ClassName: cls.Name, ObjectID: id, SchemaAdds: s.adds, Document: doc,
 		Joins: s.joins, Result: raw, Fields: sortedFieldNames(req.Fields), WithheldDefaults: withheld}, nil
+}
+
+// createField is the stored form of one field of a created object (none
+// for a Delete or a relation operation).
+func (s *fieldState) createField(name string, v any, id string) ([]bson.E, error) {
+	if err := checkFieldName(name); err != nil {
+		return nil, err
+	}
+	nt, err := s.typed(name, v)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := v.(map[string]any); ok {
+		if op, has := m["__op"].(string); has {
+			switch op {
+			case "Increment":
+				amt, err := incrementAmount(name, m)
+				if err != nil {
+					return nil, err
+				}
+				return []bson.E{{Key: name, Value: amt}}, nil
+			case "Add", "AddUnique", "Remove":
+				objs, err := opObjects(name, m, s.ord)
+				if err != nil {
+					return nil, err
+				}
+				if op == "Remove" {
+					objs = bson.A{} // Parse's flattenUpdateOperatorsForCreate; AddUnique keeps duplicates there too
+				}
+				return []bson.E{{Key: name, Value: objs}}, nil
+			case "AddRelation", "RemoveRelation", "Batch":
+				return nil, s.relationOps(name, op, m, nt, id)
+			}
+			return nil, nil // Delete: nothing is stored
+		}
+	}
+	if v == nil {
+		// Parse stores null under the REST name (no _p_ prefix: its
+		// create transform types a pointer key only for a non-null
+		// value).
+		return []bson.E{{Key: name, Value: nil}}, nil
+	}
+	key, sv, err := topLevel(s.cls, name, v, nt, s.ord)
+	if err != nil {
+		return nil, err
+	}
+	return []bson.E{{Key: key, Value: sv}}, nil
 }
 
 func isDeleteOp(v any) bool {
