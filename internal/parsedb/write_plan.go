@@ -493,61 +493,11 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 	doc := bson.D{{Key: "_id", Value: name}, {Key: "objectId", Value: "string"}, {Key: "updatedAt", Value: "date"}, {Key: "createdAt", Value: "date"}}
 	var options bson.D
 	for _, fname := range sortedFieldNames(req.Fields) {
-		if err := checkFieldName(fname); err != nil {
+		typ, opt, err := schemaFieldDef(name, fname, req.Fields[fname])
+		if err != nil {
 			return nil, err
 		}
-		def, ok := req.Fields[fname].(map[string]any)
-		if !ok {
-			return nil, ParseErr(ParseInvalidJSON, "field %s needs a definition like {\"type\":\"String\"}", fname)
-		}
-		t, _ := def["type"].(string)
-		if !schemaTypes[t] {
-			return nil, ParseErr(ParseIncorrectType, "invalid field type: %s", truncateMsg(fmt.Sprint(def["type"]), 40))
-		}
-		target, _ := def["targetClass"].(string)
-		if t == TypePointer || t == TypeRelation {
-			if target == "" {
-				return nil, ParseErr(135, "type %s needs a class name", t)
-			}
-			if !classNameWriteRe.MatchString(target) && target != "_User" && target != "_Role" && target != "_Installation" && target != "_Session" {
-				return nil, ParseErr(ParseInvalidClassName, "Invalid classname: %s", truncateMsg(target, 60))
-			}
-		} else if target != "" {
-			return nil, ParseErr(ParseInvalidJSON, "targetClass is only for Pointer and Relation fields (%s)", fname)
-		}
-		for k := range def {
-			switch k {
-			case "type", "targetClass", "required", "defaultValue":
-			default:
-				return nil, ParseErr(ParseInvalidJSON, "field %s: unknown key %s (type, targetClass, required, defaultValue)", fname, truncateMsg(k, 40))
-			}
-		}
-		f := &Field{Name: fname, Type: t, TargetClass: target}
-		doc = append(doc, bson.E{Key: fname, Value: SchemaTypeString(f)})
-		var opt bson.D
-		if r, has := def["required"]; has {
-			b, isBool := r.(bool)
-			if !isBool {
-				return nil, ParseErr(ParseInvalidJSON, "field %s: required must be true or false", fname)
-			}
-			opt = append(opt, bson.E{Key: "required", Value: b})
-		}
-		if dv, has := def["defaultValue"]; has && dv != nil {
-			vt, ok, err := typeOf(fname, dv)
-			if err != nil {
-				return nil, err
-			}
-			if !ok || !typesMatch(f, vt) {
-				return nil, ParseErr(ParseIncorrectType, "schema mismatch for %s.%s default value; expected %s but got %s", name, fname, fieldType(f), vt)
-			}
-			// The value every create without the field will write: it
-			// passes create_object's encoder now (a key holding "$" or
-			// "." is Parse's 121), not on every later create.
-			if err := CheckDefaultValue(f, dv); err != nil {
-				return nil, err
-			}
-			opt = append(opt, bson.E{Key: "defaultValue", Value: plainBSON(dv)})
-		}
+		doc = append(doc, bson.E{Key: fname, Value: typ})
 		if len(opt) > 0 {
 			options = append(options, bson.E{Key: fname, Value: opt})
 		}
@@ -576,6 +526,73 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 		doc = append(doc, bson.E{Key: "_metadata", Value: md})
 	}
 	return &WritePlan{Op: req.Op, ClassName: name, SchemaDoc: doc, Fields: sortedFieldNames(req.Fields)}, nil
+}
+
+// schemaFieldDef checks one field definition of a new class: its _SCHEMA
+// type string and its fields_options (required, defaultValue).
+func schemaFieldDef(name, fname string, v any) (string, bson.D, error) {
+	if err := checkFieldName(fname); err != nil {
+		return "", nil, err
+	}
+	def, ok := v.(map[string]any)
+	if !ok {
+		return "", nil, ParseErr(ParseInvalidJSON, "field %s needs a definition like {\"type\":\"String\"}", fname)
+	}
+	t, _ := def["type"].(string)
+	if !schemaTypes[t] {
+		return "", nil, ParseErr(ParseIncorrectType, "invalid field type: %s", truncateMsg(fmt.Sprint(def["type"]), 40))
+	}
+	target, _ := def["targetClass"].(string)
+	if t == TypePointer || t == TypeRelation {
+		if target == "" {
+			return "", nil, ParseErr(135, "type %s needs a class name", t)
+		}
+		if !classNameWriteRe.MatchString(target) && target != "_User" && target != "_Role" && target != "_Installation" && target != "_Session" {
+			return "", nil, ParseErr(ParseInvalidClassName, "Invalid classname: %s", truncateMsg(target, 60))
+		}
+	} else if target != "" {
+		return "", nil, ParseErr(ParseInvalidJSON, "targetClass is only for Pointer and Relation fields (%s)", fname)
+	}
+	for k := range def {
+		switch k {
+		case "type", "targetClass", "required", "defaultValue":
+		default:
+			return "", nil, ParseErr(ParseInvalidJSON, "field %s: unknown key %s (type, targetClass, required, defaultValue)", fname, truncateMsg(k, 40))
+		}
+	}
+	f := &Field{Name: fname, Type: t, TargetClass: target}
+	opt, err := schemaFieldOptions(name, f, def)
+	return SchemaTypeString(f), opt, err
+}
+
+// schemaFieldOptions are a new field's fields_options.
+func schemaFieldOptions(name string, f *Field, def map[string]any) (bson.D, error) {
+	fname := f.Name
+	var opt bson.D
+	if r, has := def["required"]; has {
+		b, isBool := r.(bool)
+		if !isBool {
+			return nil, ParseErr(ParseInvalidJSON, "field %s: required must be true or false", fname)
+		}
+		opt = append(opt, bson.E{Key: "required", Value: b})
+	}
+	if dv, has := def["defaultValue"]; has && dv != nil {
+		vt, ok, err := typeOf(fname, dv)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !typesMatch(f, vt) {
+			return nil, ParseErr(ParseIncorrectType, "schema mismatch for %s.%s default value; expected %s but got %s", name, fname, fieldType(f), vt)
+		}
+		// The value every create without the field will write: it
+		// passes create_object's encoder now (a key holding "$" or
+		// "." is Parse's 121), not on every later create.
+		if err := CheckDefaultValue(f, dv); err != nil {
+			return nil, err
+		}
+		opt = append(opt, bson.E{Key: "defaultValue", Value: plainBSON(dv)})
+	}
+	return opt, nil
 }
 
 // plainBSON converts a JSON value to BSON keeping REST typed objects as
