@@ -877,22 +877,33 @@ func (c *Config) HTTPAuthModes() []string {
 	return out
 }
 
-// validateHTTPAuth checks PARSE_MCP_HTTP_AUTH and what each listed mode
-// needs (docs/team.md "Serve a team").
-func (c *Config) validateHTTPAuth() error {
+// modeSet is PARSE_MCP_HTTP_AUTH's modes as a set, each known and listed
+// once.
+func modeSet(modes []string) (map[string]bool, error) {
 	const v = "PARSE_MCP_HTTP_AUTH"
-	modes := c.HTTPAuthModes()
 	seen := map[string]bool{}
 	for _, m := range modes {
 		switch m {
 		case HTTPAuthKeys, HTTPAuthParseSession, HTTPAuthJWT, HTTPAuthOAuth:
 		default:
-			return &Error{v, fmt.Sprintf("unknown mode %q", m), "use a comma-separated list of keys, parse-session, jwt, oauth"}
+			return nil, &Error{v, fmt.Sprintf("unknown mode %q", m), "use a comma-separated list of keys, parse-session, jwt, oauth"}
 		}
 		if seen[m] {
-			return &Error{v, fmt.Sprintf("lists %s twice", m), "name each mode once"}
+			return nil, &Error{v, fmt.Sprintf("lists %s twice", m), "name each mode once"}
 		}
 		seen[m] = true
+	}
+	return seen, nil
+}
+
+// validateHTTPAuth checks PARSE_MCP_HTTP_AUTH and what each listed mode
+// needs (docs/team.md "Serve a team").
+func (c *Config) validateHTTPAuth() error {
+	const v = "PARSE_MCP_HTTP_AUTH"
+	modes := c.HTTPAuthModes()
+	seen, err := modeSet(modes)
+	if err != nil {
+		return err
 	}
 	if c.HTTPAuth != "" && len(modes) == 0 {
 		return &Error{v, "lists no mode", "use a comma-separated list of keys, parse-session, jwt, oauth, or unset it"}
@@ -914,6 +925,11 @@ func (c *Config) validateHTTPAuth() error {
 			}
 		}
 	}
+	return c.validateAuthModeNeeds(seen)
+}
+
+// validateAuthModeNeeds checks the settings the jwt and oauth modes need.
+func (c *Config) validateAuthModeNeeds(seen map[string]bool) error {
 	if seen[HTTPAuthJWT] {
 		switch {
 		case c.JWTIssuer == "":
