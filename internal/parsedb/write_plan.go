@@ -629,13 +629,6 @@ var clpOperations = []string{"find", "count", "get", "create", "update", "delete
 // (never objectId, createdAt, updatedAt, ACL) — so an internal name
 // (_hashed_password, _rperm) is refused with Parse's 107.
 func validCLP(clp map[string]any, fields map[string]any) (bson.D, error) {
-	userField := func(name any, op string) error {
-		s, _ := name.(string)
-		if def, _ := fields[s].(map[string]any); def != nil && (def["type"] == TypePointer && def["targetClass"] == "_User" || def["type"] == TypeArray) {
-			return nil
-		}
-		return ParseErr(ParseInvalidJSON, "'%s' is not a valid column for class level pointer permissions %s", truncateMsg(fmt.Sprint(name), 40), op)
-	}
 	var out bson.D
 	for _, op := range sortedFieldNames(clp) {
 		known := false
@@ -653,7 +646,7 @@ func validCLP(clp map[string]any, fields map[string]any) (bson.D, error) {
 				return nil, ParseErr(ParseInvalidJSON, "this perms[%s] is not a valid value for class level permissions %s", op, op)
 			}
 			for _, name := range list {
-				if err := userField(name, op); err != nil {
+				if err := clpUserField(fields, name, op); err != nil {
 					return nil, err
 				}
 			}
@@ -665,42 +658,60 @@ func validCLP(clp map[string]any, fields map[string]any) (bson.D, error) {
 			return nil, ParseErr(ParseInvalidJSON, "%s must be an object like {\"*\":true}", op)
 		}
 		for en, ev := range m {
-			switch {
-			case op == "protectedFields":
-				list, ok := ev.([]any)
-				if !ok {
-					return nil, ParseErr(ParseInvalidJSON, "protectedFields.%s must be an array of field names", truncateMsg(en, 40))
-				}
-				for _, name := range list {
-					fn := fmt.Sprint(name)
-					if defaultFields[fn] != nil {
-						return nil, ParseErr(ParseInvalidJSON, "Default field '%s' can not be protected", fn)
-					}
-					if _, ok := fields[fn]; !ok {
-						return nil, ParseErr(ParseInvalidJSON, "Field '%s' in protectedFields:%s does not exist", truncateMsg(fn, 40), truncateMsg(en, 40))
-					}
-				}
-			case en == "pointerFields":
-				list, ok := ev.([]any)
-				if !ok {
-					return nil, ParseErr(ParseInvalidJSON, "%s.pointerFields must be an array of field names", op)
-				}
-				for _, name := range list {
-					if err := userField(name, op); err != nil {
-						return nil, err
-					}
-				}
-			case en == "requiresAuthentication" || en == "*" || validObjectID(en) || aclRoleRe.MatchString(en):
-				if b, ok := ev.(bool); !ok || !b {
-					return nil, ParseErr(ParseInvalidJSON, "'%v' is not a valid value for class level permissions %s:%s:%v", ev, op, truncateMsg(en, 40), ev)
-				}
-			default:
-				return nil, ParseErr(ParseInvalidJSON, "'%s' is not a valid key for class level permissions", truncateMsg(en, 40))
+			if err := clpEntry(fields, op, en, ev); err != nil {
+				return nil, err
 			}
 		}
 		out = append(out, bson.E{Key: op, Value: plainBSON(m)})
 	}
 	return out, nil
+}
+
+// clpUserField checks a field a pointer permission names: a pointer to
+// _User or an array.
+func clpUserField(fields map[string]any, name any, op string) error {
+	s, _ := name.(string)
+	if def, _ := fields[s].(map[string]any); def != nil && (def["type"] == TypePointer && def["targetClass"] == "_User" || def["type"] == TypeArray) {
+		return nil
+	}
+	return ParseErr(ParseInvalidJSON, "'%s' is not a valid column for class level pointer permissions %s", truncateMsg(fmt.Sprint(name), 40), op)
+}
+
+// clpEntry checks the entry en: ev of the class-level permission op.
+func clpEntry(fields map[string]any, op, en string, ev any) error {
+	switch {
+	case op == "protectedFields":
+		list, ok := ev.([]any)
+		if !ok {
+			return ParseErr(ParseInvalidJSON, "protectedFields.%s must be an array of field names", truncateMsg(en, 40))
+		}
+		for _, name := range list {
+			fn := fmt.Sprint(name)
+			if defaultFields[fn] != nil {
+				return ParseErr(ParseInvalidJSON, "Default field '%s' can not be protected", fn)
+			}
+			if _, ok := fields[fn]; !ok {
+				return ParseErr(ParseInvalidJSON, "Field '%s' in protectedFields:%s does not exist", truncateMsg(fn, 40), truncateMsg(en, 40))
+			}
+		}
+	case en == "pointerFields":
+		list, ok := ev.([]any)
+		if !ok {
+			return ParseErr(ParseInvalidJSON, "%s.pointerFields must be an array of field names", op)
+		}
+		for _, name := range list {
+			if err := clpUserField(fields, name, op); err != nil {
+				return err
+			}
+		}
+	case en == "requiresAuthentication" || en == "*" || validObjectID(en) || aclRoleRe.MatchString(en):
+		if b, ok := ev.(bool); !ok || !b {
+			return ParseErr(ParseInvalidJSON, "'%v' is not a valid value for class level permissions %s:%s:%v", ev, op, truncateMsg(en, 40), ev)
+		}
+	default:
+		return ParseErr(ParseInvalidJSON, "'%s' is not a valid key for class level permissions", truncateMsg(en, 40))
+	}
+	return nil
 }
 
 func planDeleteClass(req *WriteRequest) (*WritePlan, error) {
