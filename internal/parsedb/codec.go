@@ -295,11 +295,12 @@ func nextElement(b []byte, pos int) (element, int, error) {
 }
 
 // valueSize is the byte size of a value of type t at the start of b.
+// fixedSizes are the sizes of the fixed-size BSON value types (0: not one).
+var fixedSizes = [256]int{bsonDouble: 8, bsonDateTime: 8, bsonTimestamp: 8, bsonInt64: 8, bsonObjectID: 12, bsonBoolean: 1, bsonInt32: 4, bsonDecimal128: 16}
+
 func valueSize(t byte, b []byte) (int, error) {
 	var n int
 	switch t {
-	case bsonDouble, bsonDateTime, bsonTimestamp, bsonInt64:
-		n = 8
 	case bsonString, bsonJavaScript, bsonSymbol:
 		if len(b) < 4 {
 			return 0, malformed("truncated string")
@@ -328,14 +329,6 @@ func valueSize(t byte, b []byte) (int, error) {
 		n = 5 + l
 	case bsonUndefined, bsonNull, bsonMinKey, bsonMaxKey:
 		return 0, nil
-	case bsonObjectID:
-		n = 12
-	case bsonBoolean:
-		n = 1
-	case bsonInt32:
-		n = 4
-	case bsonDecimal128:
-		n = 16
 	case bsonRegex:
 		i := bytes.IndexByte(b, 0)
 		if i < 0 {
@@ -356,7 +349,9 @@ func valueSize(t byte, b []byte) (int, error) {
 		}
 		n = 4 + l + 12
 	default:
-		return 0, malformed("unknown element type 0x%02x", t)
+		if n = fixedSizes[t]; n == 0 {
+			return 0, malformed("unknown element type 0x%02x", t)
+		}
 	}
 	if n > len(b) {
 		return 0, malformed("truncated value of type 0x%02x", t)
