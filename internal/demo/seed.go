@@ -793,7 +793,7 @@ func (b *builder) genAlbums() {
 // genSongs builds the songs: exact genre/archived/ACL splits (shuffled), the
 // optional fields, and the attack/edge fixtures on plain public rows.
 func (b *builder) genSongs() {
-	f, g := &b.f, b.gen
+	g := b.gen
 	users, artists, albums := b.users, b.artists, b.albums
 	r := stream(6)
 	genreList := []string{}
@@ -831,11 +831,7 @@ func (b *builder) genSongs() {
 			s.album = r.IntN(AlbumCount)
 		}
 		al := albums[s.album]
-		if r.IntN(2) == 0 {
-			s.title = adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))]
-		} else {
-			s.title = "The " + nouns[r.IntN(len(nouns))] + " of " + adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))] + "s"
-		}
+		s.title = songTitle(r)
 		if slices.Contains(doublePlays, i) {
 			s.plays = float64(2_200_000_000 + r.Int64N(2_000_000_000))
 		} else {
@@ -874,25 +870,46 @@ func (b *builder) genSongs() {
 				{Key: "bpm", Value: int32(60 + r.IntN(120))},
 			}
 		}
-		switch s.aclKind {
-		case "public":
-			s.acl = &acl{read: []string{"*"}, write: []string{"role:" + RoleModerator}}
-		case "moderator":
-			s.acl = &acl{read: []string{"role:" + RoleModerator}, write: []string{"role:" + RoleModerator}}
-		case "admin":
-			s.acl = &acl{read: []string{"role:" + RoleAdmin}, write: []string{"role:" + RoleAdmin}}
-		case "user":
-			uid := users[r.IntN(len(users))].id
-			s.acl = &acl{read: []string{uid}, write: []string{uid}}
-		case "master":
-			s.acl = &acl{read: []string{}, write: []string{}}
-		}
+		s.acl = songACL(s.aclKind, r, users)
 		s.created = al.created.Add(time.Duration(r.Int64N(2*3600000)) * time.Millisecond)
 		s.updated = maybeUpdated(r, s.created, 0.25, 400)
 		songs[i] = s
 	}
-	// Attack fixtures and edge rows, on public, non-archived songs, chosen by
-	// index order so they are stable.
+	b.plantSongFixtures(songs)
+	b.songs = songs
+}
+
+// songTitle draws a song's title.
+func songTitle(r *rand.Rand) string {
+	if r.IntN(2) == 0 {
+		return adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))]
+	}
+	return "The " + nouns[r.IntN(len(nouns))] + " of " + adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))] + "s"
+}
+
+// songACL is the ACL of a song of kind (nil: none; a user-only song draws
+// its user).
+func songACL(kind string, r *rand.Rand, users []user) *acl {
+	switch kind {
+	case "public":
+		return &acl{read: []string{"*"}, write: []string{"role:" + RoleModerator}}
+	case "moderator":
+		return &acl{read: []string{"role:" + RoleModerator}, write: []string{"role:" + RoleModerator}}
+	case "admin":
+		return &acl{read: []string{"role:" + RoleAdmin}, write: []string{"role:" + RoleAdmin}}
+	case "user":
+		uid := users[r.IntN(len(users))].id
+		return &acl{read: []string{uid}, write: []string{uid}}
+	case "master":
+		return &acl{read: []string{}, write: []string{}}
+	}
+	return nil
+}
+
+// plantSongFixtures puts the attack fixtures and edge rows on public,
+// non-archived songs, chosen by index order so they are stable.
+func (b *builder) plantSongFixtures(songs []song) {
+	f := &b.f
 	var plain []int
 	for i, s := range songs {
 		if s.aclKind == "none" && !s.archive && s.meta == nil && s.leak == "" {
@@ -913,7 +930,6 @@ func (b *builder) genSongs() {
 	// The time-zone edge: 20:00 UTC on 30 June 2020 is already July in +09:00.
 	songs[plain[3]].released = utc(2020, 6, 30, 20, 0)
 	f.songTZEdgeID = songs[plain[3]].id
-	b.songs = songs
 }
 
 // genCatalogDocs derives Artist.genres and Album.tracks from the songs and
@@ -987,35 +1003,7 @@ func (b *builder) genCatalogDocs() {
 
 	songDocs := []any{}
 	for _, s := range songs {
-		d := bson.D{
-			{Key: "_id", Value: s.id},
-			{Key: "title", Value: s.title},
-			{Key: "_p_artist", Value: ptr(ClassArtist, artists[albums[s.album].artist].id)},
-			{Key: "_p_album", Value: ptr(ClassAlbum, albums[s.album].id)},
-			{Key: "genre", Value: s.genre},
-			{Key: "plays", Value: num(s.plays)},
-			{Key: "durationSec", Value: num(float64(s.duration))},
-			{Key: "releasedAt", Value: s.released},
-			{Key: "tags", Value: strArray(s.tags)},
-			{Key: "explicit", Value: s.explicit},
-			{Key: "archived", Value: s.archive},
-			{Key: "orgId", Value: s.org},
-		}
-		if s.mood != "" {
-			d = append(d, bson.E{Key: "mood", Value: s.mood})
-		}
-		if s.lyrics != "" {
-			d = append(d, bson.E{Key: "lyrics", Value: s.lyrics})
-		}
-		d = append(d, bson.E{Key: SongVectorField, Value: songVector(s.title, s.lyrics)})
-		if s.meta != nil {
-			d = append(d, bson.E{Key: "meta", Value: s.meta})
-		}
-		if s.leak != "" {
-			d = append(d, bson.E{Key: "leak", Value: s.leak})
-		}
-		d = appendACL(d, s.acl)
-		songDocs = append(songDocs, timestamps(d, s.created, s.updated))
+		songDocs = append(songDocs, songDocument(s, artists, albums))
 	}
 	b.add(collectionData{name: ClassSong, docs: songDocs, indexes: []indexSpec{
 		{name: "genre_1", keys: bson.D{{Key: "genre", Value: int32(1)}}},
@@ -1024,6 +1012,39 @@ func (b *builder) genCatalogDocs() {
 		{name: "releasedAt_1", keys: bson.D{{Key: "releasedAt", Value: int32(1)}}},
 	}})
 	songFacts(f, songs, b.usernames, b.identities)
+}
+
+// songDocument is a song's stored document.
+func songDocument(s song, artists []artist, albums []album) bson.D {
+	d := bson.D{
+		{Key: "_id", Value: s.id},
+		{Key: "title", Value: s.title},
+		{Key: "_p_artist", Value: ptr(ClassArtist, artists[albums[s.album].artist].id)},
+		{Key: "_p_album", Value: ptr(ClassAlbum, albums[s.album].id)},
+		{Key: "genre", Value: s.genre},
+		{Key: "plays", Value: num(s.plays)},
+		{Key: "durationSec", Value: num(float64(s.duration))},
+		{Key: "releasedAt", Value: s.released},
+		{Key: "tags", Value: strArray(s.tags)},
+		{Key: "explicit", Value: s.explicit},
+		{Key: "archived", Value: s.archive},
+		{Key: "orgId", Value: s.org},
+	}
+	if s.mood != "" {
+		d = append(d, bson.E{Key: "mood", Value: s.mood})
+	}
+	if s.lyrics != "" {
+		d = append(d, bson.E{Key: "lyrics", Value: s.lyrics})
+	}
+	d = append(d, bson.E{Key: SongVectorField, Value: songVector(s.title, s.lyrics)})
+	if s.meta != nil {
+		d = append(d, bson.E{Key: "meta", Value: s.meta})
+	}
+	if s.leak != "" {
+		d = append(d, bson.E{Key: "leak", Value: s.leak})
+	}
+	d = appendACL(d, s.acl)
+	return timestamps(d, s.created, s.updated)
 }
 
 // genPlaylists builds Playlist and its songs relation (_Join:songs:Playlist).
