@@ -894,7 +894,7 @@ func appendPolygon(dst []byte, doc []byte) ([]byte, bool) {
 // embedded documents and arrays recursively with the floor and redaction).
 func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byte, error) {
 	switch t {
-	case bsonString:
+	case bsonString, bsonSymbol, bsonJavaScript:
 		s := strVal(v)
 		if cls, ok := e.hiddenRef(s); ok {
 			return appendRedacted(dst, cls), nil
@@ -931,17 +931,13 @@ func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byt
 		return appendHexString(dst, v), nil
 	case bsonBinary:
 		return e.appendBytes(dst, v), nil
-	case bsonDecimal128:
-		d := bson.NewDecimal128(binary.LittleEndian.Uint64(v[8:]), binary.LittleEndian.Uint64(v))
-		dst = append(dst, '"')
-		dst = append(dst, d.String()...)
-		return append(dst, '"'), nil
-	case bsonSymbol, bsonJavaScript:
-		s := strVal(v)
-		if cls, ok := e.hiddenRef(s); ok {
-			return appendRedacted(dst, cls), nil
-		}
-		return appendJSONString(dst, s), nil
+	}
+	return appendRareValue(dst, t, v)
+}
+
+// appendRareValue renders the BSON types a Parse app rarely stores.
+func appendRareValue(dst []byte, t byte, v []byte) ([]byte, error) {
+	switch t {
 	case bsonCodeScope:
 		if len(v) < 8 {
 			return dst, malformed("truncated code with scope")
@@ -960,6 +956,11 @@ func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byt
 		buf = append(buf, '/')
 		buf = append(buf, opts...)
 		return appendJSONString(dst, buf), nil
+	case bsonDecimal128:
+		d := bson.NewDecimal128(binary.LittleEndian.Uint64(v[8:]), binary.LittleEndian.Uint64(v))
+		dst = append(dst, '"')
+		dst = append(dst, d.String()...)
+		return append(dst, '"'), nil
 	case bsonDBPointer:
 		return appendHexString(dst, v[len(v)-12:]), nil
 	case bsonTimestamp:
