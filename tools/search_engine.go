@@ -1,6 +1,6 @@
 package tools
 
-// The search tools' engines (README "Search and retrieval"). A tool asks
+// The search tools' engines (docs/search.md "Search and retrieval"). A tool asks
 // the engines in order — Atlas Search (search_atlas.go), the native
 // indexes (search_native.go), the in-process engine (search_inprocess.go)
 // — and the first that can answer on the class's indexes does; the tool
