@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -261,8 +262,8 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 func (d *Dispatcher) acquireWorker(ctx context.Context, sess *Session, env envelope) (release func(), ok bool) {
 	var releases []func()
 	release = func() {
-		for i := len(releases) - 1; i >= 0; i-- {
-			releases[i]()
+		for _, r := range slices.Backward(releases) {
+			r()
 		}
 	}
 	if id := sess.SessionID(); id != StdioSessionID {
