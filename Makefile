@@ -1,13 +1,14 @@
 # parse-mcp — the README's two commands are `make demo` and `make test`.
 GO ?= go
 
-.PHONY: build demo test test-engine2 check lint lint-fix vet bench bench-floor fuzz release
+.PHONY: build demo test test-engine2 check lint lint-budget lint-fix vet bench bench-floor fuzz release
 
 # Linters, pinned and run with `go run module@version`: a fresh machine needs
 # only the Go module proxy. staticcheck (its default checks include unused;
 # configuration in staticcheck.conf) and the modernize analyzers.
 STATICCHECK = honnef.co/go/tools/cmd/staticcheck@v0.8.2
 MODERNIZE   = golang.org/x/tools/go/analysis/passes/modernize/cmd/modernize@v0.52.0
+GOCYCLO     = github.com/fzipp/gocyclo/cmd/gocyclo@v0.6.0
 
 # The short e2e subset of `make check`: stdio and HTTP, the policy envelope,
 # a query, a refusal.
@@ -76,11 +77,23 @@ vet:
 
 # gofmt -l lists unformatted files and exits 0 anyway: the recipe fails when
 # the list is not empty.
-lint:
+lint: lint-budget
 	@unformatted="$$(gofmt -l .)"; if [ -n "$$unformatted" ]; then echo "gofmt: unformatted files (run gofmt -w):" >&2; echo "$$unformatted" >&2; exit 1; fi
 	$(GO) run $(STATICCHECK) ./...
 	$(GO) run $(MODERNIZE) ./...
 	cd internal/enginetest/ferretdb2 && $(GO) run $(STATICCHECK) ./... && $(GO) run $(MODERNIZE) ./...
+
+# The complexity budget (ARCHITECTURE.md "Complexity budget"): no function
+# outside the tests over cyclomatic complexity 25 (gocyclo) or 100 lines
+# (internal/lintbudget). BUDGET_DIR is what is checked (the
+# internal/lintbudget test points it at an over-budget input).
+BUDGET_DIR ?= .
+# Both checks run, so that one pass lists every function over the budget.
+lint-budget:
+	@status=0; \
+	$(GO) run $(GOCYCLO) -over 25 -ignore '_test\.go$$' $(BUDGET_DIR) || status=1; \
+	$(GO) run ./internal/lintbudget $(BUDGET_DIR) || status=1; \
+	exit $$status
 
 # Applies the modernize suggestions (then review the diff and run gofmt).
 lint-fix:

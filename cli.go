@@ -82,24 +82,7 @@ func callTool(ctx context.Context, a *app.App, cmd []string, stdout, stderr io.W
 	// through the same confirmation path, binding and audit as over MCP.
 	// Piped or scripted, nobody can answer: no elicitation is declared and
 	// such a write is refused with confirmation_unavailable.
-	capabilities := `{}`
-	var answer func(message string) bool
-	if stdin, ok := stdinTerminal(); ok {
-		capabilities = `{"elicitation":{}}`
-		in := bufio.NewReader(stdin)
-		answer = func(message string) bool {
-			// The question quotes values from the database: stderr is run's,
-			// through the terminal filter.
-			fmt.Fprint(stderr, message)
-			fmt.Fprint(stderr, " [y/N] ")
-			line, _ := in.ReadString('\n')
-			switch strings.ToLower(strings.TrimSpace(line)) {
-			case "y", "yes":
-				return true
-			}
-			return false
-		}
-	}
+	capabilities, answer := terminalConfirmation(stderr)
 	var sink func([]byte)
 	sink = func(msg []byte) {
 		var m struct {
@@ -128,6 +111,12 @@ func callTool(ctx context.Context, a *app.App, cmd []string, stdout, stderr io.W
 	d.Handle(ctx, sess, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), func([]byte) {})
 	req, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": map[string]any{"name": cmd[1], "arguments": args}})
 	resp := d.Handle(ctx, sess, req, sink)
+	return printCallResponse(resp, cmd[1], stdout, stderr)
+}
+
+// printCallResponse prints a tools/call response for `call` and returns the
+// exit code.
+func printCallResponse(resp []byte, tool string, stdout, stderr io.Writer) int {
 	var msg struct {
 		Result *struct {
 			Content []struct {
@@ -148,8 +137,8 @@ func callTool(ctx context.Context, a *app.App, cmd []string, stdout, stderr io.W
 	}
 	switch {
 	case msg.Error != nil:
-		if msg.Error.Message == "tool '"+cmd[1]+"' not found" || msg.Error.Code == -32602 && bytes.Contains(resp, []byte("not found")) {
-			fmt.Fprintf(stderr, "parse-mcp: call: no tool %q is available with this configuration (see `parse-mcp call list_tools`)\n", cmd[1])
+		if msg.Error.Message == "tool '"+tool+"' not found" || msg.Error.Code == -32602 && bytes.Contains(resp, []byte("not found")) {
+			fmt.Fprintf(stderr, "parse-mcp: call: no tool %q is available with this configuration (see `parse-mcp call list_tools`)\n", tool)
 			return exitFailure
 		}
 		printJSON(stdout, map[string]any{"error": map[string]any{"code": msg.Error.Code, "message": msg.Error.Message}})
@@ -182,6 +171,30 @@ func callTool(ctx context.Context, a *app.App, cmd []string, stdout, stderr io.W
 	}
 	fmt.Fprintln(stdout, string(unescapeHTML(out)))
 	return exitOK
+}
+
+// terminalConfirmation is what `call` declares and how it answers a
+// confirmation: at a terminal, elicitation, asked on stderr and answered
+// on stdin; piped, nothing (answer is nil).
+func terminalConfirmation(stderr io.Writer) (capabilities string, answer func(message string) bool) {
+	capabilities = `{}`
+	if stdin, ok := stdinTerminal(); ok {
+		capabilities = `{"elicitation":{}}`
+		in := bufio.NewReader(stdin)
+		answer = func(message string) bool {
+			// The question quotes values from the database: stderr is run's,
+			// through the terminal filter.
+			fmt.Fprint(stderr, message)
+			fmt.Fprint(stderr, " [y/N] ")
+			line, _ := in.ReadString('\n')
+			switch strings.ToLower(strings.TrimSpace(line)) {
+			case "y", "yes":
+				return true
+			}
+			return false
+		}
+	}
+	return capabilities, answer
 }
 
 // stdinTerminal is the standard input when it is a terminal a person types

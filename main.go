@@ -50,26 +50,80 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+// cliFlags are the flags; each one set overrides its variable.
+type cliFlags struct {
+	demo                                  bool
+	httpAddr, perms, policyFile, logLevel string
+	version                               bool
+}
+
+func newFlagSet(stderr io.Writer, f *cliFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("parse-mcp", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	demoFlag := fs.Bool("demo", false, "serve an embedded sample Parse database, no MongoDB needed (PARSE_MCP_DEMO)")
-	httpAddr := fs.String("http", "", "serve streamable HTTP on this address (PARSE_MCP_HTTP_ADDR)")
-	perms := fs.String("permissions", "", "readonly | write | admin (PARSE_MCP_PERMISSIONS)")
-	policyFile := fs.String("policy", "", "policy file, YAML or JSON (PARSE_MCP_POLICY_FILE)")
-	logLevel := fs.String("log-level", "", "debug | info | warn | error (PARSE_MCP_LOG_LEVEL)")
-	version := fs.Bool("version", false, "print the version and exit")
+	fs.BoolVar(&f.demo, "demo", false, "serve an embedded sample Parse database, no MongoDB needed (PARSE_MCP_DEMO)")
+	fs.StringVar(&f.httpAddr, "http", "", "serve streamable HTTP on this address (PARSE_MCP_HTTP_ADDR)")
+	fs.StringVar(&f.perms, "permissions", "", "readonly | write | admin (PARSE_MCP_PERMISSIONS)")
+	fs.StringVar(&f.policyFile, "policy", "", "policy file, YAML or JSON (PARSE_MCP_POLICY_FILE)")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug | info | warn | error (PARSE_MCP_LOG_LEVEL)")
+	fs.BoolVar(&f.version, "version", false, "print the version and exit")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: parse-mcp [flags] [call TOOL JSON | describe | would-permit TOOL CLASS | audit | chat | ask [--trace] QUESTION | embed CLASS]\n")
 		fs.PrintDefaults()
 	}
+	return fs
+}
+
+// apply sets the configuration the flags override.
+func (f *cliFlags) apply(cfg *config.Config) {
+	cfg.Demo = cfg.Demo || f.demo
+	if f.httpAddr != "" {
+		cfg.HTTPAddr = f.httpAddr
+	}
+	if f.perms != "" {
+		cfg.Permissions = f.perms
+	}
+	if f.policyFile != "" {
+		cfg.PolicyFile = f.policyFile
+	}
+	if f.logLevel != "" {
+		cfg.LogLevel = f.logLevel
+	}
+}
+
+// scrubOutputs puts the scrubber on stderr, and for a command on stdout
+// too, with the terminal filter (as escapes where JSON is written); flush
+// writes out what they hold back.
+func scrubOutputs(scrubber *scrub.Scrubber, cmd []string, stdout, stderr io.Writer) (io.Writer, io.Writer, func()) {
+	scrubbedErr := scrubber.Writer(stderr)
+	stderr = scrubbedErr
+	if len(cmd) == 0 {
+		// The server's stderr is its log (JSON lines): what the filter
+		// would drop is written as its \u escape, for whoever tails it.
+		return stdout, terminal.JSON(stderr), func() { scrubbedErr.Flush() }
+	}
+	stderr = terminal.Filter(stderr)
+	scrubbedOut := scrubber.Writer(stdout)
+	stdout = scrubbedOut
+	if cmd[0] != "chat" && cmd[0] != "ask" {
+		// JSON: what the filter would drop is written as its \u escape.
+		stdout = terminal.JSON(stdout)
+	}
+	return stdout, stderr, func() {
+		scrubbedOut.Flush()
+		scrubbedErr.Flush()
+	}
+}
+
+func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var flags cliFlags
+	fs := newFlagSet(stderr, &flags)
 	if err := fs.Parse(argv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return exitOK
 		}
 		return exitBadUsage
 	}
-	if *version {
+	if flags.version {
 		fmt.Fprintln(stdout, versionLine())
 		return exitOK
 	}
@@ -89,36 +143,9 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// that password as Basic auth, and may echo it).
 	scrubber := scrub.New(append(append(cfg.Secrets(), llmEnv("LLM_API_KEY")), config.URIPassword(llmEnv("LLM_BASE_URL"))...))
 	rawStdout, stderrTTY := stdout, isTerminal(stderr)
-	scrubbedErr := scrubber.Writer(stderr)
-	defer scrubbedErr.Flush()
-	stderr = scrubbedErr
-	if len(cmd) == 0 {
-		// The server's stderr is its log (JSON lines): what the filter
-		// would drop is written as its \u escape, for whoever tails it.
-		stderr = terminal.JSON(stderr)
-	} else {
-		stderr = terminal.Filter(stderr)
-		scrubbedOut := scrubber.Writer(stdout)
-		defer scrubbedOut.Flush()
-		stdout = scrubbedOut
-		if cmd[0] != "chat" && cmd[0] != "ask" {
-			// JSON: what the filter would drop is written as its \u escape.
-			stdout = terminal.JSON(stdout)
-		}
-	}
-	cfg.Demo = cfg.Demo || *demoFlag
-	if *httpAddr != "" {
-		cfg.HTTPAddr = *httpAddr
-	}
-	if *perms != "" {
-		cfg.Permissions = *perms
-	}
-	if *policyFile != "" {
-		cfg.PolicyFile = *policyFile
-	}
-	if *logLevel != "" {
-		cfg.LogLevel = *logLevel
-	}
+	stdout, stderr, flush := scrubOutputs(scrubber, cmd, stdout, stderr)
+	defer flush()
+	flags.apply(cfg)
 	// The command's shape is checked before the configuration: a flag put
 	// after the command (`call … --demo`) would otherwise surface as a
 	// configuration error about what that flag was meant to set.
@@ -141,29 +168,17 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		}
 		// The terminal is the person's: only warnings and errors unless a
 		// level was asked for.
-		if *logLevel == "" && os.Getenv("PARSE_MCP_LOG_LEVEL") == "" {
+		if flags.logLevel == "" && os.Getenv("PARSE_MCP_LOG_LEVEL") == "" {
 			cfg.LogLevel = "warn"
 		}
 	}
 
-	log, closeLog, err := newLogger(cfg, stderr, scrubber)
+	log, closeLog, err := startLog(cfg, stderr, scrubber, stderrTTY && conversational)
 	if err != nil {
 		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_LOG_FILE: %v\n", err)
 		return exitBadUsage
 	}
 	defer closeLog()
-	if stderrTTY && conversational && cfg.LogFile == "" {
-		// A person reads this terminal: warnings as text lines, not JSON
-		// (uncoloured: the terminal filter lets no escape sequence through).
-		log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.Kitchen, NoColor: true})
-	}
-	if len(cfg.Blank) > 0 {
-		log.Debug().Strs("variables", cfg.Blank).Msg("empty or unsubstituted ${…} settings are treated as unset")
-	}
-	if cfg.Demo && (cfg.MongoDBURI != "" || cfg.Database != "") {
-		// Names only: the connection string may carry a password.
-		log.Warn().Msg("demo mode: PARSE_MCP_MONGODB_URI and PARSE_MCP_DATABASE are ignored, the embedded sample database is served")
-	}
 
 	// In `chat`, Ctrl-C cancels the answer being written, not the program
 	// (chat.REPL handles SIGINT itself).
@@ -197,6 +212,33 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(cmd) > 0 {
 		return runCommand(ctx, a, cmd, stdout, stderr)
 	}
+	return serve(ctx, a, cfg, log, httpListener, stdin, stdout, stderr)
+}
+
+// startLog opens the log (newLogger), as text lines when a person reads it
+// at a terminal (personal), and logs what the configuration ignores.
+func startLog(cfg *config.Config, stderr io.Writer, scrubber *scrub.Scrubber, personal bool) (zerolog.Logger, func(), error) {
+	log, closeLog, err := newLogger(cfg, stderr, scrubber)
+	if err != nil {
+		return log, closeLog, err
+	}
+	if personal && cfg.LogFile == "" {
+		// A person reads this terminal: warnings as text lines, not JSON
+		// (uncoloured: the terminal filter lets no escape sequence through).
+		log = log.Output(zerolog.ConsoleWriter{Out: stderr, TimeFormat: time.Kitchen, NoColor: true})
+	}
+	if len(cfg.Blank) > 0 {
+		log.Debug().Strs("variables", cfg.Blank).Msg("empty or unsubstituted ${…} settings are treated as unset")
+	}
+	if cfg.Demo && (cfg.MongoDBURI != "" || cfg.Database != "") {
+		// Names only: the connection string may carry a password.
+		log.Warn().Msg("demo mode: PARSE_MCP_MONGODB_URI and PARSE_MCP_DATABASE are ignored, the embedded sample database is served")
+	}
+	return log, closeLog, nil
+}
+
+// serve serves MCP over HTTP or stdio until ctx ends.
+func serve(ctx context.Context, a *app.App, cfg *config.Config, log zerolog.Logger, httpListener net.Listener, stdin io.Reader, stdout, stderr io.Writer) int {
 	// Package initialisation (the linked FerretDB, JSON Schema tables) and
 	// start-up leave a few MB of garbage; hand it back to the OS once so the
 	// long-lived server idles small.

@@ -139,85 +139,9 @@ func decodeAction(p, name string, v any) (*ActionSpec, error) {
 		return nil, err
 	}
 	a := &ActionSpec{Name: name, Tier: config.TierWrite, Operation: OpUpdate}
-	dryRunSet := false
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		kp, val := join(p, k), m[k]
-		switch k {
-		case "description":
-			s, err := str(kp, val)
-			if err != nil {
-				return nil, err
-			}
-			a.Description = CleanText(s)
-		case "class":
-			s, err := str(kp, val)
-			if err != nil {
-				return nil, err
-			}
-			if !parsedb.ClassNameRe.MatchString(s) {
-				return nil, perr(kp, "not a valid Parse class name")
-			}
-			if IsSystemClass(s) {
-				return nil, perr(kp, "%s is a Parse system class; direct writes refuse system classes (declare a cloud_function action for it instead)", s)
-			}
-			a.Class = s
-		case "cloud_function":
-			s, err := str(kp, val)
-			if err != nil {
-				return nil, err
-			}
-			if !cloudFuncRe.MatchString(s) {
-				return nil, perr(kp, "not a valid Cloud Code function name")
-			}
-			a.CloudFunction = s
-		case "operation":
-			s, err := str(kp, val)
-			if err != nil {
-				return nil, err
-			}
-			if s != OpUpdate && s != OpCreate {
-				return nil, perr(kp, "must be update or create, got %q", truncateText(s, 40))
-			}
-			a.Operation = s
-		case "params":
-			pm, ok := val.(map[string]any)
-			if !ok {
-				return nil, perr(kp, "must be a JSON Schema object, got %s", describeValue(val))
-			}
-			a.Params = pm
-		case "keys":
-			list, err := nameList(kp, val, parsedb.FieldNameRe, "field")
-			if err != nil {
-				return nil, err
-			}
-			a.Keys = list
-		case "fixed":
-			fm, ok := val.(map[string]any)
-			if !ok {
-				return nil, perr(kp, "must be a mapping of field names to values, got %s", describeValue(val))
-			}
-			for _, f := range slices.Sorted(maps.Keys(fm)) {
-				if !parsedb.FieldNameRe.MatchString(f) {
-					return nil, perr(join(kp, f), "not a valid field name")
-				}
-			}
-			a.Fixed = fm
-		case "tier":
-			s, err := str(kp, val)
-			if err != nil {
-				return nil, err
-			}
-			if _, ok := tierRank[s]; !ok || s == config.TierReadonly {
-				return nil, perr(kp, "must be write or admin, got %q", truncateText(s, 40))
-			}
-			a.Tier = s
-		case "supports_dry_run":
-			if a.SupportsDryRun, err = boolean(kp, val); err != nil {
-				return nil, err
-			}
-			dryRunSet = true
-		case "confirm":
-			if a.Confirm, err = boolean(kp, val); err != nil {
+		if decode := actionFields[k]; decode != nil {
+			if err := decode(a, join(p, k), m[k]); err != nil {
 				return nil, err
 			}
 		}
@@ -232,35 +156,134 @@ func decodeAction(p, name string, v any) (*ActionSpec, error) {
 	case a.Class != "" && len(a.Keys) == 0 && len(a.Fixed) == 0:
 		return nil, perr(p, "sets nothing: declare keys (arguments written as fields) and/or fixed values")
 	}
-	if !dryRunSet {
+	if _, set := m["supports_dry_run"]; !set {
 		a.SupportsDryRun = a.Class != ""
 	}
 	// supports_dry_run on a cloud_function action declares that the
 	// function takes dryRun: true and then changes nothing (call_action's
 	// dry_run sends it so).
+	if err := compileActionParams(p, a); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// actionFields decode an action's keys, one function per key.
+var actionFields = map[string]func(a *ActionSpec, kp string, val any) error{
+	"description": func(a *ActionSpec, kp string, val any) error {
+		s, err := str(kp, val)
+		a.Description = CleanText(s)
+		return err
+	},
+	"class": func(a *ActionSpec, kp string, val any) error {
+		s, err := str(kp, val)
+		if err != nil {
+			return err
+		}
+		if !parsedb.ClassNameRe.MatchString(s) {
+			return perr(kp, "not a valid Parse class name")
+		}
+		if IsSystemClass(s) {
+			return perr(kp, "%s is a Parse system class; direct writes refuse system classes (declare a cloud_function action for it instead)", s)
+		}
+		a.Class = s
+		return nil
+	},
+	"cloud_function": func(a *ActionSpec, kp string, val any) error {
+		s, err := str(kp, val)
+		if err != nil {
+			return err
+		}
+		if !cloudFuncRe.MatchString(s) {
+			return perr(kp, "not a valid Cloud Code function name")
+		}
+		a.CloudFunction = s
+		return nil
+	},
+	"operation": func(a *ActionSpec, kp string, val any) error {
+		s, err := str(kp, val)
+		if err != nil {
+			return err
+		}
+		if s != OpUpdate && s != OpCreate {
+			return perr(kp, "must be update or create, got %q", truncateText(s, 40))
+		}
+		a.Operation = s
+		return nil
+	},
+	"params": func(a *ActionSpec, kp string, val any) error {
+		pm, ok := val.(map[string]any)
+		if !ok {
+			return perr(kp, "must be a JSON Schema object, got %s", describeValue(val))
+		}
+		a.Params = pm
+		return nil
+	},
+	"keys": func(a *ActionSpec, kp string, val any) error {
+		list, err := nameList(kp, val, parsedb.FieldNameRe, "field")
+		a.Keys = list
+		return err
+	},
+	"fixed": func(a *ActionSpec, kp string, val any) error {
+		fm, ok := val.(map[string]any)
+		if !ok {
+			return perr(kp, "must be a mapping of field names to values, got %s", describeValue(val))
+		}
+		for _, f := range slices.Sorted(maps.Keys(fm)) {
+			if !parsedb.FieldNameRe.MatchString(f) {
+				return perr(join(kp, f), "not a valid field name")
+			}
+		}
+		a.Fixed = fm
+		return nil
+	},
+	"tier": func(a *ActionSpec, kp string, val any) error {
+		s, err := str(kp, val)
+		if err != nil {
+			return err
+		}
+		if _, ok := tierRank[s]; !ok || s == config.TierReadonly {
+			return perr(kp, "must be write or admin, got %q", truncateText(s, 40))
+		}
+		a.Tier = s
+		return nil
+	},
+	"supports_dry_run": func(a *ActionSpec, kp string, val any) (err error) {
+		a.SupportsDryRun, err = boolean(kp, val)
+		return err
+	},
+	"confirm": func(a *ActionSpec, kp string, val any) (err error) {
+		a.Confirm, err = boolean(kp, val)
+		return err
+	},
+}
+
+// compileActionParams checks an action's params schema (an object by
+// default) against its keys and fixed values, and compiles it.
+func compileActionParams(p string, a *ActionSpec) error {
 	if a.Params == nil {
 		a.Params = map[string]any{"type": "object", "properties": map[string]any{}}
 	}
 	if t, _ := a.Params["type"].(string); t != "object" {
-		return nil, perr(join(p, "params"), "must be a JSON Schema of type object")
+		return perr(join(p, "params"), "must be a JSON Schema of type object")
 	}
 	props, _ := a.Params["properties"].(map[string]any)
 	for _, k := range a.Keys {
 		if _, ok := props[k]; !ok {
-			return nil, perr(join(p, "keys"), "%s is not a property of params", k)
+			return perr(join(p, "keys"), "%s is not a property of params", k)
 		}
 		if _, ok := a.Fixed[k]; ok {
-			return nil, perr(join(p, "keys"), "%s is both a key and a fixed value", k)
+			return perr(join(p, "keys"), "%s is both a key and a fixed value", k)
 		}
 	}
 	c := jsonschema.NewCompiler()
 	if err := c.AddResource("action.json", a.Params); err != nil {
-		return nil, perr(join(p, "params"), "not a valid JSON Schema: %v", err)
+		return perr(join(p, "params"), "not a valid JSON Schema: %v", err)
 	}
 	sch, err := c.Compile("action.json")
 	if err != nil {
-		return nil, perr(join(p, "params"), "not a valid JSON Schema: %s", truncateText(err.Error(), 200))
+		return perr(join(p, "params"), "not a valid JSON Schema: %s", truncateText(err.Error(), 200))
 	}
 	a.schema = sch
-	return a, nil
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
@@ -169,21 +170,7 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 	success := err == nil && res != nil && !res.IsError
 	ev = ev.Bool("success", success)
 	if res != nil {
-		n := 0
-		for _, c := range res.Content {
-			if tc, ok := c.(mcp.TextContent); ok {
-				n += len(tc.Text)
-			}
-		}
-		ev = ev.Int("result_bytes", n).Int("est_tokens", n/4)
-		if res.IsError && res.Meta != nil {
-			if code, ok := res.Meta.AdditionalFields["parse.error_code"].(string); ok {
-				ev = ev.Str("error_code", code)
-			}
-			if det, ok := res.Meta.AdditionalFields["parse.details"].(*toolerror.Details); ok {
-				ev = ev.Str("denial_kind", det.Kind)
-			}
-		}
+		ev = auditResult(ev, res)
 	}
 	if _, ok := toolerror.AsViolation(err); ok {
 		ev = ev.Str("error_code", "security_violation").Str("denial_kind", "security_violation")
@@ -206,24 +193,50 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 		ev = ev.Str("api_key", truncateText(name, 64))
 	}
 	if ci := callStateOf(ctx); ci != nil && ci.write != nil {
-		w := ci.write
-		fields := w.Fields
-		if len(fields) > 64 {
-			fields = fields[:64]
-		}
-		ev = ev.Str("class", w.Class).Strs("fields", fields).Bool("dry_run", w.DryRun).Bool("confirmed", w.Confirmed).
-			Str("identity", IdentityLabel(e.identity))
-		if w.ObjectID != "" {
-			ev = ev.Str("object_id", w.ObjectID)
-		}
-		if w.Action != "" {
-			ev = ev.Str("action", w.Action)
-		}
-		if w.Backend != "" {
-			ev = ev.Str("write_path", w.Backend)
-		}
+		ev = e.auditWrite(ev, ci.write)
 	}
 	ev.Msg("tool_call")
+}
+
+// auditResult adds the result's size and, for an error, its code and
+// denial kind.
+func auditResult(ev *zerolog.Event, res *mcp.CallToolResult) *zerolog.Event {
+	n := 0
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			n += len(tc.Text)
+		}
+	}
+	ev = ev.Int("result_bytes", n).Int("est_tokens", n/4)
+	if res.IsError && res.Meta != nil {
+		if code, ok := res.Meta.AdditionalFields["parse.error_code"].(string); ok {
+			ev = ev.Str("error_code", code)
+		}
+		if det, ok := res.Meta.AdditionalFields["parse.details"].(*toolerror.Details); ok {
+			ev = ev.Str("denial_kind", det.Kind)
+		}
+	}
+	return ev
+}
+
+// auditWrite adds what a write changed (names, never values) and as whom.
+func (e *Engine) auditWrite(ev *zerolog.Event, w *WriteAudit) *zerolog.Event {
+	fields := w.Fields
+	if len(fields) > 64 {
+		fields = fields[:64]
+	}
+	ev = ev.Str("class", w.Class).Strs("fields", fields).Bool("dry_run", w.DryRun).Bool("confirmed", w.Confirmed).
+		Str("identity", IdentityLabel(e.identity))
+	if w.ObjectID != "" {
+		ev = ev.Str("object_id", w.ObjectID)
+	}
+	if w.Action != "" {
+		ev = ev.Str("action", w.Action)
+	}
+	if w.Backend != "" {
+		ev = ev.Str("write_path", w.Backend)
+	}
+	return ev
 }
 
 // IdentityLabel names an identity for audit events (the identity a write

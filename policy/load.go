@@ -360,20 +360,8 @@ func decodeFile(raw any) (*File, error) {
 			if v == nil {
 				continue
 			}
-			m, ok := v.(map[string]any)
-			if !ok {
-				return nil, perr(k, "must be a mapping of class names, got %s", describeValue(v))
-			}
-			for _, name := range slices.Sorted(maps.Keys(m)) {
-				p := join("classes", name)
-				if !parsedb.ClassNameRe.MatchString(name) {
-					return nil, perr(p, "not a valid Parse class name")
-				}
-				cp, err := decodeClass(p, m[name])
-				if err != nil {
-					return nil, err
-				}
-				f.Classes[name] = cp
+			if err := decodeClasses(v, f.Classes); err != nil {
+				return nil, err
 			}
 		case "agent":
 			if v == nil {
@@ -415,6 +403,26 @@ func decodeFile(raw any) (*File, error) {
 	return f, nil
 }
 
+// decodeClasses reads the classes mapping into classes.
+func decodeClasses(v any, classes map[string]*ClassPolicy) error {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return perr("classes", "must be a mapping of class names, got %s", describeValue(v))
+	}
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		p := join("classes", name)
+		if !parsedb.ClassNameRe.MatchString(name) {
+			return perr(p, "not a valid Parse class name")
+		}
+		cp, err := decodeClass(p, m[name])
+		if err != nil {
+			return err
+		}
+		classes[name] = cp
+	}
+	return nil
+}
+
 func asPathError(err error, target **PathError) bool {
 	pe, ok := err.(*PathError)
 	if ok {
@@ -433,120 +441,139 @@ func decodeClass(path string, v any) (*ClassPolicy, error) {
 		return nil, err
 	}
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		p, val := join(path, k), m[k]
-		switch k {
-		case "hidden":
-			switch h := val.(type) {
-			case bool:
-				cp.Hidden = h
-			case string:
-				if h != HiddenExceptMaster {
-					return nil, perr(p, "must be true, false or %q, got %q", HiddenExceptMaster, truncateText(h, 40))
-				}
-				cp.Hidden = h
-			default:
-				return nil, perr(p, "must be true, false or %q, got %s", HiddenExceptMaster, describeValue(val))
-			}
-		case "description":
-			s, err := str(p, val)
-			if err != nil {
+		if decode := classFields[k]; decode != nil {
+			if err := decode(cp, join(path, k), m[k]); err != nil {
 				return nil, err
 			}
-			cp.Description = CleanText(s)
-		case "fields":
-			fm, ok := val.(map[string]any)
-			if !ok {
-				return nil, perr(p, "must be a mapping of field names, got %s", describeValue(val))
-			}
-			cp.Fields = map[string]*FieldPolicy{}
-			for _, fname := range slices.Sorted(maps.Keys(fm)) {
-				fp := join(p, fname)
-				if !parsedb.FieldNameRe.MatchString(fname) {
-					return nil, perr(fp, "not a valid field name")
-				}
-				fpol, err := decodeField(fp, fm[fname])
-				if err != nil {
-					return nil, err
-				}
-				cp.Fields[fname] = fpol
-			}
-		case "writable_fields":
-			list, err := nameList(p, val, parsedb.FieldNameRe, "field")
-			if err != nil {
-				return nil, err
-			}
-			if len(list) == 0 {
-				return nil, perr(p, "must not be empty (omit it to make agent_fields the writable set)")
-			}
-			cp.WritableFields = list
-		case "default_acl":
-			acl, err := decodeACL(p, val)
-			if err != nil {
-				return nil, err
-			}
-			cp.DefaultACL = acl
-		case "agent_fields", "large_fields", "join_fields":
-			list, err := nameList(p, val, parsedb.FieldNameRe, "field")
-			if err != nil {
-				return nil, err
-			}
-			switch k {
-			case "agent_fields":
-				if len(list) == 0 {
-					return nil, perr(p, "must not be empty (omit it to allow every field)")
-				}
-				cp.AgentFields = list
-			case "large_fields":
-				cp.LargeFields = list
-			case "join_fields":
-				cp.JoinFields = list
-			}
-		case "canonical_filter":
-			fm, ok := val.(map[string]any)
-			if !ok {
-				return nil, perr(p, "must be a where object, got %s", describeValue(val))
-			}
-			cp.CanonicalFilter = fm
-		case "tenant_scope":
-			tm, err := object(p, val, tenantKeys)
-			if err != nil {
-				return nil, err
-			}
-			fv, ok := tm["field"]
-			if !ok {
-				return nil, perr(p, "needs field: the name of the field holding the tenant id")
-			}
-			s, err := str(join(p, "field"), fv)
-			if err != nil {
-				return nil, err
-			}
-			if !parsedb.FieldNameRe.MatchString(s) {
-				return nil, perr(join(p, "field"), "%q is not a valid field name", truncateText(s, 60))
-			}
-			cp.TenantScope = &TenantScope{Field: s}
-			if fu, ok := tm["from_user"]; ok {
-				u, err := str(join(p, "from_user"), fu)
-				if err != nil {
-					return nil, err
-				}
-				if !parsedb.FieldNameRe.MatchString(u) {
-					return nil, perr(join(p, "from_user"), "%q is not a valid field name", truncateText(u, 60))
-				}
-				cp.TenantScope.FromUser = u
-			}
-		case "search":
-			if cp.Search, err = decodeSearch(p, val); err != nil {
-				return nil, err
-			}
-		case "allow_collscan":
-			b, err := boolean(p, val)
-			if err != nil {
-				return nil, err
-			}
-			cp.AllowCollscan = b
 		}
 	}
 	return cp, nil
+}
+
+// classFields decode a class policy's keys, one function per key.
+var classFields = map[string]func(cp *ClassPolicy, p string, val any) error{
+	"hidden": func(cp *ClassPolicy, p string, val any) error {
+		switch h := val.(type) {
+		case bool:
+			cp.Hidden = h
+		case string:
+			if h != HiddenExceptMaster {
+				return perr(p, "must be true, false or %q, got %q", HiddenExceptMaster, truncateText(h, 40))
+			}
+			cp.Hidden = h
+		default:
+			return perr(p, "must be true, false or %q, got %s", HiddenExceptMaster, describeValue(val))
+		}
+		return nil
+	},
+	"description": func(cp *ClassPolicy, p string, val any) error {
+		s, err := str(p, val)
+		cp.Description = CleanText(s)
+		return err
+	},
+	"fields": func(cp *ClassPolicy, p string, val any) error {
+		fm, ok := val.(map[string]any)
+		if !ok {
+			return perr(p, "must be a mapping of field names, got %s", describeValue(val))
+		}
+		cp.Fields = map[string]*FieldPolicy{}
+		for _, fname := range slices.Sorted(maps.Keys(fm)) {
+			fp := join(p, fname)
+			if !parsedb.FieldNameRe.MatchString(fname) {
+				return perr(fp, "not a valid field name")
+			}
+			fpol, err := decodeField(fp, fm[fname])
+			if err != nil {
+				return err
+			}
+			cp.Fields[fname] = fpol
+		}
+		return nil
+	},
+	"writable_fields": func(cp *ClassPolicy, p string, val any) error {
+		list, err := nameList(p, val, parsedb.FieldNameRe, "field")
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			return perr(p, "must not be empty (omit it to make agent_fields the writable set)")
+		}
+		cp.WritableFields = list
+		return nil
+	},
+	"default_acl": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.DefaultACL, err = decodeACL(p, val)
+		return err
+	},
+	"agent_fields": func(cp *ClassPolicy, p string, val any) error {
+		list, err := nameList(p, val, parsedb.FieldNameRe, "field")
+		if err != nil {
+			return err
+		}
+		if len(list) == 0 {
+			return perr(p, "must not be empty (omit it to allow every field)")
+		}
+		cp.AgentFields = list
+		return nil
+	},
+	"large_fields": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.LargeFields, err = nameList(p, val, parsedb.FieldNameRe, "field")
+		return err
+	},
+	"join_fields": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.JoinFields, err = nameList(p, val, parsedb.FieldNameRe, "field")
+		return err
+	},
+	"canonical_filter": func(cp *ClassPolicy, p string, val any) error {
+		fm, ok := val.(map[string]any)
+		if !ok {
+			return perr(p, "must be a where object, got %s", describeValue(val))
+		}
+		cp.CanonicalFilter = fm
+		return nil
+	},
+	"tenant_scope": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.TenantScope, err = decodeTenantScope(p, val)
+		return err
+	},
+	"search": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.Search, err = decodeSearch(p, val)
+		return err
+	},
+	"allow_collscan": func(cp *ClassPolicy, p string, val any) (err error) {
+		cp.AllowCollscan, err = boolean(p, val)
+		return err
+	},
+}
+
+func decodeTenantScope(p string, val any) (*TenantScope, error) {
+	tm, err := object(p, val, tenantKeys)
+	if err != nil {
+		return nil, err
+	}
+	fv, ok := tm["field"]
+	if !ok {
+		return nil, perr(p, "needs field: the name of the field holding the tenant id")
+	}
+	s, err := str(join(p, "field"), fv)
+	if err != nil {
+		return nil, err
+	}
+	if !parsedb.FieldNameRe.MatchString(s) {
+		return nil, perr(join(p, "field"), "%q is not a valid field name", truncateText(s, 60))
+	}
+	ts := &TenantScope{Field: s}
+	if fu, ok := tm["from_user"]; ok {
+		u, err := str(join(p, "from_user"), fu)
+		if err != nil {
+			return nil, err
+		}
+		if !parsedb.FieldNameRe.MatchString(u) {
+			return nil, perr(join(p, "from_user"), "%q is not a valid field name", truncateText(u, 60))
+		}
+		ts.FromUser = u
+	}
+	return ts, nil
 }
 
 func decodeField(path string, v any) (*FieldPolicy, error) {
@@ -683,35 +710,9 @@ func decodeSettings(v any, s *Settings) error {
 			}
 			s.ConfirmWrites = cw
 		case "rate_limit":
-			rm, err := object(p, val, rateLimitKeys)
-			if err != nil {
+			if s.RateLimit, err = decodeRateLimit(p, val); err != nil {
 				return err
 			}
-			rl := &RateLimit{Requests: DefaultRateLimitRequests, Window: DefaultRateLimitWindow.String()}
-			if rv, ok := rm["requests"]; ok {
-				if rl.Requests, err = integer(join(p, "requests"), rv, 0, 1_000_000); err != nil {
-					return err
-				}
-			}
-			if wv, ok := rm["window"]; ok {
-				ws, err := str(join(p, "window"), wv)
-				if err != nil {
-					// A bare number of seconds is accepted too.
-					if f, ok := wv.(float64); ok && f > 0 && f == math.Trunc(f) {
-						ws = fmt.Sprintf("%ds", int(f))
-					} else {
-						return perr(join(p, "window"), "must be a duration like 60s or 5m, got %s", describeValue(wv))
-					}
-				}
-				d, perrr := time.ParseDuration(ws)
-				// Under a second a window resets faster than a model can
-				// call, so the limit would limit nothing.
-				if perrr != nil || d < time.Second || d > 24*time.Hour {
-					return perr(join(p, "window"), "must be a duration between 1s and 24h like 60s or 5m, got %q", truncateText(ws, 40))
-				}
-				rl.Window = ws
-			}
-			s.RateLimit = rl
 		case "protected_fields":
 			if s.ProtectedFields, err = decodeProtectedFields(p, val); err != nil {
 				return err
@@ -719,6 +720,40 @@ func decodeSettings(v any, s *Settings) error {
 		}
 	}
 	return nil
+}
+
+// decodeRateLimit reads settings.rate_limit: requests per window, each
+// defaulted.
+func decodeRateLimit(p string, val any) (*RateLimit, error) {
+	rm, err := object(p, val, rateLimitKeys)
+	if err != nil {
+		return nil, err
+	}
+	rl := &RateLimit{Requests: DefaultRateLimitRequests, Window: DefaultRateLimitWindow.String()}
+	if rv, ok := rm["requests"]; ok {
+		if rl.Requests, err = integer(join(p, "requests"), rv, 0, 1_000_000); err != nil {
+			return nil, err
+		}
+	}
+	if wv, ok := rm["window"]; ok {
+		ws, err := str(join(p, "window"), wv)
+		if err != nil {
+			// A bare number of seconds is accepted too.
+			if f, ok := wv.(float64); ok && f > 0 && f == math.Trunc(f) {
+				ws = fmt.Sprintf("%ds", int(f))
+			} else {
+				return nil, perr(join(p, "window"), "must be a duration like 60s or 5m, got %s", describeValue(wv))
+			}
+		}
+		d, perrr := time.ParseDuration(ws)
+		// Under a second a window resets faster than a model can
+		// call, so the limit would limit nothing.
+		if perrr != nil || d < time.Second || d > 24*time.Hour {
+			return nil, perr(join(p, "window"), "must be a duration between 1s and 24h like 60s or 5m, got %q", truncateText(ws, 40))
+		}
+		rl.Window = ws
+	}
+	return rl, nil
 }
 
 // protectedAudienceRe matches the audiences of Parse's protectedFields: "*",
@@ -800,44 +835,9 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 					return nil, perr(kp, "must be a list of arguments, got %s", describeValue(m[k]))
 				}
 				for j, a := range args {
-					ap := fmt.Sprintf("%s[%d]", kp, j)
-					am, err := object(ap, a, promptArgKeys)
+					arg, err := decodePromptArg(fmt.Sprintf("%s[%d]", kp, j), a)
 					if err != nil {
 						return nil, err
-					}
-					var arg PromptArgSpec
-					for _, ak := range slices.Sorted(maps.Keys(am)) {
-						akp := join(ap, ak)
-						if ak == "required" {
-							if arg.Required, err = boolean(akp, am[ak]); err != nil {
-								return nil, err
-							}
-							continue
-						}
-						if ak == "default" {
-							switch d := am[ak].(type) {
-							case float64:
-								arg.Default = strconv.FormatFloat(d, 'f', -1, 64)
-								continue
-							case bool:
-								arg.Default = strconv.FormatBool(d)
-								continue
-							}
-						}
-						s, err := str(akp, am[ak])
-						if err != nil {
-							return nil, err
-						}
-						switch ak {
-						case "name":
-							arg.Name = s
-						case "description":
-							arg.Description = CleanText(s)
-						case "type":
-							arg.Type = s
-						case "default":
-							arg.Default = s
-						}
 					}
 					ps.Arguments = append(ps.Arguments, arg)
 				}
@@ -852,6 +852,49 @@ func decodePrompts(v any) ([]PromptSpec, error) {
 		out = append(out, ps)
 	}
 	return out, nil
+}
+
+// decodePromptArg reads one of a prompt's arguments.
+func decodePromptArg(ap string, a any) (PromptArgSpec, error) {
+	var arg PromptArgSpec
+	am, err := object(ap, a, promptArgKeys)
+	if err != nil {
+		return arg, err
+	}
+	for _, ak := range slices.Sorted(maps.Keys(am)) {
+		akp := join(ap, ak)
+		if ak == "required" {
+			if arg.Required, err = boolean(akp, am[ak]); err != nil {
+				return arg, err
+			}
+			continue
+		}
+		if ak == "default" {
+			switch d := am[ak].(type) {
+			case float64:
+				arg.Default = strconv.FormatFloat(d, 'f', -1, 64)
+				continue
+			case bool:
+				arg.Default = strconv.FormatBool(d)
+				continue
+			}
+		}
+		s, err := str(akp, am[ak])
+		if err != nil {
+			return arg, err
+		}
+		switch ak {
+		case "name":
+			arg.Name = s
+		case "description":
+			arg.Description = CleanText(s)
+		case "type":
+			arg.Type = s
+		case "default":
+			arg.Default = s
+		}
+	}
+	return arg, nil
 }
 
 // aclEntryRe is an ACL entry: ^(\*|[A-Za-z0-9_-]{1,32}|role:[A-Za-z0-9_ -]{1,128})$.

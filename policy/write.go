@@ -97,72 +97,23 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 	if w.Op == OpDelete {
 		return nil, nil, nil
 	}
-	allow := e.WritableFields(cls.Name)
+	c := fieldWriteCheck{schema: schema, cls: cls, op: w.Op, allow: e.WritableFields(cls.Name), tenantField: e.TenantField(cls.Name)}
 	if w.Writable != nil {
-		allow = w.Writable
+		c.allow = w.Writable
 	}
-	var allowSet map[string]bool
-	if allow != nil {
-		allowSet = set(allow)
-		if allowSet == nil {
-			allowSet = map[string]bool{}
+	if c.allow != nil {
+		c.allowSet = set(c.allow)
+		if c.allowSet == nil {
+			c.allowSet = map[string]bool{}
 		}
 	}
-	tenantField := e.TenantField(cls.Name)
 	var added []string
 	for _, key := range sortedMapKeys(w.Fields) {
-		v := w.Fields[key]
-		// A dotted key ("meta.x") changes a sub-key of the Object field
-		// meta: every rule of the field applies to its top-level name.
-		name, dotted := key, strings.Contains(key, ".")
-		if dotted {
-			if err := e.checkDottedKey(cls, key, w.Op); err != nil {
-				return nil, nil, err
-			}
-			name = parsedb.TopField(key)
-		}
-		if err := e.checkWriteKey(cls, name); err != nil {
+		name, err := e.checkWriteField(c, key, w.Fields[key])
+		if err != nil {
 			return nil, nil, err
 		}
-		if tenantField != "" && name != tenantField && normalizeFieldName(name) == normalizeFieldName(tenantField) {
-			// OrgId, orgid, org_id beside the forced orgId: reads refuse
-			// these spellings, so writes do too (SECURITY.md "Filters and
-			// tenant scope").
-			return nil, nil, toolerror.Denied("tenant_scope", "%s is a spelling of %s, the tenant field of %s: it cannot be written (the tenant field is set to the bound tenant on create)", name, tenantField, cls.Name)
-		}
-		if name == tenantField {
-			if dotted || !e.tenantValueOK(cls, v) {
-				return nil, nil, toolerror.Denied("tenant_scope", "%s is the tenant field of %s: it is set to the bound tenant on create and cannot be changed", name, cls.Name)
-			}
-			continue // forced below
-		}
-		if allowSet != nil && !allowSet[name] {
-			list := append([]string{}, allow...)
-			sort.Strings(list)
-			if len(list) > 20 {
-				list = list[:20]
-			}
-			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "field " + name + " of " + cls.Name + " is not writable by this agent",
-				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: name, AllowedFields: list}}
-		}
-		if f := cls.Field(name); f != nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.TargetInvisible(schema, f.TargetClass) {
-			// The caller named the field, not the class: the refusal must
-			// not name the target (SECURITY.md "Hidden references").
-			return nil, nil, toolerror.New(toolerror.InvalidArgument, "%s points to a class that does not exist or is not accessible", name)
-		}
-		checked := v
-		if dotted {
-			// The value lands inside the stored object at the path: a
-			// sub-key named className makes the object there one that
-			// names a class ({"meta.k.className": "Hidden"}), which the
-			// reader redacts for a hidden class only. Check it as the
-			// nested value it becomes (SECURITY.md "Writes").
-			checked = nestUnder(strings.Split(key, ".")[1:], v)
-		}
-		if err := e.checkWriteValue(schema, cls, name, checked, 0); err != nil {
-			return nil, nil, err
-		}
-		if cls.Field(name) == nil && !isDeleteValue(v) && v != nil && !slices.Contains(added, name) {
+		if name != "" && !slices.Contains(added, name) {
 			added = append(added, name)
 		}
 	}
@@ -172,15 +123,8 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 		}
 	}
 	if w.ACL != nil {
-		if err := e.checkACLValue(w.ACL); err != nil {
+		if err := e.checkWriteACL(c, w.ACL); err != nil {
 			return nil, nil, err
-		}
-		// The ACL is writable only when the class's writable_fields lists
-		// it (docs/writes.md "Writes", SECURITY.md "Writes"): with no writable
-		// set at all, or agent_fields as the writable set, it is not.
-		if cp := e.Class(cls.Name); cp == nil || !slices.Contains(cp.WritableFields, "ACL") || allowSet != nil && !allowSet["ACL"] {
-			return nil, nil, &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
-				Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: "ACL"}}
 		}
 	}
 	if len(added) > 0 && !e.MasterPosture() {
@@ -190,24 +134,121 @@ func (e *Engine) CheckObjectWrite(ctx context.Context, schema *parsedb.Schema, c
 	}
 	fields := make(map[string]any, len(w.Fields)+1)
 	maps.Copy(fields, w.Fields)
-	acl := w.ACL
-	if w.Op == OpCreate {
-		if err := e.checkDefaults(schema, cls, w.Fields); err != nil {
-			return nil, nil, err
-		}
-		if tenantField != "" {
-			fields[tenantField] = e.tenant
-		}
-		if acl == nil {
-			acl = e.DefaultACL(cls.Name)
-		}
-		if !e.MasterPosture() {
-			if v := e.clp(cls, OpCreate); v.pointer != nil {
-				return nil, nil, toolerror.Denied("clp_denied", "the class-level permissions of %s allow create only through pointer permissions, which do not apply to new objects", cls.Name)
-			}
-		}
+	if w.Op != OpCreate {
+		return fields, w.ACL, nil
+	}
+	acl, err := e.createDefaults(schema, cls, w, c.tenantField, fields)
+	if err != nil {
+		return nil, nil, err
 	}
 	return fields, acl, nil
+}
+
+// checkWriteACL checks a written ACL.
+func (e *Engine) checkWriteACL(c fieldWriteCheck, acl map[string]any) error {
+	if err := e.checkACLValue(acl); err != nil {
+		return err
+	}
+	// The ACL is writable only when the class's writable_fields lists
+	// it (docs/writes.md "Writes", SECURITY.md "Writes"): with no writable
+	// set at all, or agent_fields as the writable set, it is not.
+	if cp := e.Class(c.cls.Name); cp == nil || !slices.Contains(cp.WritableFields, "ACL") || c.allowSet != nil && !c.allowSet["ACL"] {
+		return &toolerror.Error{Code: toolerror.AccessDenied, Message: "the ACL of " + c.cls.Name + " objects is not writable by this agent (add ACL to writable_fields)",
+			Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: "ACL"}}
+	}
+	return nil
+}
+
+// fieldWriteCheck is what checkWriteField needs of the write.
+type fieldWriteCheck struct {
+	schema      *parsedb.Schema
+	cls         *parsedb.Class
+	op          string
+	allow       []string        // the writable fields (nil: any)
+	allowSet    map[string]bool // allow as a set (nil: any)
+	tenantField string
+}
+
+// checkWriteField checks one written key and its value; it returns the
+// field's name when the write would add it to the schema.
+func (e *Engine) checkWriteField(c fieldWriteCheck, key string, v any) (string, error) {
+	cls := c.cls
+	// A dotted key ("meta.x") changes a sub-key of the Object field
+	// meta: every rule of the field applies to its top-level name.
+	name, dotted := key, strings.Contains(key, ".")
+	if dotted {
+		if err := e.checkDottedKey(cls, key, c.op); err != nil {
+			return "", err
+		}
+		name = parsedb.TopField(key)
+	}
+	if err := e.checkWriteKey(cls, name); err != nil {
+		return "", err
+	}
+	if c.tenantField != "" && name != c.tenantField && normalizeFieldName(name) == normalizeFieldName(c.tenantField) {
+		// OrgId, orgid, org_id beside the forced orgId: reads refuse
+		// these spellings, so writes do too (SECURITY.md "Filters and
+		// tenant scope").
+		return "", toolerror.Denied("tenant_scope", "%s is a spelling of %s, the tenant field of %s: it cannot be written (the tenant field is set to the bound tenant on create)", name, c.tenantField, cls.Name)
+	}
+	if name == c.tenantField {
+		if dotted || !e.tenantValueOK(cls, v) {
+			return "", toolerror.Denied("tenant_scope", "%s is the tenant field of %s: it is set to the bound tenant on create and cannot be changed", name, cls.Name)
+		}
+		return "", nil // forced on create
+	}
+	if c.allowSet != nil && !c.allowSet[name] {
+		list := append([]string{}, c.allow...)
+		sort.Strings(list)
+		if len(list) > 20 {
+			list = list[:20]
+		}
+		return "", &toolerror.Error{Code: toolerror.AccessDenied, Message: "field " + name + " of " + cls.Name + " is not writable by this agent",
+			Details: &toolerror.Details{Kind: "field_not_writable", DeniedField: name, AllowedFields: list}}
+	}
+	if f := cls.Field(name); f != nil && (f.Type == parsedb.TypePointer || f.Type == parsedb.TypeRelation) && e.TargetInvisible(c.schema, f.TargetClass) {
+		// The caller named the field, not the class: the refusal must
+		// not name the target (SECURITY.md "Hidden references").
+		return "", toolerror.New(toolerror.InvalidArgument, "%s points to a class that does not exist or is not accessible", name)
+	}
+	checked := v
+	if dotted {
+		// The value lands inside the stored object at the path: a
+		// sub-key named className makes the object there one that
+		// names a class ({"meta.k.className": "Hidden"}), which the
+		// reader redacts for a hidden class only. Check it as the
+		// nested value it becomes (SECURITY.md "Writes").
+		checked = nestUnder(strings.Split(key, ".")[1:], v)
+	}
+	if err := e.checkWriteValue(c.schema, cls, name, checked, 0); err != nil {
+		return "", err
+	}
+	if cls.Field(name) == nil && !isDeleteValue(v) && v != nil {
+		return name, nil
+	}
+	return "", nil
+}
+
+// createDefaults checks a create's required fields and defaults, forces
+// the tenant field into fields, and returns the ACL to write (the class's
+// default_acl when none was given).
+func (e *Engine) createDefaults(schema *parsedb.Schema, cls *parsedb.Class, w ObjectWrite, tenantField string, fields map[string]any) (map[string]any, error) {
+	acl := w.ACL
+	if err := e.checkDefaults(schema, cls, w.Fields); err != nil {
+		return nil, err
+	}
+	if tenantField != "" {
+		fields[tenantField] = e.tenant
+	}
+	if acl == nil {
+		acl = e.DefaultACL(cls.Name)
+	}
+	if !e.MasterPosture() {
+		if v := e.clp(cls, OpCreate); v.pointer != nil {
+			return nil, toolerror.Denied("clp_denied", "the class-level permissions of %s allow create only through pointer permissions, which do not apply to new objects", cls.Name)
+		}
+	}
+	return acl, nil
 }
 
 // nestUnder is v as the object the path segs builds around it:

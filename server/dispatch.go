@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -221,25 +222,11 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 	if env.Method == string(mcp.MethodToolsCall) {
 		// Only tool calls take a worker: ping, initialize and lists are cheap
 		// and must never wait behind slow aggregates.
-		if id := sess.SessionID(); id != StdioSessionID {
-			release, ok := d.fair.acquire(ctx, id)
-			if !ok {
-				return nil // cancelled while waiting for the session's share
-			}
-			defer release()
-			if sess.client != "" {
-				release, ok := d.fairClients.acquire(ctx, sess.client)
-				if !ok {
-					return nil // cancelled while waiting for the client's share
-				}
-				defer release()
-			}
-		}
-		if !d.takeWorker(ctx, env.ID) {
-			// Cancelled while queued (or the transport is shutting down).
+		release, ok := d.acquireWorker(ctx, sess, env)
+		if !ok {
 			return nil
 		}
-		defer func() { <-d.workers }()
+		defer release()
 	}
 
 	if env.Method == string(mcp.MethodSubscriptionsListen) && sess.SessionID() == StdioSessionID {
@@ -248,6 +235,65 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		sess.setListenID(env.ID)
 		defer sess.setListenID(nil)
 	}
+	resp := d.handle(ctx, sess, raw, emit)
+	if call.cancelled.Load() {
+		// MCP: the receiver of a cancellation should not answer the request.
+		return nil
+	}
+	if resp == nil {
+		return nil
+	}
+	if e, ok := resp.(mcp.JSONRPCError); ok {
+		if b, mapped := d.mapError(ctx, sess, env, outcome, e, emit); mapped {
+			return b
+		}
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		d.log.Error().Err(err).Str("method", env.Method).Msg("encoding response")
+		return ErrorResponse(env.ID, codeInternalError, "Internal error")
+	}
+	return b
+}
+
+// acquireWorker waits for the session's and the client's fair share (over
+// HTTP), then a worker; ok is false when the request was cancelled (or the
+// transport is shutting down) while waiting. release gives all back.
+func (d *Dispatcher) acquireWorker(ctx context.Context, sess *Session, env envelope) (release func(), ok bool) {
+	var releases []func()
+	release = func() {
+		for _, r := range slices.Backward(releases) {
+			r()
+		}
+	}
+	if id := sess.SessionID(); id != StdioSessionID {
+		r, ok := d.fair.acquire(ctx, id)
+		if !ok {
+			return nil, false // cancelled while waiting for the session's share
+		}
+		releases = append(releases, r)
+		if sess.client != "" {
+			r, ok := d.fairClients.acquire(ctx, sess.client)
+			if !ok {
+				release()
+				return nil, false // cancelled while waiting for the client's share
+			}
+			releases = append(releases, r)
+		}
+	}
+	if !d.takeWorker(ctx, env.ID) {
+		// Cancelled while queued (or the transport is shutting down).
+		release()
+		return nil, false
+	}
+	releases = append(releases, func() { <-d.workers })
+	return release, true
+}
+
+// handle runs the request through mcp-go, forwarding its notifications
+// (and requests to the client) while it runs; every one precedes the
+// response.
+func (d *Dispatcher) handle(ctx context.Context, sess *Session, raw []byte, emit func([]byte)) mcp.JSONRPCMessage {
 	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), requests: make(chan []byte), ctx: ctx}
 	hctx := d.mcp.WithContext(ctx, rs)
 
@@ -292,44 +338,35 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 			time.Sleep(wait)
 		}
 	}
+	return resp
+}
 
-	if call.cancelled.Load() {
-		// MCP: the receiver of a cancellation should not answer the request.
-		return nil
-	}
-	if resp == nil {
-		return nil
-	}
-	if e, ok := resp.(mcp.JSONRPCError); ok {
-		switch {
-		case outcome.Violation() != nil:
-			d.log.Warn().Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
-			d.logViolation(sess, env, emit)
-			return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage)
-		case outcome.Err() != nil:
-			return ErrorResponse(env.ID, codeInvalidParams, outcome.Err().Message)
-		case e.Error.Code == mcp.RESOURCE_NOT_FOUND,
-			e.Error.Code == codeInvalidParams && strings.HasPrefix(e.Error.Message, "handler not found for resource URI"):
-			// mcp-go answers a URI no resource or template matches with
-			// -32002 for clients before 2026-07-28 and with -32602 and its
-			// own wording ("handler not found …") in 2026-07-28; docs/resources.md
-			// "Prompts and resources" promises -32602, and both eras get
-			// the same message saying what a URI looks like.
-			return ErrorResponse(env.ID, codeInvalidParams, "Unknown resource URI: expected parse://{className}/schema, /count or /samples")
-		case e.Error.Code == codeInternalError:
-			if ctx.Err() != nil {
-				return nil // shutting down
-			}
-			d.log.Error().Str("method", env.Method).Str("error", e.Error.Message).Msg("internal error")
-			return ErrorResponse(env.ID, codeInternalError, "Internal error")
+// mapError is the JSON-RPC error the client gets for e (ARCHITECTURE.md
+// "Errors"); mapped is false when e goes out as mcp-go wrote it.
+func (d *Dispatcher) mapError(ctx context.Context, sess *Session, env envelope, outcome *toolerror.Recorder, e mcp.JSONRPCError, emit func([]byte)) (b []byte, mapped bool) {
+	switch {
+	case outcome.Violation() != nil:
+		d.log.Warn().Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
+		d.logViolation(sess, env, emit)
+		return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage), true
+	case outcome.Err() != nil:
+		return ErrorResponse(env.ID, codeInvalidParams, outcome.Err().Message), true
+	case e.Error.Code == mcp.RESOURCE_NOT_FOUND,
+		e.Error.Code == codeInvalidParams && strings.HasPrefix(e.Error.Message, "handler not found for resource URI"):
+		// mcp-go answers a URI no resource or template matches with
+		// -32002 for clients before 2026-07-28 and with -32602 and its
+		// own wording ("handler not found …") in 2026-07-28; docs/resources.md
+		// "Prompts and resources" promises -32602, and both eras get
+		// the same message saying what a URI looks like.
+		return ErrorResponse(env.ID, codeInvalidParams, "Unknown resource URI: expected parse://{className}/schema, /count or /samples"), true
+	case e.Error.Code == codeInternalError:
+		if ctx.Err() != nil {
+			return nil, true // shutting down
 		}
+		d.log.Error().Str("method", env.Method).Str("error", e.Error.Message).Msg("internal error")
+		return ErrorResponse(env.ID, codeInternalError, "Internal error"), true
 	}
-	b, err := json.Marshal(resp)
-	if err != nil {
-		d.log.Error().Err(err).Str("method", env.Method).Msg("encoding response")
-		return ErrorResponse(env.ID, codeInternalError, "Internal error")
-	}
-	return b
+	return nil, false
 }
 
 func (d *Dispatcher) emitNotification(n mcp.JSONRPCNotification, emit func([]byte)) {

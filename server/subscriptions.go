@@ -548,61 +548,20 @@ func (w *classWatcher) baselineTaken(fp Fingerprint) (changedSinceAck bool) {
 func (w *classWatcher) run() {
 	defer close(w.done)
 	w.open()
-	lim := w.m.limits
-	// Polling is bounded: one poller per class whatever the number of
-	// subscribers, one probe or snapshot in flight. A poll costs the probe
-	// (flat where the engine allows it) and, only when the probe moved, a
-	// fingerprint under the policy (a count and a small find); without a
-	// probe every poll is a fingerprint. The interval stretches so that
-	// polling takes at most a fifth of the time (a class whose poll takes
-	// 600 ms is polled every 3 s, not every second), up to maxPollInterval;
-	// full fingerprints taken to catch what the probe cannot see take at
-	// most a twentieth, at least SafetyPoll apart, up to maxRecheckInterval.
-	var pollCost, snapCost time.Duration
-	var last *Fingerprint
-	var lastSnap time.Time
-	idle := func() time.Duration {
-		if w.events != nil {
-			return lim.SafetyPoll
-		}
-		d := max(lim.PollInterval, 5*pollCost)
-		return min(d, max(lim.PollInterval, maxPollInterval))
-	}
-	recheck := func() time.Duration {
-		return min(max(lim.SafetyPoll, 20*snapCost), max(lim.SafetyPoll, maxRecheckInterval))
-	}
-	clk := w.m.clock
+	s := &watchState{w: w, lim: w.m.limits, clk: w.m.clock, pending: map[string]bool{}}
 	// The timer is armed only once the baseline pass is done (a test's
 	// fake clock must not see it before).
-	var timer clockTimer
 	defer func() {
-		if timer != nil {
-			timer.Stop()
+		if s.timer != nil {
+			s.timer.Stop()
 		}
 	}()
-	var due time.Time
-	schedule := func(d time.Duration) {
-		if timer == nil {
-			timer = clk.NewTimer(d)
-		} else {
-			timer.Reset(d)
-		}
-		due = clk.Now().Add(d)
-	}
-	stepped := func() {
-		if w.m.stepped != nil {
-			w.m.stepped()
-		}
-	}
-	pending := map[string]bool{}
-	var firstChange, lastChange time.Time
-	failures := 0
 	first := true // the baseline pass runs at once
 	readyClosed := false
 	for {
 		var tick <-chan time.Time
-		if timer != nil {
-			tick = timer.C()
+		if s.timer != nil {
+			tick = s.timer.C()
 		}
 		if first {
 			tick = closedTick
@@ -611,100 +570,15 @@ func (w *classWatcher) run() {
 		case <-w.ctx.Done():
 			return
 		case _, ok := <-w.events:
-			if !ok {
-				w.events = nil
-				w.m.log.Info().Str("class", w.class).Msg("change stream ended; polling instead")
-				w.m.notifySessions(w.key, mcp.LoggingLevelInfo, map[string]any{"event": "subscription_polling", "class": w.class,
-					"detail": "change stream ended; the class is polled every " + lim.PollInterval.String()})
-			}
-			// Look soon, but never push back a check that is already due:
-			// a continuous stream of events must not starve MaxDelay.
-			if due.Sub(clk.Now()) > lim.Debounce {
-				schedule(lim.Debounce)
-			}
-			if last != nil {
-				last.Probe = "" // an event: take a fingerprint, whatever the probe says
-			}
-			stepped()
+			s.changeEvent(ok)
+			s.stepped()
 			continue
 		case <-tick:
 		}
-		sctx, cancel := context.WithTimeout(w.ctx, snapshotTimeout)
-		began := clk.Now()
-		probed := false
-		if last != nil && last.Probe != "" && w.events == nil && began.Sub(lastSnap) < recheck() {
-			token, err := w.m.src.Probe(sctx, w.class, last.Basis)
-			pollCost = clk.Now().Sub(began)
-			probed = err == nil && token == last.Probe
-			if err != nil {
-				w.m.log.Debug().Err(err).Str("class", w.class).Msg("subscription probe failed; taking a fingerprint")
-			}
-		}
-		var snap Fingerprint
-		var err error
-		if !probed {
-			began = clk.Now()
-			snap, err = w.m.src.Snapshot(sctx, w.class)
-			snapCost = clk.Now().Sub(began)
-			w.m.log.Debug().Str("class", w.class).Dur("took", snapCost).Bool("baseline", last == nil).Msg("subscription fingerprint taken")
-			if last == nil || last.Probe == "" || w.events != nil {
-				pollCost = snapCost
-			}
-		}
-		cancel()
-		now := clk.Now()
-		switch {
-		case w.ctx.Err() != nil:
+		if !s.pass() {
 			return
-		case probed: // the probe did not move: nothing changed
-		case err != nil:
-			if last == nil && !w.baselineFailed(err) {
-				return
-			}
-			failures++
-			if failures == 1 || failures%60 == 0 {
-				w.m.log.Warn().Err(err).Str("class", w.class).Int("failures", failures).Msg("subscription watch: cannot fingerprint class")
-				w.m.notifySessions(w.key, mcp.LoggingLevelWarning, map[string]any{"event": "subscription_watch_failed", "class": w.class})
-			}
-		case last == nil:
-			failures = 0
-			lastSnap = now
-			if w.baselineTaken(snap) {
-				for aspect := range snap.Aspects {
-					pending[aspect] = true
-				}
-				firstChange, lastChange = now, now
-			}
-			last = &snap
-		default:
-			failures = 0
-			lastSnap = now
-			changed := false
-			for aspect, fp := range snap.Aspects {
-				if last.Aspects[aspect] != fp {
-					pending[aspect] = true
-					changed = true
-				}
-			}
-			last = &snap
-			if changed {
-				if firstChange.IsZero() {
-					firstChange = now
-				}
-				lastChange = now
-			}
 		}
-		if len(pending) > 0 && (now.Sub(lastChange) >= lim.Debounce || now.Sub(firstChange) >= lim.MaxDelay) {
-			w.m.deliver(w.key, pending)
-			pending = map[string]bool{}
-			firstChange, lastChange = time.Time{}, time.Time{}
-		}
-		if len(pending) > 0 {
-			schedule(lim.Debounce)
-		} else {
-			schedule(idle())
-		}
-		if last != nil && !readyClosed {
+		if s.last != nil && !readyClosed {
 			close(w.ready) // the baseline is taken and the timer armed
 			readyClosed = true
 		}
@@ -712,8 +586,175 @@ func (w *classWatcher) run() {
 			first = false // the tests' steps count timer and event passes only
 			continue
 		}
-		stepped()
+		s.stepped()
 	}
+}
+
+// watchState is a watcher's state between passes.
+//
+// Polling is bounded: one poller per class whatever the number of
+// subscribers, one probe or snapshot in flight. A poll costs the probe
+// (flat where the engine allows it) and, only when the probe moved, a
+// fingerprint under the policy (a count and a small find); without a
+// probe every poll is a fingerprint. The interval stretches so that
+// polling takes at most a fifth of the time (a class whose poll takes
+// 600 ms is polled every 3 s, not every second), up to maxPollInterval;
+// full fingerprints taken to catch what the probe cannot see take at
+// most a twentieth, at least SafetyPoll apart, up to maxRecheckInterval.
+type watchState struct {
+	w                       *classWatcher
+	lim                     SubscriptionLimits
+	clk                     clock
+	pollCost, snapCost      time.Duration
+	last                    *Fingerprint
+	lastSnap                time.Time
+	timer                   clockTimer
+	due                     time.Time
+	pending                 map[string]bool
+	firstChange, lastChange time.Time
+	failures                int
+}
+
+func (s *watchState) idle() time.Duration {
+	if s.w.events != nil {
+		return s.lim.SafetyPoll
+	}
+	d := max(s.lim.PollInterval, 5*s.pollCost)
+	return min(d, max(s.lim.PollInterval, maxPollInterval))
+}
+
+func (s *watchState) recheck() time.Duration {
+	return min(max(s.lim.SafetyPoll, 20*s.snapCost), max(s.lim.SafetyPoll, maxRecheckInterval))
+}
+
+func (s *watchState) schedule(d time.Duration) {
+	if s.timer == nil {
+		s.timer = s.clk.NewTimer(d)
+	} else {
+		s.timer.Reset(d)
+	}
+	s.due = s.clk.Now().Add(d)
+}
+
+func (s *watchState) stepped() {
+	if s.w.m.stepped != nil {
+		s.w.m.stepped()
+	}
+}
+
+// changeEvent handles a change stream event, or the stream's end (!ok).
+func (s *watchState) changeEvent(ok bool) {
+	w := s.w
+	if !ok {
+		w.events = nil
+		w.m.log.Info().Str("class", w.class).Msg("change stream ended; polling instead")
+		w.m.notifySessions(w.key, mcp.LoggingLevelInfo, map[string]any{"event": "subscription_polling", "class": w.class,
+			"detail": "change stream ended; the class is polled every " + s.lim.PollInterval.String()})
+	}
+	// Look soon, but never push back a check that is already due:
+	// a continuous stream of events must not starve MaxDelay.
+	if s.due.Sub(s.clk.Now()) > s.lim.Debounce {
+		s.schedule(s.lim.Debounce)
+	}
+	if s.last != nil {
+		s.last.Probe = "" // an event: take a fingerprint, whatever the probe says
+	}
+}
+
+// pass looks at the class, records what changed, delivers a settled burst
+// and arms the timer; false when the watcher stops.
+func (s *watchState) pass() bool {
+	probed, snap, err := s.look()
+	now := s.clk.Now()
+	if !s.record(now, probed, snap, err) {
+		return false
+	}
+	if len(s.pending) > 0 && (now.Sub(s.lastChange) >= s.lim.Debounce || now.Sub(s.firstChange) >= s.lim.MaxDelay) {
+		s.w.m.deliver(s.w.key, s.pending)
+		s.pending = map[string]bool{}
+		s.firstChange, s.lastChange = time.Time{}, time.Time{}
+	}
+	if len(s.pending) > 0 {
+		s.schedule(s.lim.Debounce)
+	} else {
+		s.schedule(s.idle())
+	}
+	return true
+}
+
+// look probes the class when the probe can answer (probed: it did not
+// move), else takes a fingerprint.
+func (s *watchState) look() (probed bool, snap Fingerprint, err error) {
+	w := s.w
+	sctx, cancel := context.WithTimeout(w.ctx, snapshotTimeout)
+	defer cancel()
+	began := s.clk.Now()
+	if s.last != nil && s.last.Probe != "" && w.events == nil && began.Sub(s.lastSnap) < s.recheck() {
+		token, err := w.m.src.Probe(sctx, w.class, s.last.Basis)
+		s.pollCost = s.clk.Now().Sub(began)
+		probed = err == nil && token == s.last.Probe
+		if err != nil {
+			w.m.log.Debug().Err(err).Str("class", w.class).Msg("subscription probe failed; taking a fingerprint")
+		}
+	}
+	if probed {
+		return true, snap, nil
+	}
+	began = s.clk.Now()
+	snap, err = w.m.src.Snapshot(sctx, w.class)
+	s.snapCost = s.clk.Now().Sub(began)
+	w.m.log.Debug().Str("class", w.class).Dur("took", s.snapCost).Bool("baseline", s.last == nil).Msg("subscription fingerprint taken")
+	if s.last == nil || s.last.Probe == "" || w.events != nil {
+		s.pollCost = s.snapCost
+	}
+	return false, snap, err
+}
+
+// record takes in what look found; false when the watcher stops.
+func (s *watchState) record(now time.Time, probed bool, snap Fingerprint, err error) bool {
+	w := s.w
+	switch {
+	case w.ctx.Err() != nil:
+		return false
+	case probed: // the probe did not move: nothing changed
+	case err != nil:
+		if s.last == nil && !w.baselineFailed(err) {
+			return false
+		}
+		s.failures++
+		if s.failures == 1 || s.failures%60 == 0 {
+			w.m.log.Warn().Err(err).Str("class", w.class).Int("failures", s.failures).Msg("subscription watch: cannot fingerprint class")
+			w.m.notifySessions(w.key, mcp.LoggingLevelWarning, map[string]any{"event": "subscription_watch_failed", "class": w.class})
+		}
+	case s.last == nil:
+		s.failures = 0
+		s.lastSnap = now
+		if w.baselineTaken(snap) {
+			for aspect := range snap.Aspects {
+				s.pending[aspect] = true
+			}
+			s.firstChange, s.lastChange = now, now
+		}
+		s.last = &snap
+	default:
+		s.failures = 0
+		s.lastSnap = now
+		changed := false
+		for aspect, fp := range snap.Aspects {
+			if s.last.Aspects[aspect] != fp {
+				s.pending[aspect] = true
+				changed = true
+			}
+		}
+		s.last = &snap
+		if changed {
+			if s.firstChange.IsZero() {
+				s.firstChange = now
+			}
+			s.lastChange = now
+		}
+	}
+	return true
 }
 
 // closedTick makes the watcher's first pass (the baseline) run at once.

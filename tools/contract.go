@@ -199,6 +199,7 @@ func argFields(t reflect.Type) ([]argField, error) {
 	return out, nil
 }
 
+//gocyclo:ignore
 func (f *argField) parseTag(tag string) error {
 	if tag == "" {
 		return nil

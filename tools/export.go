@@ -164,50 +164,18 @@ func readColumns(ctx context.Context, args Args, keys []string) ([]column, error
 			}
 		}
 	}
+	var err error
 	switch x := v.(type) {
 	case nil:
 	case string, []any:
-		list, err := args.StringList("columns")
-		if err != nil {
-			return nil, err
-		}
-		for _, p := range list {
-			path, header, named := strings.Cut(p, ":")
-			if !named {
-				cols = append(cols, column{p, p})
-				continue
-			}
-			path, header = strings.TrimSpace(path), strings.TrimSpace(header)
-			if header == "" || len(header) > 128 {
-				return nil, invalid("columns entry %q: the header after the colon must be 1-128 characters", truncate(p, 40))
-			}
-			cols = append(cols, column{path, header})
-		}
+		cols, err = columnList(args)
 	case map[string]any:
-		pos := map[string]int{}
-		for i, k := range keys {
-			pos[k] = i
-		}
-		for p, h := range x {
-			hs, ok := h.(string)
-			if !ok || strings.TrimSpace(hs) == "" || len(hs) > 128 {
-				return nil, invalid("columns[%q] must be a header string of 1-128 characters", truncate(p, 40))
-			}
-			cols = append(cols, column{p, hs})
-		}
-		sort.Slice(cols, func(i, j int) bool {
-			pi, iok := pos[cols[i].path]
-			pj, jok := pos[cols[j].path]
-			switch {
-			case iok && jok:
-				return pi < pj
-			case iok != jok:
-				return iok
-			}
-			return cols[i].path < cols[j].path
-		})
+		cols, err = columnMap(x, keys)
 	default:
 		return nil, invalid("columns must be a list of field paths [\"a\",\"b.c:Header\"], got %s", jsonType(v))
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(cols) == 0 {
 		return nil, invalid("columns is empty")
@@ -220,6 +188,57 @@ func readColumns(ctx context.Context, args Args, keys []string) ([]column, error
 			return nil, invalid("columns entry %q is not a valid field path (letters, digits and _, each dotted segment starting with a letter)", truncate(c.path, 40))
 		}
 	}
+	return cols, nil
+}
+
+// columnList reads columns given as a list: "path" or "path:Header".
+func columnList(args Args) ([]column, error) {
+	list, err := args.StringList("columns")
+	if err != nil {
+		return nil, err
+	}
+	var cols []column
+	for _, p := range list {
+		path, header, named := strings.Cut(p, ":")
+		if !named {
+			cols = append(cols, column{p, p})
+			continue
+		}
+		path, header = strings.TrimSpace(path), strings.TrimSpace(header)
+		if header == "" || len(header) > 128 {
+			return nil, invalid("columns entry %q: the header after the colon must be 1-128 characters", truncate(p, 40))
+		}
+		cols = append(cols, column{path, header})
+	}
+	return cols, nil
+}
+
+// columnMap reads columns given as {path: header} without their order:
+// the paths in keys first, in keys' order, then the others by name.
+func columnMap(x map[string]any, keys []string) ([]column, error) {
+	pos := map[string]int{}
+	for i, k := range keys {
+		pos[k] = i
+	}
+	var cols []column
+	for p, h := range x {
+		hs, ok := h.(string)
+		if !ok || strings.TrimSpace(hs) == "" || len(hs) > 128 {
+			return nil, invalid("columns[%q] must be a header string of 1-128 characters", truncate(p, 40))
+		}
+		cols = append(cols, column{p, hs})
+	}
+	sort.Slice(cols, func(i, j int) bool {
+		pi, iok := pos[cols[i].path]
+		pj, jok := pos[cols[j].path]
+		switch {
+		case iok && jok:
+			return pi < pj
+		case iok != jok:
+			return iok
+		}
+		return cols[i].path < cols[j].path
+	})
 	return cols, nil
 }
 

@@ -86,19 +86,9 @@ func groupInGo(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.Class
 			prog.Report(float64(n), 0, fmt.Sprintf("%d rows grouped", n))
 		}
 		doc := cur.Current
-		key := pathValue(doc, keyPath)
-		var keys []bson.RawValue
-		switch {
-		case r.interval != "":
-			k, err := dateBucket(key, r.interval, loc)
-			if err != nil {
-				return nil, err
-			}
-			keys = []bson.RawValue{k}
-		case r.flatten:
-			keys = unwound(key)
-		default:
-			keys = []bson.RawValue{key}
+		keys, err := r.groupKeys(pathValue(doc, keyPath), loc)
+		if err != nil {
+			return nil, err
 		}
 		var val bson.RawValue
 		if valuePath != nil {
@@ -121,30 +111,11 @@ func groupInGo(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.Class
 	if err := cur.Err(); err != nil {
 		return nil, err
 	}
-	rows := make([]struct {
-		key, value bson.RawValue
-	}, len(order))
+	rows := make([]groupRow, len(order))
 	for i, g := range order {
 		rows[i].key, rows[i].value = g.key, g.result(r.op)
 	}
-	sort.SliceStable(rows, func(i, j int) bool {
-		ki, kj := rows[i].key, rows[j].key
-		switch r.sort {
-		case "key_asc":
-			return compareBSON(ki, kj) < 0
-		case "key_desc":
-			return compareBSON(ki, kj) > 0
-		case "value_asc":
-			if c := compareBSON(rows[i].value, rows[j].value); c != 0 {
-				return c < 0
-			}
-		default:
-			if c := compareBSON(rows[i].value, rows[j].value); c != 0 {
-				return c > 0
-			}
-		}
-		return compareBSON(ki, kj) < 0
-	})
+	sort.SliceStable(rows, func(i, j int) bool { return r.groupBefore(rows[i], rows[j]) })
 	if len(rows) > r.limit+1 {
 		rows = rows[:r.limit+1]
 	}
@@ -157,6 +128,47 @@ func groupInGo(ctx context.Context, d *Deps, r *groupRequest, cls *parsedb.Class
 		out[i] = b
 	}
 	return out, nil
+}
+
+// groupKeys are the groups a document whose group field holds key falls in:
+// its date bucket, each element of an array when flattening, else key.
+func (r *groupRequest) groupKeys(key bson.RawValue, loc *time.Location) ([]bson.RawValue, error) {
+	switch {
+	case r.interval != "":
+		k, err := dateBucket(key, r.interval, loc)
+		if err != nil {
+			return nil, err
+		}
+		return []bson.RawValue{k}, nil
+	case r.flatten:
+		return unwound(key), nil
+	}
+	return []bson.RawValue{key}, nil
+}
+
+// groupRow is one computed group.
+type groupRow struct {
+	key, value bson.RawValue
+}
+
+// groupBefore orders groups as the pipeline's sort does: by r.sort, then
+// by key.
+func (r *groupRequest) groupBefore(a, b groupRow) bool {
+	switch r.sort {
+	case "key_asc":
+		return compareBSON(a.key, b.key) < 0
+	case "key_desc":
+		return compareBSON(a.key, b.key) > 0
+	case "value_asc":
+		if c := compareBSON(a.value, b.value); c != 0 {
+			return c < 0
+		}
+	default:
+		if c := compareBSON(a.value, b.value); c != 0 {
+			return c > 0
+		}
+	}
+	return compareBSON(a.key, b.key) < 0
 }
 
 func (g *fallbackGroup) add(op string, v bson.RawValue) {

@@ -22,8 +22,10 @@ import (
 func objectsBudget(d *Deps) int { return d.Policy.MaxResponseBytes() - envelopeReserve }
 
 // collectRows reads every row of spec, refusing the call when the rows do
-// not fit the byte cap. fn receives each row (valid during the call).
-func (p *readPlan) collectRows(ctx context.Context, tool string, spec parsedb.FindSpec, fn func(doc bson.Raw, row []byte)) error {
+// not fit the byte cap: the refusal names retryArg, the tool's argument
+// that narrows its rows ("" when it has none). fn receives each row (valid
+// during the call).
+func (p *readPlan) collectRows(ctx context.Context, tool, retryArg string, spec parsedb.FindSpec, fn func(doc bson.Raw, row []byte)) error {
 	budget := objectsBudget(p.d)
 	sizes := map[string]int{}
 	used, over := 0, false
@@ -40,10 +42,6 @@ func (p *readPlan) collectRows(ctx context.Context, tool string, spec parsedb.Fi
 		return err
 	}
 	if over {
-		retryArg := "keys"
-		if tool == "get_sample_objects" {
-			retryArg = "" // it takes no keys
-		}
 		return tooLarge(p.d, tool, retryArg, sizes, "")
 	}
 	return nil
@@ -74,7 +72,7 @@ func getObject(ctx context.Context, d *Deps, args getObjectIn) (Rows, error) {
 		return nil, err
 	}
 	var obj []byte
-	if err := p.collectRows(ctx, "get_object", p.findSpec(0, 1), func(_ bson.Raw, row []byte) {
+	if err := p.collectRows(ctx, "get_object", "keys", p.findSpec(0, 1), func(_ bson.Raw, row []byte) {
 		obj = append([]byte(nil), row...)
 	}); err != nil {
 		return nil, err
@@ -163,7 +161,7 @@ func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
 	}
 	prog := ProgressFrom(ctx)
 	found := map[string][]byte{}
-	if err := p.collectRows(ctx, "get_objects", p.findSpec(0, len(ids)), func(doc bson.Raw, row []byte) {
+	if err := p.collectRows(ctx, "get_objects", "keys", p.findSpec(0, len(ids)), func(doc bson.Raw, row []byte) {
 		found[parsedb.DocID(doc)] = append([]byte(nil), row...)
 		if n := len(found); n%10 == 0 || n == len(ids) {
 			prog.Report(float64(n), float64(len(ids)), fmt.Sprintf("fetched %d of %d objects", n, len(ids)))
@@ -226,7 +224,7 @@ func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (Rows, error
 	}
 	var rows []byte
 	n := 0
-	if err := p.collectRows(ctx, "get_sample_objects", p.findSpec(0, limit), func(_ bson.Raw, row []byte) {
+	if err := p.collectRows(ctx, "get_sample_objects", "", p.findSpec(0, limit), func(_ bson.Raw, row []byte) {
 		if n > 0 {
 			rows = append(rows, ',')
 		}

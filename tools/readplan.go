@@ -560,41 +560,58 @@ func (p *readPlan) rows(ctx context.Context, spec parsedb.FindSpec, encode func(
 	return err
 }
 
+// rowEncodeFunc says whether row i is encoded (else fn gets a nil row).
+type rowEncodeFunc = func(i int) bool
+
+// rowFunc gets each row; false stops the read.
+type rowFunc = func(i int, doc bson.Raw, row []byte) (bool, error)
+
 // rowsFrom is one find of rows, numbering them from start: n rows were
 // passed to fn, stopped when fn returned false.
-func (p *readPlan) rowsFrom(ctx context.Context, spec parsedb.FindSpec, start int, encode func(i int) bool, fn func(i int, doc bson.Raw, row []byte) (bool, error)) (n int, stopped bool, err error) {
+func (p *readPlan) rowsFrom(ctx context.Context, spec parsedb.FindSpec, start int, encode rowEncodeFunc, fn rowFunc) (n int, stopped bool, err error) {
 	cur, err := p.d.Store.Find(ctx, p.target.Class.Name, spec)
 	if err != nil {
 		return 0, false, err
 	}
 	defer closeCursor(ctx, cur)
+	if len(p.includes) == 0 {
+		return p.plainRows(ctx, cur, spec.Limit, start, encode, fn)
+	}
+	return p.includedRows(ctx, cur, spec.Limit, start, encode, fn)
+}
+
+// plainRows is rowsFrom without includes.
+func (p *readPlan) plainRows(ctx context.Context, cur *mongo.Cursor, limit int64, start int, encode rowEncodeFunc, fn rowFunc) (n int, stopped bool, err error) {
 	i := start
 	// full: every row the limit lets the server return has been read, so
 	// the cursor holds nothing more: asking for the next row would cost a
 	// getMore on engines that keep a cursor open at its limit.
-	full := func() bool { return spec.Limit > 0 && int64(i-start) >= spec.Limit }
-	if len(p.includes) == 0 {
-		var buf []byte
-		for !full() && cur.Next(ctx) {
-			var row []byte
-			if encode(i) {
-				if buf, err = p.enc.AppendRow(buf[:0], cur.Current); err != nil {
-					return i - start, false, err
-				}
-				row = buf
+	full := func() bool { return limit > 0 && int64(i-start) >= limit }
+	var buf []byte
+	for !full() && cur.Next(ctx) {
+		var row []byte
+		if encode(i) {
+			if buf, err = p.enc.AppendRow(buf[:0], cur.Current); err != nil {
+				return i - start, false, err
 			}
-			cont, err := fn(i, cur.Current, row)
-			if err != nil || !cont {
-				return i - start, true, err
-			}
-			i++
+			row = buf
 		}
-		return i - start, false, cur.Err()
+		cont, err := fn(i, cur.Current, row)
+		if err != nil || !cont {
+			return i - start, true, err
+		}
+		i++
 	}
-	// With includes, rows are read in chunks so that each chunk's pointers
-	// are fetched with one $in query per target class and level.
+	return i - start, false, cur.Err()
+}
+
+// includedRows is rowsFrom with includes: rows are read in chunks so that
+// each chunk's pointers are fetched with one $in query per target class
+// and level.
+func (p *readPlan) includedRows(ctx context.Context, cur *mongo.Cursor, limit int64, start int, encode rowEncodeFunc, fn rowFunc) (n int, stopped bool, err error) {
+	i := start
 	var chunk []bson.Raw
-	size, limit := 0, p.d.Policy.MaxResponseBytes()
+	size, maxBytes := 0, p.d.Policy.MaxResponseBytes()
 	var buf, out []byte
 	flush := func() (bool, error) {
 		defer func() { chunk, size = chunk[:0], 0 }()
@@ -626,11 +643,11 @@ func (p *readPlan) rowsFrom(ctx context.Context, spec parsedb.FindSpec, start in
 		}
 		return true, nil
 	}
-	for read := int64(0); (spec.Limit <= 0 || read < spec.Limit) && cur.Next(ctx); read++ {
+	for read := int64(0); (limit <= 0 || read < limit) && cur.Next(ctx); read++ {
 		doc := append(bson.Raw(nil), cur.Current...)
 		chunk = append(chunk, doc)
 		size += len(doc)
-		if len(chunk) >= includeChunk || size >= limit {
+		if len(chunk) >= includeChunk || size >= maxBytes {
 			if cont, err := flush(); err != nil || !cont {
 				return i - start, true, err
 			}

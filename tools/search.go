@@ -11,25 +11,22 @@ package tools
 // agent filters, tenant, _rperm/CLP), the tenant also goes into the
 // engine's own pre-filter, and the hits are re-read through a read plan
 // (the same filter again, the same row encoder as query_class) before
-// anything is shown.
+// anything is shown. The engines and the order they are asked in are in
+// search_engine.go.
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
 	"slices"
-	"sort"
 	"strings"
-	"sync"
 	"time"
 	"unicode"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
-	"github.com/parse-mcp/parse-mcp/internal/embed"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
@@ -298,24 +295,6 @@ type hit struct {
 	score float64
 }
 
-// topK keeps the k best hits (highest score; ties by id).
-type topK struct {
-	k    int
-	hits []hit
-}
-
-func (t *topK) add(h hit) {
-	better := func(a, b hit) bool { return a.score > b.score || a.score == b.score && a.id < b.id }
-	if len(t.hits) == t.k && !better(h, t.hits[len(t.hits)-1]) {
-		return
-	}
-	i := sort.Search(len(t.hits), func(i int) bool { return better(h, t.hits[i]) })
-	t.hits = slices.Insert(t.hits, i, h)
-	if len(t.hits) > t.k {
-		t.hits = t.hits[:t.k]
-	}
-}
-
 // roundScore rounds a score for the session: 2 decimals for a scoped
 // identity (a precise score is a side channel on rows and fields it
 // cannot see), 4 in master posture.
@@ -327,275 +306,9 @@ func roundScore(d *Deps, s float64) float64 {
 	return math.Round(s*p) / p
 }
 
-// scan streams the scope's rows (projection: only what the engine needs) to
-// fn, refusing beyond search.fallback_max_rows with the index to create.
-func scan(ctx context.Context, d *Deps, s *searchScope, projection bson.D, needIndex string, fn func(doc bson.Raw)) error {
-	maxRows := d.Policy.FallbackMaxRows()
-	tooMany := func() error {
-		return toolerror.New(toolerror.InvalidQuery, "%s has more than %d rows in this search's scope: the in-process search stops there (search.fallback_max_rows). Narrow it with where, or ask the operator for %s", s.cls.Name, maxRows, needIndex)
-	}
-	// A scope that may exceed the bound (the collection holds more rows
-	// than it, by $collStats) is counted first, on the server and
-	// up to maxRows+1: a refusal costs a count, not the scan of maxRows
-	// rows it would refuse. A smaller collection is not counted (on
-	// FerretDB 1.24 a scoped count costs as much as the scan); the loop
-	// below still stops at maxRows+1 whatever the metadata said.
-	var n int64
-	total, err := d.Store.CollectionCount(ctx, s.cls.Name)
-	if err != nil || total > int64(maxRows) {
-		if n, err = d.Store.CountUpTo(ctx, s.cls.Name, s.filter, int64(maxRows)+1); err != nil {
-			return err
-		}
-		if n > int64(maxRows) {
-			return tooMany()
-		}
-	}
-	cur, err := d.Store.Find(ctx, s.cls.Name, parsedb.FindSpec{Filter: s.filter, Projection: projection, Limit: int64(maxRows) + 1, BatchSize: 1000})
-	if err != nil {
-		return err
-	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		_ = cur.Close(cctx)
-	}()
-	prog := ProgressFrom(ctx)
-	n = 0
-	for cur.Next(ctx) {
-		n++
-		if n > int64(maxRows) { // rows added since the count
-			return tooMany()
-		}
-		if n%scanProgressEvery == 0 {
-			prog.Report(float64(n), 0, fmt.Sprintf("%d rows scanned", n))
-		}
-		fn(cur.Current)
-	}
-	if err := cur.Err(); err != nil {
-		return err
-	}
-	return ctx.Err()
-}
-
 func rawID(doc bson.Raw) string {
 	s, _ := doc.Lookup("_id").StringValueOK()
 	return s
-}
-
-// ---- engine detection ----------------------------------------------------------------
-
-// classEngines is what the database offers for one collection.
-type classEngines struct {
-	atlasText   string   // queryable Atlas Search index name ("" none)
-	atlasVector string   // queryable Atlas vectorSearch index on the vector field
-	textFields  []string // fields of a MongoDB text index (nil: none)
-	nativeVec   bool     // a native (cosmosSearch) vector index on the vector field
-}
-
-type engineCacheKey struct {
-	store *parsedb.Store
-	class string
-}
-
-type engineCacheEntry struct {
-	at  time.Time
-	eng classEngines
-}
-
-var engineCache sync.Map // engineCacheKey → engineCacheEntry
-
-// enginesFor probes (and caches for engineCacheTTL) the engines of cls:
-// $listSearchIndexes answers only on Atlas and mongot; listIndexes shows
-// text and native vector indexes.
-func enginesFor(ctx context.Context, d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy) classEngines {
-	key := engineCacheKey{d.Store, cls.Name}
-	if e, ok := engineCache.Load(key); ok && time.Since(e.(engineCacheEntry).at) < engineCacheTTL {
-		return e.(engineCacheEntry).eng
-	}
-	var eng classEngines
-	if d.Store.DB == nil {
-		return eng
-	}
-	want := sp.AtlasIndex
-	if want == "" {
-		want = defaultAtlasIndex
-	}
-	if cur, err := d.Store.Aggregate(ctx, cls.Name, bson.A{bson.D{{Key: "$listSearchIndexes", Value: bson.D{}}}}); err == nil {
-		for cur.Next(ctx) {
-			var ix struct {
-				Name      string `bson:"name"`
-				Type      string `bson:"type"`
-				Queryable bool   `bson:"queryable"`
-				Latest    struct {
-					Fields []struct {
-						Type string `bson:"type"`
-						Path string `bson:"path"`
-					} `bson:"fields"`
-				} `bson:"latestDefinition"`
-			}
-			if bson.Unmarshal(cur.Current, &ix) != nil || !ix.Queryable {
-				continue
-			}
-			switch {
-			case ix.Type == "vectorSearch" && sp.VectorField != "":
-				for _, f := range ix.Latest.Fields {
-					if f.Type == "vector" && f.Path == sp.VectorField && (eng.atlasVector == "" || ix.Name == want) {
-						eng.atlasVector = ix.Name
-					}
-				}
-			case ix.Type != "vectorSearch" && ix.Name == want:
-				eng.atlasText = ix.Name
-			}
-		}
-		_ = cur.Close(context.WithoutCancel(ctx))
-	}
-	for _, ix := range classIndexes(ctx, d, cls) {
-		if ix.text {
-			eng.textFields = ix.fields
-		}
-	}
-	if sp.VectorField != "" {
-		if cur, err := d.Store.Collection(cls.Name).Indexes().List(ctx); err == nil {
-			for cur.Next(ctx) {
-				var spec struct {
-					Key bson.D `bson:"key"`
-				}
-				if bson.Unmarshal(cur.Current, &spec) == nil {
-					for _, e := range spec.Key {
-						if s, ok := e.Value.(string); ok && s == "cosmosSearch" && e.Key == sp.VectorField {
-							eng.nativeVec = true
-						}
-					}
-				}
-			}
-			_ = cur.Close(context.WithoutCancel(ctx))
-		}
-	}
-	if ctx.Err() == nil {
-		engineCache.Store(key, engineCacheEntry{time.Now(), eng})
-	}
-	return eng
-}
-
-// ---- Atlas stages (golden-tested) --------------------------------------------------------
-
-// atlasCompound wraps an Atlas Search operator with the tenant pre-filter
-// (an equals on the tenant field; the index must map it as token).
-func atlasCompound(op bson.D, tenant bson.D) bson.D {
-	if len(tenant) == 0 {
-		return op
-	}
-	var filter bson.A
-	for _, e := range tenant {
-		filter = append(filter, bson.D{{Key: "equals", Value: bson.D{{Key: "path", Value: e.Key}, {Key: "value", Value: e.Value}}}})
-	}
-	return bson.D{{Key: "compound", Value: bson.D{{Key: "must", Value: bson.A{op}}, {Key: "filter", Value: filter}}}}
-}
-
-// atlasTextStages is the pipeline of atlas_text_search on Atlas: $search
-// (tenant pre-filter), the whole scope as $match, limit, ids and scores.
-func atlasTextStages(index, query string, paths []string, s *searchScope, limit int) bson.A {
-	op := atlasCompound(bson.D{{Key: "text", Value: bson.D{{Key: "query", Value: query}, {Key: "path", Value: paths}}}}, s.tenant)
-	return bson.A{
-		bson.D{{Key: "$search", Value: append(bson.D{{Key: "index", Value: index}}, op...)}},
-		bson.D{{Key: "$match", Value: s.filter}},
-		bson.D{{Key: "$limit", Value: limit}},
-		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "searchScore"}}}}}},
-	}
-}
-
-// atlasAutocompleteStages is atlas_autocomplete's pipeline on Atlas.
-func atlasAutocompleteStages(index, prefix, path string, s *searchScope, limit int) bson.A {
-	op := atlasCompound(bson.D{{Key: "autocomplete", Value: bson.D{{Key: "query", Value: prefix}, {Key: "path", Value: path}}}}, s.tenant)
-	return bson.A{
-		bson.D{{Key: "$search", Value: append(bson.D{{Key: "index", Value: index}}, op...)}},
-		bson.D{{Key: "$match", Value: s.filter}},
-		bson.D{{Key: "$limit", Value: limit}},
-		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "searchScore"}}}}}},
-	}
-}
-
-// vectorStages is find_similar's pipeline on Atlas (index named) or a
-// native vector index (index ""): $vectorSearch with the tenant as its
-// pre-filter, the whole scope as $match, then limit. The engine returns
-// 10k candidates so that rows the scope removes leave k.
-func vectorStages(index, path string, query []float64, s *searchScope, exclude string, k int) bson.A {
-	vs := bson.D{}
-	if index != "" {
-		vs = append(vs, bson.E{Key: "index", Value: index})
-	}
-	vs = append(vs, bson.E{Key: "path", Value: path}, bson.E{Key: "queryVector", Value: query},
-		bson.E{Key: "numCandidates", Value: min(k*100, 10000)}, bson.E{Key: "limit", Value: min(k*10, 10000)})
-	if len(s.tenant) > 0 {
-		var f bson.D
-		for _, e := range s.tenant {
-			f = append(f, bson.E{Key: e.Key, Value: bson.D{{Key: "$eq", Value: e.Value}}})
-		}
-		vs = append(vs, bson.E{Key: "filter", Value: f})
-	}
-	filter := s.filter
-	if exclude != "" {
-		filter = andFilters(filter, bson.D{{Key: "_id", Value: bson.D{{Key: "$ne", Value: exclude}}}})
-	}
-	return bson.A{
-		bson.D{{Key: "$vectorSearch", Value: vs}},
-		bson.D{{Key: "$match", Value: filter}},
-		bson.D{{Key: "$limit", Value: k}},
-		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "vectorSearchScore"}}}}}},
-	}
-}
-
-// textIndexStages is atlas_text_search's pipeline on a MongoDB text index.
-func textIndexStages(query string, s *searchScope, limit int) bson.A {
-	return bson.A{
-		bson.D{{Key: "$match", Value: bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: query}}}, {Key: "$and", Value: bson.A{s.filter}}}}},
-		bson.D{{Key: "$sort", Value: bson.D{{Key: "score", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}}},
-		bson.D{{Key: "$limit", Value: limit}},
-		bson.D{{Key: "$project", Value: bson.D{{Key: "_id", Value: 1}, {Key: "score", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}}},
-	}
-}
-
-// atlasFacetStages is atlas_faceted_search's $searchMeta (master posture,
-// no policy filter: its counts cannot be filtered by ACL or $match).
-func atlasFacetStages(index, query string, textPaths []string, facets []facetSpec) bson.A {
-	var op bson.D
-	if query != "" {
-		op = bson.D{{Key: "text", Value: bson.D{{Key: "query", Value: query}, {Key: "path", Value: textPaths}}}}
-	} else {
-		op = bson.D{{Key: "exists", Value: bson.D{{Key: "path", Value: facets[0].field}}}}
-	}
-	fs := bson.D{}
-	for _, f := range facets {
-		spec := bson.D{{Key: "type", Value: f.kind}, {Key: "path", Value: f.field}}
-		if f.kind == "string" {
-			spec = append(spec, bson.E{Key: "numBuckets", Value: maxStringBuckets})
-		} else {
-			spec = append(spec, bson.E{Key: "boundaries", Value: f.boundaries}, bson.E{Key: "default", Value: "other"})
-		}
-		fs = append(fs, bson.E{Key: f.field, Value: spec})
-	}
-	return bson.A{bson.D{{Key: "$searchMeta", Value: bson.D{{Key: "index", Value: index}, {Key: "facet", Value: bson.D{{Key: "operator", Value: op}, {Key: "facets", Value: fs}}}}}}}
-}
-
-// runHits runs a pipeline that yields {_id, score}.
-func runHits(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson.A) ([]hit, error) {
-	cur, err := d.Store.Aggregate(ctx, cls.Name, pipeline)
-	if err != nil {
-		return nil, err
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	var out []hit
-	for cur.Next(ctx) {
-		var h struct {
-			ID    string  `bson:"_id"`
-			Score float64 `bson:"score"`
-		}
-		if err := bson.Unmarshal(cur.Current, &h); err != nil {
-			return nil, err
-		}
-		out = append(out, hit{h.ID, h.Score})
-	}
-	return out, cur.Err()
 }
 
 // ---- reading the hits' rows ---------------------------------------------------------------------
@@ -704,19 +417,9 @@ func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (Rows, error
 	if err != nil {
 		return nil, err
 	}
-	eng := enginesFor(ctx, d, cls, sp)
-	var hits []hit
-	engine := EngineInProcess
-	switch {
-	case eng.atlasText != "":
-		engine = EngineAtlas
-		hits, err = runHits(ctx, d, cls, atlasTextStages(eng.atlasText, query, fields, s, limit))
-	case eng.textFields != nil && sameSet(eng.textFields, fields) && indexVisible(d, cls, indexInfo{fields: eng.textFields}):
-		engine = EngineTextIndex
-		hits, err = runHits(ctx, d, cls, textIndexStages(query, s, limit))
-	default:
-		hits, err = textScan(ctx, d, s, query, fields, limit)
-	}
+	r := newSearchRequest(ctx, d, s, sp)
+	r.query, r.fields, r.limit = query, fields, limit
+	hits, engine, err := firstHits(func(e searchEngine) ([]hit, string, error) { return e.textHits(ctx, d, r) })
 	if err != nil {
 		return nil, err
 	}
@@ -863,85 +566,6 @@ func queryArg(args Args, required bool) (string, error) {
 	return q, nil
 }
 
-func sameSet(a, b []string) bool {
-	x, y := slices.Clone(a), slices.Clone(b)
-	slices.Sort(x)
-	slices.Sort(y)
-	return slices.Equal(slices.Compact(x), slices.Compact(y))
-}
-
-// stopWords are left out of queries, as MongoDB's English text index does
-// with its (longer) list.
-var stopWords = map[string]bool{"a": true, "an": true, "and": true, "are": true, "as": true, "at": true, "be": true, "by": true, "for": true, "from": true, "in": true, "is": true, "it": true, "of": true, "on": true, "or": true, "that": true, "the": true, "this": true, "to": true, "was": true, "with": true}
-
-// stem is a light English suffix stripper: the in-process engine's answer
-// to the text index's stemming (plurals and common verb endings).
-func stem(w string) string {
-	for _, suf := range []string{"ing", "ed", "es", "s"} {
-		if len(w) > len(suf)+2 && strings.HasSuffix(w, suf) {
-			return w[:len(w)-len(suf)]
-		}
-	}
-	return w
-}
-
-// queryTerms are the distinct stemmed words of a query, stop words out, at
-// most 32.
-func queryTerms(q string) []string {
-	var out []string
-	for _, w := range embed.Words(q) {
-		if stopWords[w] {
-			continue
-		}
-		if s := stem(w); !slices.Contains(out, s) && len(out) < 32 {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// textScore scores one row for the in-process engine: for each query term
-// that occurs, 1 + ln(occurrences), divided by the square root of the
-// length in words (a shorter text matching as often ranks higher); 0 when
-// no term occurs (the row is not a hit, as with $text's OR of terms).
-func textScore(terms []string, texts []string) float64 {
-	var counts [32]int
-	total := 0
-	for _, t := range texts {
-		for _, w := range embed.Words(t) {
-			total++
-			if i := slices.Index(terms, stem(w)); i >= 0 {
-				counts[i]++
-			}
-		}
-	}
-	var score float64
-	for i := range terms {
-		if counts[i] > 0 {
-			score += 1 + math.Log(float64(counts[i]))
-		}
-	}
-	if score == 0 {
-		return 0
-	}
-	return score / math.Sqrt(1+float64(total)/50)
-}
-
-func textScan(ctx context.Context, d *Deps, s *searchScope, query string, fields []string, limit int) ([]hit, error) {
-	terms := queryTerms(query)
-	top := &topK{k: limit}
-	texts := make([]string, len(fields))
-	err := scan(ctx, d, s, parsedb.Projection(s.cls, fields), "a text index on "+strings.Join(fields, ", ")+" (or an Atlas Search index)", func(doc bson.Raw) {
-		for i, f := range fields {
-			texts[i], _ = doc.Lookup(f).StringValueOK()
-		}
-		if sc := textScore(terms, texts); sc > 0 {
-			top.add(hit{rawID(doc), sc})
-		}
-	})
-	return top.hits, err
-}
-
 // ---- atlas_autocomplete ---------------------------------------------------------------------------
 
 // autocompletePrefix is atlas_autocomplete's prefix, at most
@@ -991,14 +615,9 @@ func atlasAutocomplete(ctx context.Context, d *Deps, in autocompleteIn) (*autoco
 	if err != nil {
 		return nil, err
 	}
-	var hits []hit
-	engine := EngineRegexPrefix
-	if eng := enginesFor(ctx, d, cls, sp); eng.atlasText != "" {
-		engine = EngineAtlas
-		hits, err = runHits(ctx, d, cls, atlasAutocompleteStages(eng.atlasText, prefix, field, s, limit))
-	} else {
-		hits, err = prefixHits(ctx, d, s, field, prefix, limit)
-	}
+	r := newSearchRequest(ctx, d, s, sp)
+	r.query, r.fields, r.limit = prefix, []string{field}, limit
+	hits, engine, err := firstHits(func(e searchEngine) ([]hit, string, error) { return e.autocompleteHits(ctx, d, r) })
 	if err != nil {
 		return nil, err
 	}
@@ -1018,29 +637,6 @@ func atlasAutocomplete(ctx context.Context, d *Deps, in autocompleteIn) (*autoco
 		suggestions = append(suggestions, map[string]any{"value": m[field], "object_id": kept[i].id})
 	}
 	return &autocompleteOut{ClassName: cls.Name, Field: field, Engine: engine, Suggestions: suggestions}, nil
-}
-
-// PrefixFilter is the fallback autocomplete's constraint: the prefix
-// escaped (every regex metacharacter literal) and anchored, matched
-// case-insensitively — never a caller-supplied pattern.
-func PrefixFilter(storageField, prefix string) bson.D {
-	return bson.D{{Key: storageField, Value: bson.D{{Key: "$regex", Value: "^" + regexp.QuoteMeta(prefix)}, {Key: "$options", Value: "i"}}}}
-}
-
-func prefixHits(ctx context.Context, d *Deps, s *searchScope, field, prefix string, limit int) ([]hit, error) {
-	sf := parsedb.StorageFieldName(s.cls, field)
-	spec := parsedb.FindSpec{Filter: andFilters(s.filter, PrefixFilter(sf, prefix)), Projection: bson.D{{Key: "_id", Value: 1}, {Key: sf, Value: 1}},
-		Sort: bson.D{{Key: sf, Value: 1}, {Key: "_id", Value: 1}}, Limit: int64(limit), BatchSize: int32(limit)}
-	cur, err := d.Store.Find(ctx, s.cls.Name, spec)
-	if err != nil {
-		return nil, err
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	var out []hit
-	for cur.Next(ctx) {
-		out = append(out, hit{id: rawID(cur.Current), score: 1})
-	}
-	return out, cur.Err()
 }
 
 // ---- atlas_faceted_search -------------------------------------------------------------------------
@@ -1158,89 +754,6 @@ func less(a, b any) bool {
 	return false
 }
 
-// facetCounter counts one facet's buckets in process.
-type facetCounter struct {
-	spec    facetSpec
-	strings map[string]int
-	buckets []int // [len(boundaries)-1] counts, then "other"
-}
-
-func (c *facetCounter) add(v bson.RawValue) {
-	if c.spec.kind == "string" {
-		var key string
-		switch v.Type {
-		case bson.TypeString:
-			key = v.StringValue()
-		case bson.TypeBoolean:
-			key = fmt.Sprint(v.Boolean())
-		case 0, bson.TypeNull:
-			key = "null"
-		default:
-			return
-		}
-		c.strings[key]++
-		return
-	}
-	var x any
-	switch v.Type {
-	case bson.TypeDouble, bson.TypeInt32, bson.TypeInt64:
-		if c.spec.kind == "number" {
-			f, _ := v.AsFloat64OK()
-			x = f
-		}
-	case bson.TypeDateTime:
-		if c.spec.kind == "date" {
-			x = v.Time().UTC()
-		}
-	}
-	b := c.spec.boundaries
-	if x != nil {
-		for i := 0; i+1 < len(b); i++ {
-			if !less(x, b[i]) && less(x, b[i+1]) {
-				c.buckets[i]++
-				return
-			}
-		}
-	}
-	c.buckets[len(b)-1]++ // other (out of range, missing or another type)
-}
-
-func (c *facetCounter) result() []map[string]any {
-	out := []map[string]any{}
-	if c.spec.kind == "string" {
-		keys := make([]string, 0, len(c.strings))
-		for k := range c.strings {
-			keys = append(keys, k)
-		}
-		sort.Slice(keys, func(i, j int) bool {
-			a, b := c.strings[keys[i]], c.strings[keys[j]]
-			return a > b || a == b && keys[i] < keys[j]
-		})
-		for i, k := range keys {
-			if i == maxStringBuckets {
-				break
-			}
-			out = append(out, map[string]any{"key": k, "count": c.strings[k]})
-		}
-		return out
-	}
-	for i, n := range c.buckets {
-		key := any("other")
-		if i < len(c.spec.boundaries)-1 {
-			key = boundaryLabel(c.spec.boundaries[i])
-		}
-		out = append(out, map[string]any{"key": key, "count": n})
-	}
-	return out
-}
-
-func boundaryLabel(b any) any {
-	if t, ok := b.(time.Time); ok {
-		return t.Format("2006-01-02T15:04:05.000Z")
-	}
-	return b
-}
-
 type facetedSearchIn struct {
 	ClassName string         `json:"class_name" arg:"class"`
 	Query     searchQuery    `json:"query"`
@@ -1280,42 +793,9 @@ func atlasFacetedSearch(ctx context.Context, d *Deps, in facetedSearchIn) (*face
 	if err != nil {
 		return nil, err
 	}
-	// $searchMeta counts cannot be filtered by _rperm, CLP or a $match: it
-	// runs only in master posture, for a class no policy filter restricts,
-	// without a caller where.
-	if eng := enginesFor(ctx, d, cls, sp); eng.atlasText != "" && s.policyOnly && len(where) == 0 {
-		return facetsAtlas(ctx, d, cls, atlasFacetStages(eng.atlasText, query, textFields, facets))
-	}
-	counters := make([]*facetCounter, len(facets))
-	for i, f := range facets {
-		counters[i] = &facetCounter{spec: f, strings: map[string]int{}, buckets: make([]int, len(f.boundaries))}
-	}
-	terms := queryTerms(query)
-	texts := make([]string, len(textFields))
-	total := 0
-	err = scan(ctx, d, s, parsedb.Projection(cls, searched), "an Atlas Search index with these facets", func(doc bson.Raw) {
-		if query != "" {
-			for i, f := range textFields {
-				texts[i], _ = doc.Lookup(f).StringValueOK()
-			}
-			if textScore(terms, texts) == 0 {
-				return
-			}
-		}
-		total++
-		for _, c := range counters {
-			v, _ := doc.LookupErr(c.spec.field)
-			c.add(v)
-		}
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	for _, c := range counters {
-		out[c.spec.field] = c.result()
-	}
-	return &facetsOut{ClassName: cls.Name, Engine: EngineInProcess, Total: int64(total), Facets: out}, nil
+	r := newSearchRequest(ctx, d, s, sp)
+	r.query, r.fields, r.facets = query, textFields, facets
+	return firstFacets(ctx, d, r)
 }
 
 func facetFieldNames(fs []facetSpec) []string {
@@ -1324,46 +804,6 @@ func facetFieldNames(fs []facetSpec) []string {
 		out = append(out, f.field)
 	}
 	return out
-}
-
-func facetsAtlas(ctx context.Context, d *Deps, cls *parsedb.Class, pipeline bson.A) (*facetsOut, error) {
-	cur, err := d.Store.Aggregate(ctx, cls.Name, pipeline)
-	if err != nil {
-		return nil, err
-	}
-	defer cur.Close(context.WithoutCancel(ctx))
-	var meta struct {
-		Count struct {
-			Lower int64 `bson:"lowerBound"`
-		} `bson:"count"`
-		Facet map[string]struct {
-			Buckets []struct {
-				ID    any   `bson:"_id"`
-				Count int64 `bson:"count"`
-			} `bson:"buckets"`
-		} `bson:"facet"`
-	}
-	if cur.Next(ctx) {
-		if err := bson.Unmarshal(cur.Current, &meta); err != nil {
-			return nil, err
-		}
-	}
-	if err := cur.Err(); err != nil {
-		return nil, err
-	}
-	out := map[string]any{}
-	for f, b := range meta.Facet {
-		list := []map[string]any{}
-		for _, x := range b.Buckets {
-			key := x.ID
-			if t, ok := key.(bson.DateTime); ok {
-				key = t.Time().UTC().Format("2006-01-02T15:04:05.000Z")
-			}
-			list = append(list, map[string]any{"key": key, "count": x.Count})
-		}
-		out[f] = list
-	}
-	return &facetsOut{ClassName: cls.Name, Engine: EngineAtlas, Total: meta.Count.Lower, Facets: out}, nil
 }
 
 // ---- find_similar ------------------------------------------------------------------------------------
@@ -1485,250 +925,7 @@ func nearest(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.
 	if err != nil {
 		return nil, "", err
 	}
-	eng := enginesFor(ctx, d, cls, sp)
-	switch {
-	case eng.atlasVector != "":
-		hits, err := runHits(ctx, d, cls, vectorStages(eng.atlasVector, sp.VectorField, vector, s, exclude, k))
-		return hits, EngineAtlas, err
-	case eng.nativeVec:
-		hits, err := runHits(ctx, d, cls, vectorStages("", sp.VectorField, vector, s, exclude, k))
-		return hits, EngineVectorIndex, err
-	}
-	top := &topK{k: k}
-	mismatched, dims := 0, 0
-	err = scan(ctx, d, s, bson.D{{Key: sp.VectorField, Value: 1}}, "an Atlas Vector Search index on "+sp.VectorField, func(doc bson.Raw) {
-		id := rawID(doc)
-		if id == exclude {
-			return
-		}
-		v := rawVector(doc.Lookup(sp.VectorField))
-		if v == nil {
-			return
-		}
-		if len(v) != len(vector) {
-			mismatched++
-			dims = len(v)
-			return
-		}
-		top.add(hit{id, embed.Cosine(vector, v)})
-	})
-	if err != nil {
-		return nil, "", err
-	}
-	if len(top.hits) == 0 && mismatched > 0 {
-		return nil, "", toolerror.New(toolerror.InvalidArgument, "%s's vectors have %d dimensions; the query vector has %d", cls.Name, dims, len(vector))
-	}
-	return top.hits, EngineInProcess, nil
-}
-
-// ---- semantic_search -------------------------------------------------------------------------------------
-
-// chunk is one piece of a row's text.
-type chunk struct {
-	Class  string  `json:"class_name"`
-	ID     string  `json:"object_id"`
-	Field  string  `json:"field"`
-	Text   string  `json:"text"`
-	Score  float64 `json:"score"`
-	tokens int
-}
-
-// semantic_search's arguments; class_name is optional (every searchable
-// class when absent).
-type semanticSearchIn struct {
-	Query     searchQuery    `json:"query" arg:"required"`
-	K         int            `json:"k" arg:"default=5,min=1,max=20"`
-	Budget    int            `json:"token_budget" arg:"default=20000,min=100,max=200000"`
-	Where     map[string]any `json:"where"`
-	ClassName string         `json:"class_name" arg:"class,optional"`
-}
-
-// semanticOut's members are in the order the result has always had.
-type semanticOut struct {
-	BudgetTruncated bool     `json:"budget_truncated"`
-	Chunks          []chunk  `json:"chunks"`
-	Classes         []string `json:"classes"`
-	Embedder        string   `json:"embedder"`
-	Query           string   `json:"query"`
-	TokensEstimated int      `json:"tokens_estimated"`
-}
-
-func semanticSearch(ctx context.Context, d *Deps, in semanticSearchIn) (*semanticOut, error) {
-	query, k, budget, where := string(in.Query), in.K, in.Budget, in.Where
-	if d.Embedder == nil {
-		return nil, toolerror.New(toolerror.InvalidArgument, "semantic_search needs an embedder: the operator sets PARSE_MCP_EMBEDDINGS_URL (an OpenAI-compatible /v1/embeddings endpoint) and PARSE_MCP_EMBEDDINGS_MODEL. Use atlas_text_search meanwhile")
-	}
-	schema, err := d.Store.Schema.Get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	var names []string
-	explicit := in.ClassName != ""
-	if explicit {
-		names = []string{in.ClassName}
-	} else {
-		if len(where) > 0 {
-			return nil, invalid("where needs class_name (its fields belong to one class)")
-		}
-		names = d.Policy.SearchClasses()
-	}
-	qv, err := embedTexts(ctx, d, []string{query})
-	if err != nil {
-		return nil, err
-	}
-	var chunks []chunk
-	searched := []string{}
-	for _, n := range names {
-		// Every class passes the class gate; in the default set a class
-		// the session cannot use, or without readable vectors, is skipped
-		// silently (hidden ≡ missing).
-		cls, err := d.Policy.ResolveClass(ctx, schema, n)
-		if err != nil {
-			if explicit {
-				return nil, err
-			}
-			continue
-		}
-		sp := d.Policy.Search(cls.Name)
-		if sp == nil && explicit {
-			_, _, _, err := searchClass(ctx, d, n)
-			return nil, err
-		}
-		textFields := readableOf(d, cls, spTextFields(sp))
-		if verr := vectorReadable(d, cls, sp); verr != nil || len(textFields) == 0 {
-			if explicit {
-				if verr == nil {
-					verr = toolerror.New(toolerror.InvalidArgument, "%s has no text_fields this session may read", cls.Name)
-				}
-				return nil, verr
-			}
-			continue
-		}
-		hits, _, err := nearest(ctx, d, schema, cls, sp, where, qv[0], "", k)
-		if err != nil {
-			if explicit || toolerror.KindOf(err) == toolerror.Infrastructure {
-				return nil, err
-			}
-			continue
-		}
-		searched = append(searched, cls.Name)
-		_, rows, kept, err := hitRows(ctx, d, schema, cls, where, hits, planInput{keys: textFields, shape: shapeObjects})
-		if err != nil {
-			return nil, err
-		}
-		for i, r := range rows {
-			var m map[string]any
-			if err := json.Unmarshal(r, &m); err != nil {
-				return nil, err
-			}
-			for _, f := range textFields {
-				text, _ := m[f].(string)
-				for _, c := range ChunkText(text, chunkChars, chunkOverlap) {
-					chunks = append(chunks, chunk{Class: cls.Name, ID: kept[i].id, Field: f, Text: c, Score: kept[i].score})
-				}
-			}
-		}
-	}
-	if len(chunks) > semanticChunkCap {
-		sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].Score > chunks[j].Score })
-		chunks = chunks[:semanticChunkCap]
-	}
-	if len(chunks) > 0 {
-		texts := make([]string, len(chunks))
-		for i, c := range chunks {
-			texts[i] = c.Text
-		}
-		vecs, err := embedTexts(ctx, d, texts)
-		if err != nil {
-			return nil, err
-		}
-		for i := range chunks {
-			if len(vecs[i]) == len(qv[0]) {
-				chunks[i].Score = embed.Cosine(qv[0], vecs[i])
-			}
-		}
-	}
-	sort.SliceStable(chunks, func(i, j int) bool { return chunks[i].Score > chunks[j].Score })
-	out := []chunk{}
-	used, truncated := 0, false
-	for _, c := range chunks {
-		c.tokens = len(c.Text)/4 + 1
-		if used+c.tokens > budget {
-			truncated = true
-			continue
-		}
-		used += c.tokens
-		c.Score = roundScore(d, c.Score)
-		out = append(out, c)
-	}
-	return &semanticOut{Query: query, Classes: searched, Embedder: d.Embedder.Name(), Chunks: out, BudgetTruncated: truncated, TokensEstimated: used}, nil
-}
-
-func spTextFields(sp *policy.SearchPolicy) []string {
-	if sp == nil {
-		return nil
-	}
-	return sp.TextFields
-}
-
-// embedTexts runs the embedder, turning its failures into errors the model
-// can act on (the endpoint's own words stay in the operator log).
-func embedTexts(ctx context.Context, d *Deps, texts []string) ([][]float64, error) {
-	vecs, err := d.Embedder.Embed(ctx, texts)
-	switch {
-	case err == nil:
-		return vecs, nil
-	case ctx.Err() != nil:
-		return nil, ctx.Err()
-	case err == embed.ErrBudget:
-		return nil, &toolerror.Error{Code: toolerror.RateLimited, RetryAfter: time.Minute, Message: "the embeddings call budget of this window is spent; try again in a minute"}
-	}
-	return nil, toolerror.New(toolerror.InvalidQuery, "the embeddings endpoint failed; the operator log has the reason").WithCause(err)
-}
-
-// ChunkText splits text into pieces of about size characters with overlap,
-// ending each piece at a sentence boundary (". ", "! ", "? ", newline) in
-// its last quarter when there is one, else at a space.
-func ChunkText(text string, size, overlap int) []string {
-	r := []rune(strings.TrimSpace(text))
-	if len(r) == 0 {
-		return nil
-	}
-	var out []string
-	for start := 0; start < len(r); {
-		end := min(start+size, len(r))
-		if end < len(r) {
-			cut := -1
-			for i := end - 1; i > start+size*3/4; i-- {
-				if r[i] == '\n' || (r[i] == ' ' && i > 0 && strings.ContainsRune(".!?", r[i-1])) {
-					cut = i + 1
-					break
-				}
-			}
-			if cut < 0 {
-				for i := end - 1; i > start+size/2; i-- {
-					if r[i] == ' ' {
-						cut = i + 1
-						break
-					}
-				}
-			}
-			if cut > 0 {
-				end = cut
-			}
-		}
-		if piece := strings.TrimSpace(string(r[start:end])); piece != "" {
-			out = append(out, piece)
-		}
-		if end >= len(r) {
-			break
-		}
-		next := max(end-overlap, start+1)
-		// Start the overlap at a word.
-		for next < end && r[next-1] != ' ' && r[next-1] != '\n' {
-			next++
-		}
-		start = next
-	}
-	return out
+	r := newSearchRequest(ctx, d, s, sp)
+	r.vector, r.exclude, r.limit = vector, exclude, k
+	return firstHits(func(e searchEngine) ([]hit, string, error) { return e.nearestHits(ctx, d, r) })
 }

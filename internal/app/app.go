@@ -95,64 +95,8 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 	}
 
 	a := &App{}
-	uri, dbName := cfg.MongoDBURI, cfg.DatabaseName()
-	if cfg.Demo {
-		dir := cfg.DemoDir
-		if dir == "" {
-			base, err := os.UserCacheDir()
-			if err != nil {
-				base = os.TempDir()
-			}
-			dir = filepath.Join(base, "parse-mcp", "demo")
-		}
-		if err := usableDir(dir); err != nil {
-			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_DEMO_DIR: %v (set it to a writable directory)\n", err)
-			return nil, exitBadUsage
-		}
-		// FerretDB's own logs are noise for a demo user; at debug level they
-		// go to stderr (never stdout) to diagnose the embedded database.
-		var dbLog io.Writer
-		if strings.EqualFold(cfg.LogLevel, "debug") || strings.EqualFold(cfg.LogLevel, "trace") {
-			dbLog = stderr
-		}
-		a.embedded, err = embeddeddb.Start(dir, dbLog)
-		if err != nil {
-			fmt.Fprintf(stderr, "parse-mcp: demo database: %v\n", err)
-			return nil, exitFailure
-		}
-		uri, dbName = a.embedded.URI, "tunebase"
-	}
-	a.Store, err = parsedb.Connect(ctx, uri, dbName, cfg.CollectionPrefix)
-	if err != nil {
-		if a.embedded != nil {
-			a.embedded.Stop()
-		}
-		if cfg.Demo {
-			fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
-			return nil, exitFailure
-		}
-		return nil, connectFailed(stderr, "PARSE_MCP_MONGODB_URI", "MongoDB", uri, err)
-	}
-	if code := a.connectLimits(ctx, cfg, stderr); code != exitOK {
-		a.Close()
+	if code := a.openDatabase(ctx, cfg, log, stderr); code != exitOK {
 		return nil, code
-	}
-	if !cfg.Demo {
-		warnIfNoParseClasses(ctx, a.Store, log)
-	}
-	if cfg.Demo {
-		written, err := demo.Seed(ctx, a.Store.DB, cfg.CollectionPrefix)
-		if err != nil {
-			a.Close()
-			fmt.Fprintf(stderr, "parse-mcp: seeding the demo database: %v\n", err)
-			return nil, exitFailure
-		}
-		// Debug level: the demo is quiet until a client speaks to it.
-		if written {
-			log.Debug().Msg("demo: sample data seeded")
-		} else {
-			log.Debug().Msg("demo: sample data already in place, seed skipped")
-		}
 	}
 	if cfg.Identity() == "master" {
 		posture := log.Warn()
@@ -164,33 +108,8 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		posture.Msg("running in master posture: no PARSE_MCP_SESSION_TOKEN, PARSE_MCP_ACL_USER or PARSE_MCP_ACL_ROLE is set, so ACLs do not restrict reads (hidden classes and field rules still apply)")
 	}
 	engine := policy.New(cfg, file, log)
-	a.Deps = tools.NewDeps(a.Store, engine, cfg, log)
-	a.Deps.Bridge = bridge
-	if a.Deps.Embedder, err = newEmbedder(cfg); err != nil {
-		a.Close()
-		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_EMBEDDINGS_URL: %v\n", err)
-		return nil, exitBadUsage
-	}
-	if cfg.HTTPAddr != "" {
-		// Over HTTP several processes may serve one client (docs/transports.md
-		// "Scale-out"): confirmations are single-use across all of them.
-		ledger := parsedb.NewConfirmationLedger(a.Store, cfg.ConfirmSecret.Reveal())
-		a.Deps.Confirmations = ledger
-		a.shareLimits(cfg, engine, ledger, log)
-	}
-	if bridge != nil && cfg.LiveQueryURL != "" {
-		lq, err := bridge.NewLiveQuery(cfg.LiveQueryURL, log)
-		if err != nil {
-			a.Close()
-			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_LIVEQUERY_URL: %v\n", err)
-			return nil, exitBadUsage
-		}
-		a.Deps.LiveQuery = lq
-	}
-	if bridge != nil {
-		// Writes and Cloud functions go through Parse Server; reads stay direct.
-		a.Deps.Writes = &parseserver.Writer{Client: bridge, Store: a.Store}
-		a.Deps.CloudFunctions = bridge
+	if code := a.wireDeps(cfg, engine, bridge, log, stderr); code != exitOK {
+		return nil, code
 	}
 	// The policy is validated against the live _SCHEMA and the identity
 	// resolved before anything is served (`audit` reports policy problems
@@ -205,6 +124,136 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 		fmt.Fprintf(stderr, "parse-mcp: %v\n", err)
 		return nil, exitFailure
 	}
+	a.warnPolicyGaps(ctx, cfg, engine, log)
+	opts, err := protocolSurface(a.Deps, file, log)
+	if err != nil {
+		a.Close()
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_POLICY_FILE: %v\n", err)
+		return nil, exitBadUsage
+	}
+	mcp := server.Build(opts)
+	a.Dispatcher = server.NewDispatcher(mcp, cfg.Workers, log)
+	return a, exitOK
+}
+
+// openDatabase connects the store (starting the demo database first with
+// --demo, and seeding it) and the limits store. On failure it has already
+// printed one clear line, released what it opened, and returns the exit
+// code.
+func (a *App) openDatabase(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr io.Writer) int {
+	uri, dbName := cfg.MongoDBURI, cfg.DatabaseName()
+	if cfg.Demo {
+		var code int
+		if uri, code = a.startDemoDatabase(cfg, stderr); code != exitOK {
+			return code
+		}
+		dbName = "tunebase"
+	}
+	var err error
+	a.Store, err = parsedb.Connect(ctx, uri, dbName, cfg.CollectionPrefix)
+	if err != nil {
+		if a.embedded != nil {
+			a.embedded.Stop()
+		}
+		if cfg.Demo {
+			fmt.Fprintf(stderr, "parse-mcp: cannot connect to MongoDB at %s: %s\n", config.RedactedURI(uri), connectReason(err))
+			return exitFailure
+		}
+		return connectFailed(stderr, "PARSE_MCP_MONGODB_URI", "MongoDB", uri, err)
+	}
+	if code := a.connectLimits(ctx, cfg, stderr); code != exitOK {
+		a.Close()
+		return code
+	}
+	if !cfg.Demo {
+		warnIfNoParseClasses(ctx, a.Store, log)
+		return exitOK
+	}
+	written, err := demo.Seed(ctx, a.Store.DB, cfg.CollectionPrefix)
+	if err != nil {
+		a.Close()
+		fmt.Fprintf(stderr, "parse-mcp: seeding the demo database: %v\n", err)
+		return exitFailure
+	}
+	// Debug level: the demo is quiet until a client speaks to it.
+	if written {
+		log.Debug().Msg("demo: sample data seeded")
+	} else {
+		log.Debug().Msg("demo: sample data already in place, seed skipped")
+	}
+	return exitOK
+}
+
+// startDemoDatabase starts the embedded database in PARSE_MCP_DEMO_DIR (or
+// the user's cache) and returns its URI.
+func (a *App) startDemoDatabase(cfg *config.Config, stderr io.Writer) (string, int) {
+	dir := cfg.DemoDir
+	if dir == "" {
+		base, err := os.UserCacheDir()
+		if err != nil {
+			base = os.TempDir()
+		}
+		dir = filepath.Join(base, "parse-mcp", "demo")
+	}
+	if err := usableDir(dir); err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_DEMO_DIR: %v (set it to a writable directory)\n", err)
+		return "", exitBadUsage
+	}
+	// FerretDB's own logs are noise for a demo user; at debug level they
+	// go to stderr (never stdout) to diagnose the embedded database.
+	var dbLog io.Writer
+	if strings.EqualFold(cfg.LogLevel, "debug") || strings.EqualFold(cfg.LogLevel, "trace") {
+		dbLog = stderr
+	}
+	var err error
+	a.embedded, err = embeddeddb.Start(dir, dbLog)
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: demo database: %v\n", err)
+		return "", exitFailure
+	}
+	return a.embedded.URI, exitOK
+}
+
+// wireDeps builds the tools' dependencies: the embedder, the shared
+// confirmation ledger and limits over HTTP, and with the bridge its
+// LiveQuery client and the write backend. On failure it has closed a.
+func (a *App) wireDeps(cfg *config.Config, engine *policy.Engine, bridge *parseserver.Client, log zerolog.Logger, stderr io.Writer) int {
+	a.Deps = tools.NewDeps(a.Store, engine, cfg, log)
+	a.Deps.Bridge = bridge
+	var err error
+	if a.Deps.Embedder, err = newEmbedder(cfg); err != nil {
+		a.Close()
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_EMBEDDINGS_URL: %v\n", err)
+		return exitBadUsage
+	}
+	if cfg.HTTPAddr != "" {
+		// Over HTTP several processes may serve one client (docs/transports.md
+		// "Scale-out"): confirmations are single-use across all of them.
+		ledger := parsedb.NewConfirmationLedger(a.Store, cfg.ConfirmSecret.Reveal())
+		a.Deps.Confirmations = ledger
+		a.shareLimits(cfg, engine, ledger, log)
+	}
+	if bridge != nil && cfg.LiveQueryURL != "" {
+		lq, err := bridge.NewLiveQuery(cfg.LiveQueryURL, log)
+		if err != nil {
+			a.Close()
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_LIVEQUERY_URL: %v\n", err)
+			return exitBadUsage
+		}
+		a.Deps.LiveQuery = lq
+	}
+	if bridge != nil {
+		// Writes and Cloud functions go through Parse Server; reads stay direct.
+		a.Deps.Writes = &parseserver.Writer{Client: bridge, Store: a.Store}
+		a.Deps.CloudFunctions = bridge
+	}
+	return exitOK
+}
+
+// warnPolicyGaps logs what the policy seems to have missed: the demo's
+// secrets left readable by an operator's policy file, hidden classes not
+// in _SCHEMA.
+func (a *App) warnPolicyGaps(ctx context.Context, cfg *config.Config, engine *policy.Engine, log zerolog.Logger) {
 	if cfg.Demo && cfg.PolicyFile != "" && !engine.Hidden(demo.ClassVaultSecret) {
 		// The demo's fake secrets are hidden by the demo policy only; an
 		// operator's own policy file replaces it whole.
@@ -217,15 +266,6 @@ func Start(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr i
 			log.Warn().Str("class", m.Name).Str("visible_similar", m.Visible).Msg("PARSE_MCP_POLICY_FILE: " + m.String() + "; hiding a class before it exists is fine, a misspelt name hides nothing")
 		}
 	}
-	opts, err := protocolSurface(a.Deps, file, log)
-	if err != nil {
-		a.Close()
-		fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_POLICY_FILE: %v\n", err)
-		return nil, exitBadUsage
-	}
-	mcp := server.Build(opts)
-	a.Dispatcher = server.NewDispatcher(mcp, cfg.Workers, log)
-	return a, exitOK
 }
 
 // warnIfNoParseClasses says so at start-up when the database holds no Parse

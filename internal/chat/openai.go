@@ -129,6 +129,9 @@ func openAIBody(model string, req Request) ([]byte, error) {
 // choices[0].delta.content (answer text) and choices[0].delta.tool_calls
 // (each call's id and name in its first chunk, then argument fragments by
 // index; several indexes are parallel calls); the last chunk carries usage.
+//
+//gocyclo:ignore
+//lintbudget:ignore
 func (p *openAI) Stream(ctx context.Context, req Request, onText func(string)) (Reply, error) {
 	body, err := openAIBody(p.model, req)
 	if err != nil {

@@ -313,22 +313,44 @@ func Truthy(v string) bool {
 // Validate checks the configuration as a whole. It returns the first problem
 // as an *Error.
 func (c *Config) Validate() error {
+	for _, check := range []func() error{
+		c.validateDatabase, c.validateIdentity, c.validateBridge, c.validateJWT, c.validateFilesURL,
+		c.validateRuntime, c.validateHTTPAddr, c.validateEmbeddings, c.validateAPIKeys, c.validateHTTPCaps,
+		c.validateHTTPAuth, c.validateConfirmSecret, c.validateLimits,
+	} {
+		if err := check(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// validateDatabase checks the tier and, unless --demo, the MongoDB
+// connection string and database.
+func (c *Config) validateDatabase() error {
 	switch c.Permissions {
 	case TierReadonly, TierWrite, TierAdmin:
 	default:
 		return &Error{"PARSE_MCP_PERMISSIONS", fmt.Sprintf("unknown tier %q", c.Permissions), "use readonly, write or admin"}
 	}
-	if !c.Demo {
-		if c.MongoDBURI == "" {
-			return &Error{"PARSE_MCP_MONGODB_URI", "is required", "set it to your Parse app's MongoDB connection string, or run with --demo (PARSE_MCP_DEMO=true)"}
-		}
-		if !strings.HasPrefix(c.MongoDBURI, "mongodb://") && !strings.HasPrefix(c.MongoDBURI, "mongodb+srv://") {
-			return &Error{"PARSE_MCP_MONGODB_URI", "must start with mongodb:// or mongodb+srv://", "check the connection string"}
-		}
-		if c.DatabaseName() == "" {
-			return &Error{"PARSE_MCP_DATABASE", "no database name in PARSE_MCP_MONGODB_URI and PARSE_MCP_DATABASE is empty", "add /dbname to the URI or set PARSE_MCP_DATABASE"}
-		}
+	if c.Demo {
+		return nil
 	}
+	if c.MongoDBURI == "" {
+		return &Error{"PARSE_MCP_MONGODB_URI", "is required", "set it to your Parse app's MongoDB connection string, or run with --demo (PARSE_MCP_DEMO=true)"}
+	}
+	if !strings.HasPrefix(c.MongoDBURI, "mongodb://") && !strings.HasPrefix(c.MongoDBURI, "mongodb+srv://") {
+		return &Error{"PARSE_MCP_MONGODB_URI", "must start with mongodb:// or mongodb+srv://", "check the connection string"}
+	}
+	if c.DatabaseName() == "" {
+		return &Error{"PARSE_MCP_DATABASE", "no database name in PARSE_MCP_MONGODB_URI and PARSE_MCP_DATABASE is empty", "add /dbname to the URI or set PARSE_MCP_DATABASE"}
+	}
+	return nil
+}
+
+// validateIdentity checks that at most one identity is set, and the user's
+// objectId.
+func (c *Config) validateIdentity() error {
 	n := 0
 	for _, v := range []string{c.SessionToken, c.ACLUser, c.ACLRole} {
 		if v != "" {
@@ -341,18 +363,23 @@ func (c *Config) Validate() error {
 	if c.ACLUser != "" && !validObjectID(c.ACLUser) {
 		return &Error{"PARSE_MCP_ACL_USER", "is not a Parse objectId", "use the _User objectId (letters, digits, _ and -)"}
 	}
-	if err := c.validateBridge(); err != nil {
-		return err
+	return nil
+}
+
+func (c *Config) validateFilesURL() error {
+	if c.FilesURL == "" {
+		return nil
 	}
-	if err := c.validateJWT(); err != nil {
-		return err
+	u, err := url.Parse(c.FilesURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return &Error{"PARSE_MCP_FILES_URL", fmt.Sprintf("%q is not an http(s) URL without credentials, query or fragment", refusedURL(c.FilesURL)), "use the prefix of your files' URLs, e.g. https://api.example.com/parse/files/myAppId/"}
 	}
-	if c.FilesURL != "" {
-		u, err := url.Parse(c.FilesURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return &Error{"PARSE_MCP_FILES_URL", fmt.Sprintf("%q is not an http(s) URL without credentials, query or fragment", refusedURL(c.FilesURL)), "use the prefix of your files' URLs, e.g. https://api.example.com/parse/files/myAppId/"}
-		}
-	}
+	return nil
+}
+
+// validateRuntime checks the log level, the workers and the progress
+// interval.
+func (c *Config) validateRuntime() error {
 	switch strings.ToLower(c.LogLevel) {
 	case "trace", "debug", "info", "warn", "error", "fatal", "panic", "disabled":
 	default:
@@ -364,34 +391,38 @@ func (c *Config) Validate() error {
 	if c.ProgressInterval != 0 && (c.ProgressInterval < 100*time.Millisecond || c.ProgressInterval > time.Minute) {
 		return &Error{"PARSE_MCP_PROGRESS_INTERVAL", fmt.Sprintf("%v is out of range", c.ProgressInterval), "use a duration from 100ms to 1m, e.g. 2s"}
 	}
-	if c.HTTPAddr != "" {
-		host, _, err := net.SplitHostPort(c.HTTPAddr)
-		if err != nil {
-			return &Error{"PARSE_MCP_HTTP_ADDR (or --http)", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
-		}
-		if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() && c.HTTPAuth == "" {
-			return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key (or PARSE_MCP_API_KEYS) or bind 127.0.0.1"}
-		}
+	return nil
+}
+
+// validateHTTPAddr checks the HTTP address, and that a non-loopback one
+// has a key or an authentication mode.
+func (c *Config) validateHTTPAddr() error {
+	if c.HTTPAddr == "" {
+		return nil
 	}
-	if err := c.validateEmbeddings(); err != nil {
-		return err
+	host, _, err := net.SplitHostPort(c.HTTPAddr)
+	if err != nil {
+		return &Error{"PARSE_MCP_HTTP_ADDR (or --http)", fmt.Sprintf("%q is not host:port", c.HTTPAddr), "use e.g. 127.0.0.1:8080"}
 	}
+	if !IsLoopbackHost(host) && c.APIKey == "" && !c.APIKeys.IsSet() && c.HTTPAuth == "" {
+		return &Error{"PARSE_MCP_API_KEY", "is required when PARSE_MCP_HTTP_ADDR binds a non-loopback address", "set an API key (or PARSE_MCP_API_KEYS) or bind 127.0.0.1"}
+	}
+	return nil
+}
+
+func (c *Config) validateAPIKeys() error {
 	if c.APIKey != "" && len(c.APIKey) < 16 {
 		return &Error{"PARSE_MCP_API_KEY", "is shorter than 16 characters", "use a long random key"}
 	}
-	if _, err := c.NamedAPIKeys(); err != nil {
-		return err
-	}
-	if err := c.validateHTTPCaps(); err != nil {
-		return err
-	}
-	if err := c.validateHTTPAuth(); err != nil {
-		return err
-	}
+	_, err := c.NamedAPIKeys()
+	return err
+}
+
+func (c *Config) validateConfirmSecret() error {
 	if c.ConfirmSecret.IsSet() && len(c.ConfirmSecret.Reveal()) < 32 {
 		return &Error{"PARSE_MCP_CONFIRM_SECRET", "is shorter than 32 characters", "use a long random secret, the same on every process (e.g. openssl rand -hex 32)"}
 	}
-	return c.validateLimits()
+	return nil
 }
 
 // The PARSE_MCP_LIMITS_STORE values.
@@ -846,22 +877,33 @@ func (c *Config) HTTPAuthModes() []string {
 	return out
 }
 
-// validateHTTPAuth checks PARSE_MCP_HTTP_AUTH and what each listed mode
-// needs (docs/team.md "Serve a team").
-func (c *Config) validateHTTPAuth() error {
+// modeSet is PARSE_MCP_HTTP_AUTH's modes as a set, each known and listed
+// once.
+func modeSet(modes []string) (map[string]bool, error) {
 	const v = "PARSE_MCP_HTTP_AUTH"
-	modes := c.HTTPAuthModes()
 	seen := map[string]bool{}
 	for _, m := range modes {
 		switch m {
 		case HTTPAuthKeys, HTTPAuthParseSession, HTTPAuthJWT, HTTPAuthOAuth:
 		default:
-			return &Error{v, fmt.Sprintf("unknown mode %q", m), "use a comma-separated list of keys, parse-session, jwt, oauth"}
+			return nil, &Error{v, fmt.Sprintf("unknown mode %q", m), "use a comma-separated list of keys, parse-session, jwt, oauth"}
 		}
 		if seen[m] {
-			return &Error{v, fmt.Sprintf("lists %s twice", m), "name each mode once"}
+			return nil, &Error{v, fmt.Sprintf("lists %s twice", m), "name each mode once"}
 		}
 		seen[m] = true
+	}
+	return seen, nil
+}
+
+// validateHTTPAuth checks PARSE_MCP_HTTP_AUTH and what each listed mode
+// needs (docs/team.md "Serve a team").
+func (c *Config) validateHTTPAuth() error {
+	const v = "PARSE_MCP_HTTP_AUTH"
+	modes := c.HTTPAuthModes()
+	seen, err := modeSet(modes)
+	if err != nil {
+		return err
 	}
 	if c.HTTPAuth != "" && len(modes) == 0 {
 		return &Error{v, "lists no mode", "use a comma-separated list of keys, parse-session, jwt, oauth, or unset it"}
@@ -883,6 +925,11 @@ func (c *Config) validateHTTPAuth() error {
 			}
 		}
 	}
+	return c.validateAuthModeNeeds(seen)
+}
+
+// validateAuthModeNeeds checks the settings the jwt and oauth modes need.
+func (c *Config) validateAuthModeNeeds(seen map[string]bool) error {
 	if seen[HTTPAuthJWT] {
 		switch {
 		case c.JWTIssuer == "":

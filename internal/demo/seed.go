@@ -793,7 +793,7 @@ func (b *builder) genAlbums() {
 // genSongs builds the songs: exact genre/archived/ACL splits (shuffled), the
 // optional fields, and the attack/edge fixtures on plain public rows.
 func (b *builder) genSongs() {
-	f, g := &b.f, b.gen
+	g := b.gen
 	users, artists, albums := b.users, b.artists, b.albums
 	r := stream(6)
 	genreList := []string{}
@@ -831,11 +831,7 @@ func (b *builder) genSongs() {
 			s.album = r.IntN(AlbumCount)
 		}
 		al := albums[s.album]
-		if r.IntN(2) == 0 {
-			s.title = adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))]
-		} else {
-			s.title = "The " + nouns[r.IntN(len(nouns))] + " of " + adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))] + "s"
-		}
+		s.title = songTitle(r)
 		if slices.Contains(doublePlays, i) {
 			s.plays = float64(2_200_000_000 + r.Int64N(2_000_000_000))
 		} else {
@@ -874,25 +870,46 @@ func (b *builder) genSongs() {
 				{Key: "bpm", Value: int32(60 + r.IntN(120))},
 			}
 		}
-		switch s.aclKind {
-		case "public":
-			s.acl = &acl{read: []string{"*"}, write: []string{"role:" + RoleModerator}}
-		case "moderator":
-			s.acl = &acl{read: []string{"role:" + RoleModerator}, write: []string{"role:" + RoleModerator}}
-		case "admin":
-			s.acl = &acl{read: []string{"role:" + RoleAdmin}, write: []string{"role:" + RoleAdmin}}
-		case "user":
-			uid := users[r.IntN(len(users))].id
-			s.acl = &acl{read: []string{uid}, write: []string{uid}}
-		case "master":
-			s.acl = &acl{read: []string{}, write: []string{}}
-		}
+		s.acl = songACL(s.aclKind, r, users)
 		s.created = al.created.Add(time.Duration(r.Int64N(2*3600000)) * time.Millisecond)
 		s.updated = maybeUpdated(r, s.created, 0.25, 400)
 		songs[i] = s
 	}
-	// Attack fixtures and edge rows, on public, non-archived songs, chosen by
-	// index order so they are stable.
+	b.plantSongFixtures(songs)
+	b.songs = songs
+}
+
+// songTitle draws a song's title.
+func songTitle(r *rand.Rand) string {
+	if r.IntN(2) == 0 {
+		return adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))]
+	}
+	return "The " + nouns[r.IntN(len(nouns))] + " of " + adjectives[r.IntN(len(adjectives))] + " " + nouns[r.IntN(len(nouns))] + "s"
+}
+
+// songACL is the ACL of a song of kind (nil: none; a user-only song draws
+// its user).
+func songACL(kind string, r *rand.Rand, users []user) *acl {
+	switch kind {
+	case "public":
+		return &acl{read: []string{"*"}, write: []string{"role:" + RoleModerator}}
+	case "moderator":
+		return &acl{read: []string{"role:" + RoleModerator}, write: []string{"role:" + RoleModerator}}
+	case "admin":
+		return &acl{read: []string{"role:" + RoleAdmin}, write: []string{"role:" + RoleAdmin}}
+	case "user":
+		uid := users[r.IntN(len(users))].id
+		return &acl{read: []string{uid}, write: []string{uid}}
+	case "master":
+		return &acl{read: []string{}, write: []string{}}
+	}
+	return nil
+}
+
+// plantSongFixtures puts the attack fixtures and edge rows on public,
+// non-archived songs, chosen by index order so they are stable.
+func (b *builder) plantSongFixtures(songs []song) {
+	f := &b.f
 	var plain []int
 	for i, s := range songs {
 		if s.aclKind == "none" && !s.archive && s.meta == nil && s.leak == "" {
@@ -913,7 +930,6 @@ func (b *builder) genSongs() {
 	// The time-zone edge: 20:00 UTC on 30 June 2020 is already July in +09:00.
 	songs[plain[3]].released = utc(2020, 6, 30, 20, 0)
 	f.songTZEdgeID = songs[plain[3]].id
-	b.songs = songs
 }
 
 // genCatalogDocs derives Artist.genres and Album.tracks from the songs and
@@ -987,35 +1003,7 @@ func (b *builder) genCatalogDocs() {
 
 	songDocs := []any{}
 	for _, s := range songs {
-		d := bson.D{
-			{Key: "_id", Value: s.id},
-			{Key: "title", Value: s.title},
-			{Key: "_p_artist", Value: ptr(ClassArtist, artists[albums[s.album].artist].id)},
-			{Key: "_p_album", Value: ptr(ClassAlbum, albums[s.album].id)},
-			{Key: "genre", Value: s.genre},
-			{Key: "plays", Value: num(s.plays)},
-			{Key: "durationSec", Value: num(float64(s.duration))},
-			{Key: "releasedAt", Value: s.released},
-			{Key: "tags", Value: strArray(s.tags)},
-			{Key: "explicit", Value: s.explicit},
-			{Key: "archived", Value: s.archive},
-			{Key: "orgId", Value: s.org},
-		}
-		if s.mood != "" {
-			d = append(d, bson.E{Key: "mood", Value: s.mood})
-		}
-		if s.lyrics != "" {
-			d = append(d, bson.E{Key: "lyrics", Value: s.lyrics})
-		}
-		d = append(d, bson.E{Key: SongVectorField, Value: songVector(s.title, s.lyrics)})
-		if s.meta != nil {
-			d = append(d, bson.E{Key: "meta", Value: s.meta})
-		}
-		if s.leak != "" {
-			d = append(d, bson.E{Key: "leak", Value: s.leak})
-		}
-		d = appendACL(d, s.acl)
-		songDocs = append(songDocs, timestamps(d, s.created, s.updated))
+		songDocs = append(songDocs, songDocument(s, artists, albums))
 	}
 	b.add(collectionData{name: ClassSong, docs: songDocs, indexes: []indexSpec{
 		{name: "genre_1", keys: bson.D{{Key: "genre", Value: int32(1)}}},
@@ -1024,6 +1012,39 @@ func (b *builder) genCatalogDocs() {
 		{name: "releasedAt_1", keys: bson.D{{Key: "releasedAt", Value: int32(1)}}},
 	}})
 	songFacts(f, songs, b.usernames, b.identities)
+}
+
+// songDocument is a song's stored document.
+func songDocument(s song, artists []artist, albums []album) bson.D {
+	d := bson.D{
+		{Key: "_id", Value: s.id},
+		{Key: "title", Value: s.title},
+		{Key: "_p_artist", Value: ptr(ClassArtist, artists[albums[s.album].artist].id)},
+		{Key: "_p_album", Value: ptr(ClassAlbum, albums[s.album].id)},
+		{Key: "genre", Value: s.genre},
+		{Key: "plays", Value: num(s.plays)},
+		{Key: "durationSec", Value: num(float64(s.duration))},
+		{Key: "releasedAt", Value: s.released},
+		{Key: "tags", Value: strArray(s.tags)},
+		{Key: "explicit", Value: s.explicit},
+		{Key: "archived", Value: s.archive},
+		{Key: "orgId", Value: s.org},
+	}
+	if s.mood != "" {
+		d = append(d, bson.E{Key: "mood", Value: s.mood})
+	}
+	if s.lyrics != "" {
+		d = append(d, bson.E{Key: "lyrics", Value: s.lyrics})
+	}
+	d = append(d, bson.E{Key: SongVectorField, Value: songVector(s.title, s.lyrics)})
+	if s.meta != nil {
+		d = append(d, bson.E{Key: "meta", Value: s.meta})
+	}
+	if s.leak != "" {
+		d = append(d, bson.E{Key: "leak", Value: s.leak})
+	}
+	d = appendACL(d, s.acl)
+	return timestamps(d, s.created, s.updated)
 }
 
 // genPlaylists builds Playlist and its songs relation (_Join:songs:Playlist).
@@ -1245,40 +1266,9 @@ func songFacts(f *facts, songs []song, usernames []string, identities map[string
 				}
 			}
 		}
-		f.songsPerOrg[s.org]++
-		f.songsPerYear[s.released.Year()]++
-		if s.mood != "" {
-			f.songsWithMood++
-			f.songsPerMood[s.mood]++
-		}
-		if s.meta != nil {
-			f.songsWithMeta++
-		}
-		if s.lyrics != "" {
-			f.songsWithLyrics++
-		}
-		if s.explicit {
-			f.songsExplicit++
-		}
-		for _, t := range s.tags {
-			f.songsPerTag[t]++
-		}
-		f.playsTotal += int64(s.plays)
-		f.playsPerGenre[s.genre] += int64(s.plays)
+		countSong(f, s)
 		if active {
-			f.activeSongsPerGenre[s.genre]++
-			f.activeSongsPerOrg[s.org]++
-			f.activeSongsPerYear[s.released.Year()]++
-			if s.released.Year() == 2020 {
-				f.activePerMonth2020UTC[s.released.Format("2006-01")]++
-			}
-			if t := s.released.In(plus9); t.Year() == 2020 {
-				f.activePerMonth2020Plus9[t.Format("2006-01")]++
-			}
-			for _, t := range s.tags {
-				f.activeSongsPerTag[t]++
-			}
-			f.activePlaysGenre[s.genre] += int64(s.plays)
+			countActiveSong(f, s, plus9)
 		}
 		if s.plays > maxPlays {
 			maxPlays, f.songTopPlaysID = s.plays, s.id
@@ -1289,32 +1279,86 @@ func songFacts(f *facts, songs []song, usernames []string, identities map[string
 		if f.songOldestID == "" || s.created.Before(oldest) {
 			f.songOldestID, oldest = s.id, s.created
 		}
-		// Exemplars: the first song (in generation order) of each kind.
-		setOnce := func(name string, cond bool) {
-			if cond && f.songIDs[name] == "" {
-				f.songIDs[name] = s.id
-			}
-		}
-		plain := s.leak == "" && s.id != f.songEmbeddedSecretID && s.id != f.songTZEdgeID
-		setOnce("public", active && plain && s.aclKind == "none")
-		setOnce("star", active && plain && s.aclKind == "public")
-		setOnce("archived", s.archive && s.aclKind == "none")
-		setOnce("moderator", active && s.aclKind == "moderator")
-		setOnce("admin", active && s.aclKind == "admin")
-		setOnce("master", active && s.aclKind == "master")
-		setOnce("lyrics", active && s.aclKind == "none" && s.lyrics != "")
-		setOnce("double", math.Trunc(s.plays) == s.plays && s.plays > math.MaxInt32)
-		setOnce("nomood", active && s.aclKind == "none" && s.mood == "")
-		setOnce("meta", active && s.aclKind == "none" && plain && s.meta != nil)
-		if active && s.aclKind == "user" && f.songIDs["user"] == "" {
-			f.songIDs["user"] = s.id
-			for _, u := range usernames {
-				if s.acl.read[0] == identities[u][1] {
-					f.songUserOnlyOwner = u
-				}
-			}
+		songExemplars(f, s, usernames, identities)
+	}
+}
+
+// countSong counts one song into the facts of every song.
+func countSong(f *facts, s song) {
+	f.songsPerOrg[s.org]++
+	f.songsPerYear[s.released.Year()]++
+	if s.mood != "" {
+		f.songsWithMood++
+		f.songsPerMood[s.mood]++
+	}
+	if s.meta != nil {
+		f.songsWithMeta++
+	}
+	if s.lyrics != "" {
+		f.songsWithLyrics++
+	}
+	if s.explicit {
+		f.songsExplicit++
+	}
+	for _, t := range s.tags {
+		f.songsPerTag[t]++
+	}
+	f.playsTotal += int64(s.plays)
+	f.playsPerGenre[s.genre] += int64(s.plays)
+}
+
+// countActiveSong counts a song that is not archived into the active facts.
+func countActiveSong(f *facts, s song, plus9 *time.Location) {
+	f.activeSongsPerGenre[s.genre]++
+	f.activeSongsPerOrg[s.org]++
+	f.activeSongsPerYear[s.released.Year()]++
+	if s.released.Year() == 2020 {
+		f.activePerMonth2020UTC[s.released.Format("2006-01")]++
+	}
+	if t := s.released.In(plus9); t.Year() == 2020 {
+		f.activePerMonth2020Plus9[t.Format("2006-01")]++
+	}
+	for _, t := range s.tags {
+		f.activeSongsPerTag[t]++
+	}
+	f.activePlaysGenre[s.genre] += int64(s.plays)
+}
+
+// songExemplars records s as the exemplar of each kind it is the first
+// song (in generation order) of.
+func songExemplars(f *facts, s song, usernames []string, identities map[string][]string) {
+	active := !s.archive
+	setOnce := func(name string, cond bool) {
+		if cond && f.songIDs[name] == "" {
+			f.songIDs[name] = s.id
 		}
 	}
+	plain := s.leak == "" && s.id != f.songEmbeddedSecretID && s.id != f.songTZEdgeID
+	setOnce("public", active && plain && s.aclKind == "none")
+	setOnce("star", active && plain && s.aclKind == "public")
+	setOnce("archived", s.archive && s.aclKind == "none")
+	setOnce("moderator", active && s.aclKind == "moderator")
+	setOnce("admin", active && s.aclKind == "admin")
+	setOnce("master", active && s.aclKind == "master")
+	setOnce("lyrics", active && s.aclKind == "none" && s.lyrics != "")
+	setOnce("double", math.Trunc(s.plays) == s.plays && s.plays > math.MaxInt32)
+	setOnce("nomood", active && s.aclKind == "none" && s.mood == "")
+	setOnce("meta", active && s.aclKind == "none" && plain && s.meta != nil)
+	if active && s.aclKind == "user" && f.songIDs["user"] == "" {
+		f.songIDs["user"] = s.id
+		f.songUserOnlyOwner = songOwner(s, usernames, identities)
+	}
+}
+
+// songOwner is the user a user-only song's ACL names ("" if none).
+func songOwner(s song, usernames []string, identities map[string][]string) string {
+	owner := ""
+	for _, u := range usernames {
+		if s.acl.read[0] == identities[u][1] {
+			owner = u
+		}
+	}
+	return owner
 }
 
 // ---------------------------------------------------------------------------

@@ -141,51 +141,18 @@ func (r *Resolver) resolve(ctx context.Context, p authn.Principal, now time.Time
 	if named > 1 {
 		return nil, time.Time{}, unauthorized("the credential names more than one identity")
 	}
-	var id *parsedb.Identity
-	var err error
-	switch {
-	case p.Master:
-		// SECURITY.md "Per-request identity": no token reaches master
-		// posture; only an operator's named key may say master.
-		if p.Mode != authn.ModeKeys || p.ClientID == "" {
-			return nil, time.Time{}, unauthorized("master posture asked for by a %s credential", p.Mode)
-		}
-		id = &parsedb.Identity{Kind: parsedb.IdentityMaster}
-	case p.SessionToken != "":
-		id, err = r.session(ctx, p.SessionToken, now)
-	case p.UserID != "":
-		id, err = parsedb.ResolveUser(ctx, r.store, p.UserID)
-	case p.Role != "":
-		id, err = parsedb.ResolveRole(ctx, r.store, p.Role)
-	case p.Mode == authn.ModeParseSession || p.Mode == authn.ModeJWT || p.Mode == authn.ModeOAuth:
-		// A token names a person; one that names nobody must not fall
-		// through to the environment identity (master posture when unset).
-		return nil, time.Time{}, unauthorized("a %s credential names no identity", p.Mode)
-	default:
-		id = r.env
-		if p.Tier == "" && p.Tenant == "" {
-			// A key naming neither an identity nor a tier: exactly the
-			// environment identity, as without PARSE_MCP_HTTP_AUTH.
-			return nil, time.Time{}, nil
-		}
-	}
+	id, envOnly, err := r.principalIdentity(ctx, p, now)
 	if err != nil {
-		if ie, ok := errors.AsType[*parsedb.IdentityError](err); ok {
-			return nil, time.Time{}, unauthorized("%s", ie.Problem)
-		}
 		return nil, time.Time{}, err
 	}
-	tenant := r.cfg.TenantID
-	if r.TenantFromUser != "" && id != nil && !id.Master() && id.UserID != "" {
-		if tenant, err = parsedb.UserTenant(ctx, r.store, id.UserID, r.TenantFromUser); err != nil {
-			return nil, time.Time{}, err
-		}
-		if tenant == "" {
-			return nil, time.Time{}, unauthorized("the user has no %s, so it belongs to no tenant (tenant_scope.from_user)", r.TenantFromUser)
-		}
+	if envOnly {
+		// A key naming neither an identity nor a tier: exactly the
+		// environment identity, as without PARSE_MCP_HTTP_AUTH.
+		return nil, time.Time{}, nil
 	}
-	if p.Tenant != "" && p.Tenant != tenant {
-		return nil, time.Time{}, unauthorized("the credential's tenant does not agree with the tenant bound to this identity")
+	tenant, err := r.tenantOf(ctx, p, id)
+	if err != nil {
+		return nil, time.Time{}, err
 	}
 	s := &policy.RequestScope{Identity: id, Tier: policy.CapTier(r.cfg.Permissions, p.Tier), ClientID: p.ClientID, User: policy.IdentityLabel(id), Environment: named == 0, Tenant: tenant}
 	s.Key = s.User
@@ -202,6 +169,62 @@ func (r *Resolver) resolve(ctx context.Context, p authn.Principal, now time.Time
 		until = id.ExpiresAt
 	}
 	return s, until, nil
+}
+
+// principalIdentity is the identity the principal names; envOnly when it
+// names none and asks for nothing else (the environment identity as is).
+func (r *Resolver) principalIdentity(ctx context.Context, p authn.Principal, now time.Time) (id *parsedb.Identity, envOnly bool, err error) {
+	switch {
+	case p.Master:
+		// SECURITY.md "Per-request identity": no token reaches master
+		// posture; only an operator's named key may say master.
+		if p.Mode != authn.ModeKeys || p.ClientID == "" {
+			return nil, false, unauthorized("master posture asked for by a %s credential", p.Mode)
+		}
+		id = &parsedb.Identity{Kind: parsedb.IdentityMaster}
+	case p.SessionToken != "":
+		id, err = r.session(ctx, p.SessionToken, now)
+	case p.UserID != "":
+		id, err = parsedb.ResolveUser(ctx, r.store, p.UserID)
+	case p.Role != "":
+		id, err = parsedb.ResolveRole(ctx, r.store, p.Role)
+	case p.Mode == authn.ModeParseSession || p.Mode == authn.ModeJWT || p.Mode == authn.ModeOAuth:
+		// A token names a person; one that names nobody must not fall
+		// through to the environment identity (master posture when unset).
+		return nil, false, unauthorized("a %s credential names no identity", p.Mode)
+	default:
+		if p.Tier == "" && p.Tenant == "" {
+			return nil, true, nil
+		}
+		id = r.env
+	}
+	if err != nil {
+		if ie, ok := errors.AsType[*parsedb.IdentityError](err); ok {
+			return nil, false, unauthorized("%s", ie.Problem)
+		}
+		return nil, false, err
+	}
+	return id, false, nil
+}
+
+// tenantOf is the tenant of the request: the user's own with
+// tenant_scope.from_user, else the bound one; a credential naming another
+// is refused.
+func (r *Resolver) tenantOf(ctx context.Context, p authn.Principal, id *parsedb.Identity) (string, error) {
+	tenant := r.cfg.TenantID
+	if r.TenantFromUser != "" && id != nil && !id.Master() && id.UserID != "" {
+		var err error
+		if tenant, err = parsedb.UserTenant(ctx, r.store, id.UserID, r.TenantFromUser); err != nil {
+			return "", err
+		}
+		if tenant == "" {
+			return "", unauthorized("the user has no %s, so it belongs to no tenant (tenant_scope.from_user)", r.TenantFromUser)
+		}
+	}
+	if p.Tenant != "" && p.Tenant != tenant {
+		return "", unauthorized("the credential's tenant does not agree with the tenant bound to this identity")
+	}
+	return tenant, nil
 }
 
 // session resolves a Parse session token: through _Session directly, or

@@ -295,11 +295,12 @@ func nextElement(b []byte, pos int) (element, int, error) {
 }
 
 // valueSize is the byte size of a value of type t at the start of b.
+// fixedSizes are the sizes of the fixed-size BSON value types (0: not one).
+var fixedSizes = [256]int{bsonDouble: 8, bsonDateTime: 8, bsonTimestamp: 8, bsonInt64: 8, bsonObjectID: 12, bsonBoolean: 1, bsonInt32: 4, bsonDecimal128: 16}
+
 func valueSize(t byte, b []byte) (int, error) {
 	var n int
 	switch t {
-	case bsonDouble, bsonDateTime, bsonTimestamp, bsonInt64:
-		n = 8
 	case bsonString, bsonJavaScript, bsonSymbol:
 		if len(b) < 4 {
 			return 0, malformed("truncated string")
@@ -328,14 +329,6 @@ func valueSize(t byte, b []byte) (int, error) {
 		n = 5 + l
 	case bsonUndefined, bsonNull, bsonMinKey, bsonMaxKey:
 		return 0, nil
-	case bsonObjectID:
-		n = 12
-	case bsonBoolean:
-		n = 1
-	case bsonInt32:
-		n = 4
-	case bsonDecimal128:
-		n = 16
 	case bsonRegex:
 		i := bytes.IndexByte(b, 0)
 		if i < 0 {
@@ -356,7 +349,9 @@ func valueSize(t byte, b []byte) (int, error) {
 		}
 		n = 4 + l + 12
 	default:
-		return 0, malformed("unknown element type 0x%02x", t)
+		if n = fixedSizes[t]; n == 0 {
+			return 0, malformed("unknown element type 0x%02x", t)
+		}
 	}
 	if n > len(b) {
 		return 0, malformed("truncated value of type 0x%02x", t)
@@ -899,7 +894,7 @@ func appendPolygon(dst []byte, doc []byte) ([]byte, bool) {
 // embedded documents and arrays recursively with the floor and redaction).
 func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byte, error) {
 	switch t {
-	case bsonString:
+	case bsonString, bsonSymbol, bsonJavaScript:
 		s := strVal(v)
 		if cls, ok := e.hiddenRef(s); ok {
 			return appendRedacted(dst, cls), nil
@@ -936,17 +931,13 @@ func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byt
 		return appendHexString(dst, v), nil
 	case bsonBinary:
 		return e.appendBytes(dst, v), nil
-	case bsonDecimal128:
-		d := bson.NewDecimal128(binary.LittleEndian.Uint64(v[8:]), binary.LittleEndian.Uint64(v))
-		dst = append(dst, '"')
-		dst = append(dst, d.String()...)
-		return append(dst, '"'), nil
-	case bsonSymbol, bsonJavaScript:
-		s := strVal(v)
-		if cls, ok := e.hiddenRef(s); ok {
-			return appendRedacted(dst, cls), nil
-		}
-		return appendJSONString(dst, s), nil
+	}
+	return appendRareValue(dst, t, v)
+}
+
+// appendRareValue renders the BSON types a Parse app rarely stores.
+func appendRareValue(dst []byte, t byte, v []byte) ([]byte, error) {
+	switch t {
 	case bsonCodeScope:
 		if len(v) < 8 {
 			return dst, malformed("truncated code with scope")
@@ -965,6 +956,11 @@ func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byt
 		buf = append(buf, '/')
 		buf = append(buf, opts...)
 		return appendJSONString(dst, buf), nil
+	case bsonDecimal128:
+		d := bson.NewDecimal128(binary.LittleEndian.Uint64(v[8:]), binary.LittleEndian.Uint64(v))
+		dst = append(dst, '"')
+		dst = append(dst, d.String()...)
+		return append(dst, '"'), nil
 	case bsonDBPointer:
 		return appendHexString(dst, v[len(v)-12:]), nil
 	case bsonTimestamp:

@@ -389,41 +389,7 @@ func subQueryOp(op string) bool {
 // plain string constraint is never refused here.
 func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) bool) bool {
 	if entries, ok := Entries(v); ok {
-		for _, e := range entries {
-			if c, ok := e.Value.(string); ok && e.Key == "className" && invisible(c) {
-				return true
-			}
-			// A literal's key is compared with stored keys, and the row
-			// codec redacts an object key that is a reference: a key
-			// "Hidden$…" would test the hidden id (operators start with
-			// "$", so they name no class here).
-			if class, _, found := strings.Cut(e.Key, "$"); found && ClassNameRe.MatchString(class) && invisible(class) {
-				return true
-			}
-		}
-		for _, e := range entries {
-			if !inLiteral && subQueryOp(e.Key) {
-				// {className, where} names the class a sub-query reads:
-				// the sub-query's class gate answers for it (hidden and
-				// missing alike), and its where is translated on its own.
-				continue
-			}
-			if a, ok := whereArray(e.Value); ok && !inLiteral && operandList(e.Key) {
-				// The operands of $in/$nin/$all are compared one by one
-				// like a plain value: a string there is left to the
-				// conjunct, an object or array in it is a literal.
-				for _, x := range a {
-					if NamesInvisibleClass(x, false, invisible) {
-						return true
-					}
-				}
-				continue
-			}
-			if NamesInvisibleClass(e.Value, inLiteral || !strings.HasPrefix(e.Key, "$"), invisible) {
-				return true
-			}
-		}
-		return false
+		return entriesNameInvisibleClass(entries, inLiteral, invisible)
 	}
 	if a, ok := whereArray(v); ok {
 		// Any other array is a literal compared whole ({"tags": [...]},
@@ -440,6 +406,45 @@ func NamesInvisibleClass(v any, inLiteral bool, invisible func(class string) boo
 	if str, ok := v.(string); ok && inLiteral {
 		class, _, found := strings.Cut(str, "$")
 		return found && ClassNameRe.MatchString(class) && invisible(class)
+	}
+	return false
+}
+
+// entriesNameInvisibleClass is NamesInvisibleClass of an object's entries.
+func entriesNameInvisibleClass(entries []Entry, inLiteral bool, invisible func(class string) bool) bool {
+	for _, e := range entries {
+		if c, ok := e.Value.(string); ok && e.Key == "className" && invisible(c) {
+			return true
+		}
+		// A literal's key is compared with stored keys, and the row
+		// codec redacts an object key that is a reference: a key
+		// "Hidden$…" would test the hidden id (operators start with
+		// "$", so they name no class here).
+		if class, _, found := strings.Cut(e.Key, "$"); found && ClassNameRe.MatchString(class) && invisible(class) {
+			return true
+		}
+	}
+	for _, e := range entries {
+		if !inLiteral && subQueryOp(e.Key) {
+			// {className, where} names the class a sub-query reads:
+			// the sub-query's class gate answers for it (hidden and
+			// missing alike), and its where is translated on its own.
+			continue
+		}
+		if a, ok := whereArray(e.Value); ok && !inLiteral && operandList(e.Key) {
+			// The operands of $in/$nin/$all are compared one by one
+			// like a plain value: a string there is left to the
+			// conjunct, an object or array in it is a literal.
+			for _, x := range a {
+				if NamesInvisibleClass(x, false, invisible) {
+					return true
+				}
+			}
+			continue
+		}
+		if NamesInvisibleClass(e.Value, inLiteral || !strings.HasPrefix(e.Key, "$"), invisible) {
+			return true
+		}
 	}
 	return false
 }

@@ -95,33 +95,12 @@ func hasNestedQuantifier(p string) bool {
 			i++ // the escaped character is one atom
 		case '[':
 			top().complex = true
-			j := i + 1
-			if j < len(p) && p[j] == '^' {
-				j++
-			}
-			if j < len(p) && p[j] == ']' {
-				j++
-			}
-			for j < len(p) && p[j] != ']' {
-				if p[j] == '\\' {
-					j++
-				}
-				j++
-			}
-			i = j
+			i = classEnd(p, i)
 		case '(':
 			top().complex = true
 			g := &regexGroup{alts: []string{""}}
 			stack = append(stack, g)
-			if i+1 < len(p) && p[i+1] == '?' {
-				// (?:…) (?=…) (?!…) (?<=…) (?<!…) (?<name>…) (?P<name>…) (?i)
-				i += 2
-				if i < len(p) && (p[i] == '<' || p[i] == 'P') {
-					for i < len(p) && p[i] != '>' && p[i] != '=' && p[i] != '!' {
-						i++
-					}
-				}
-			}
+			i = groupPrefixEnd(p, i)
 		case ')':
 			if len(stack) == 1 {
 				top().complex = true
@@ -156,6 +135,40 @@ func hasNestedQuantifier(p string) bool {
 		}
 	}
 	return false
+}
+
+// classEnd is the index of the ']' closing the character class opened at
+// p[i] (len(p) if none).
+func classEnd(p string, i int) int {
+	j := i + 1
+	if j < len(p) && p[j] == '^' {
+		j++
+	}
+	if j < len(p) && p[j] == ']' {
+		j++
+	}
+	for j < len(p) && p[j] != ']' {
+		if p[j] == '\\' {
+			j++
+		}
+		j++
+	}
+	return j
+}
+
+// groupPrefixEnd is the index of the last character of the group opening
+// at p[i]: the '(' itself, or the end of its (?…) prefix.
+func groupPrefixEnd(p string, i int) int {
+	if i+1 < len(p) && p[i+1] == '?' {
+		// (?:…) (?=…) (?!…) (?<=…) (?<!…) (?<name>…) (?P<name>…) (?i)
+		i += 2
+		if i < len(p) && (p[i] == '<' || p[i] == 'P') {
+			for i < len(p) && p[i] != '>' && p[i] != '=' && p[i] != '!' {
+				i++
+			}
+		}
+	}
+	return i
 }
 
 // quantifierAt reports the length of the quantifier starting at p[i]

@@ -571,81 +571,97 @@ func topLevel(cls *Class, name string, v any, newType *valueType, ord KeyOrder) 
 	}
 	switch ftype {
 	case TypePointer:
-		if v == nil {
-			return "_p_" + name, nil, nil
-		}
-		if s, ok := v.(string); ok {
-			if !validObjectID(s) {
-				return "", nil, ParseErr(ParseIncorrectType, "%q is not a valid objectId for the pointer %s", truncateMsg(s, 40), name)
-			}
-			return "_p_" + name, target + "$" + s, nil
-		}
-		cn, id, err := pointerParts(v)
-		if err != nil {
-			return "", nil, err
-		}
-		return "_p_" + name, cn + "$" + id, nil
-	case TypeDate:
-		if v == nil {
-			return name, nil, nil
-		}
-		if s, ok := v.(string); ok {
-			t, err := parseISO(s)
-			if err != nil {
-				return "", nil, ParseErr(ParseIncorrectType, "%s needs a date: an ISO 8601 string or {\"__type\":\"Date\",\"iso\":…}", name)
-			}
-			return name, bson.NewDateTimeFromTime(t), nil
-		}
-		d, err := restDate(v)
-		return name, d, err
-	case TypeGeoPoint:
-		if v == nil {
-			return name, nil, nil
-		}
-		if a, ok := v.([]any); ok && len(a) == 2 {
-			v = map[string]any{"__type": "GeoPoint", "latitude": a[0], "longitude": a[1]}
-		}
-		lat, lng, err := restGeoPoint(v)
-		if err != nil {
-			return "", nil, err
-		}
-		lngV, _ := storageNumber(lng)
-		latV, _ := storageNumber(lat)
-		return name, bson.A{lngV, latV}, nil
-	case TypeFile:
-		if v == nil {
-			return name, nil, nil
-		}
-		fn, _ := v.(string)
-		if m, ok := v.(map[string]any); ok && m["__type"] == "File" {
-			fn, _ = m["name"].(string)
-		}
-		if fn == "" {
-			return "", nil, ParseErr(ParseIncorrectType, "%s needs a File: {\"__type\":\"File\",\"name\":…}", name)
-		}
-		return name, fn, nil
-	case TypeBytes:
-		if v == nil {
-			return name, nil, nil
-		}
-		m, _ := v.(map[string]any)
-		s, _ := m["base64"].(string)
-		b, err := base64.StdEncoding.DecodeString(s)
-		if err != nil {
-			return "", nil, ParseErr(ParseIncorrectType, "%s needs Bytes: {\"__type\":\"Bytes\",\"base64\":…}", name)
-		}
-		return name, bson.Binary{Subtype: 0, Data: b}, nil
-	case TypePolygon:
-		if v == nil {
-			return name, nil, nil
-		}
-		p, err := polygon(v)
-		return name, p, err
+		return pointerStorage(name, v, target)
 	case TypeRelation:
 		return "", nil, ParseErr(ParseIncorrectType, "%s is a Relation: change it with {\"__op\":\"AddRelation\"|\"RemoveRelation\",\"objects\":[pointers]}", name)
 	}
+	if store := typedStorage[ftype]; store != nil {
+		if v == nil {
+			return name, nil, nil
+		}
+		return store(name, v)
+	}
 	iv, err := interiorAt(name, name, v, 0, ord)
 	return name, iv, err
+}
+
+// typedStorage stores a non-null value of a typed field (topLevel): the
+// storage key and value.
+var typedStorage = map[string]func(name string, v any) (string, any, error){
+	TypeDate:     dateStorage,
+	TypeGeoPoint: geoPointStorage,
+	TypeFile:     fileStorage,
+	TypeBytes:    bytesStorage,
+	TypePolygon:  polygonStorage,
+}
+
+// pointerStorage stores a pointer under _p_name as "Class$id".
+func pointerStorage(name string, v any, target string) (string, any, error) {
+	if v == nil {
+		return "_p_" + name, nil, nil
+	}
+	if s, ok := v.(string); ok {
+		if !validObjectID(s) {
+			return "", nil, ParseErr(ParseIncorrectType, "%q is not a valid objectId for the pointer %s", truncateMsg(s, 40), name)
+		}
+		return "_p_" + name, target + "$" + s, nil
+	}
+	cn, id, err := pointerParts(v)
+	if err != nil {
+		return "", nil, err
+	}
+	return "_p_" + name, cn + "$" + id, nil
+}
+
+func dateStorage(name string, v any) (string, any, error) {
+	if s, ok := v.(string); ok {
+		t, err := parseISO(s)
+		if err != nil {
+			return "", nil, ParseErr(ParseIncorrectType, "%s needs a date: an ISO 8601 string or {\"__type\":\"Date\",\"iso\":…}", name)
+		}
+		return name, bson.NewDateTimeFromTime(t), nil
+	}
+	d, err := restDate(v)
+	return name, d, err
+}
+
+func geoPointStorage(name string, v any) (string, any, error) {
+	if a, ok := v.([]any); ok && len(a) == 2 {
+		v = map[string]any{"__type": "GeoPoint", "latitude": a[0], "longitude": a[1]}
+	}
+	lat, lng, err := restGeoPoint(v)
+	if err != nil {
+		return "", nil, err
+	}
+	lngV, _ := storageNumber(lng)
+	latV, _ := storageNumber(lat)
+	return name, bson.A{lngV, latV}, nil
+}
+
+func fileStorage(name string, v any) (string, any, error) {
+	fn, _ := v.(string)
+	if m, ok := v.(map[string]any); ok && m["__type"] == "File" {
+		fn, _ = m["name"].(string)
+	}
+	if fn == "" {
+		return "", nil, ParseErr(ParseIncorrectType, "%s needs a File: {\"__type\":\"File\",\"name\":…}", name)
+	}
+	return name, fn, nil
+}
+
+func bytesStorage(name string, v any) (string, any, error) {
+	m, _ := v.(map[string]any)
+	s, _ := m["base64"].(string)
+	b, err := base64.StdEncoding.DecodeString(s)
+	if err != nil {
+		return "", nil, ParseErr(ParseIncorrectType, "%s needs Bytes: {\"__type\":\"Bytes\",\"base64\":…}", name)
+	}
+	return name, bson.Binary{Subtype: 0, Data: b}, nil
+}
+
+func polygonStorage(name string, v any) (string, any, error) {
+	p, err := polygon(v)
+	return name, p, err
 }
 
 func validObjectID(s string) bool {

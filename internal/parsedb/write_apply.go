@@ -78,95 +78,120 @@ func (w *DirectWriter) step(name string) error {
 // Apply performs a plan and returns the object as stored afterwards (nil
 // for deletes).
 func (w *DirectWriter) Apply(ctx context.Context, p *WritePlan) (bson.Raw, error) {
-	switch p.Op {
-	case WriteCreateObject:
-		if err := w.addFields(ctx, p); err != nil {
-			return nil, err
-		}
-		if err := w.step("object"); err != nil {
-			return nil, err
-		}
-		if _, err := w.Store.Collection(p.ClassName).InsertOne(ctx, p.Document); err != nil {
-			if mongo.IsDuplicateKeyError(err) {
-				return nil, ParseErr(ParseDuplicateValue, "A duplicate value for a field with unique values was provided")
-			}
-			return nil, err
-		}
-		if err := w.applyJoins(ctx, p); err != nil {
-			return nil, err
-		}
-		return p.Result, nil
-	case WriteUpdateObject:
-		if err := w.addFields(ctx, p); err != nil {
-			return nil, err
-		}
-		if err := w.step("object"); err != nil {
-			return nil, err
-		}
-		var out bson.Raw
-		err := w.Store.Collection(p.ClassName).FindOneAndUpdate(ctx, p.Filter, p.Update,
-			options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&out)
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			return nil, ParseErr(ParseObjectNotFound, "Object not found.")
-		}
-		if err != nil {
-			if mongo.IsDuplicateKeyError(err) {
-				return nil, ParseErr(ParseDuplicateValue, "A duplicate value for a field with unique values was provided")
-			}
-			return nil, err
-		}
-		if err := w.applyJoins(ctx, p); err != nil {
-			return nil, err
-		}
-		return out, nil
-	case WriteDeleteObject:
-		if err := w.step("object"); err != nil {
-			return nil, err
-		}
-		res, err := w.Store.Collection(p.ClassName).DeleteOne(ctx, p.Filter)
-		if err != nil {
-			return nil, err
-		}
-		if res.DeletedCount == 0 {
-			return nil, ParseErr(ParseObjectNotFound, "Object not found.")
-		}
-		return nil, nil
-	case WriteCreateClass:
-		if err := w.step("schema"); err != nil {
-			return nil, err
-		}
-		_, err := w.Store.SchemaCollection().InsertOne(ctx, p.SchemaDoc)
-		if mongo.IsDuplicateKeyError(err) {
-			return nil, ParseErr(ParseInvalidClassName, "Class %s already exists.", p.ClassName)
-		}
-		w.Store.Schema.Invalidate()
-		return nil, err
-	case WriteDeleteClass:
-		if err := w.checkEmpty(ctx, p.ClassName); err != nil {
-			return nil, err
-		}
-		defer w.Store.Schema.Invalidate()
-		for _, j := range p.JoinCollections {
-			if err := w.step("drop_joins"); err != nil {
-				return nil, err
-			}
-			if err := w.Store.DB.Collection(w.Store.Prefix + j).Drop(ctx); err != nil {
-				return nil, err
-			}
-		}
-		if err := w.step("drop_collection"); err != nil {
-			return nil, err
-		}
-		if err := w.Store.Collection(p.ClassName).Drop(ctx); err != nil {
-			return nil, err
-		}
-		if err := w.step("schema_delete"); err != nil {
-			return nil, err
-		}
-		_, err := w.Store.SchemaCollection().DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ClassName}})
-		return nil, err
+	if apply := directWrites[p.Op]; apply != nil {
+		return apply(w, ctx, p)
 	}
 	return nil, errors.New("unknown write")
+}
+
+// directWrites apply each kind of write plan.
+var directWrites = map[WriteOp]func(w *DirectWriter, ctx context.Context, p *WritePlan) (bson.Raw, error){
+	WriteCreateObject: (*DirectWriter).createObject,
+	WriteUpdateObject: (*DirectWriter).updateObject,
+	WriteDeleteObject: (*DirectWriter).deleteObject,
+	WriteCreateClass:  (*DirectWriter).createClass,
+	WriteDeleteClass:  (*DirectWriter).deleteClass,
+}
+
+// createObject creates the object, its new fields first.
+func (w *DirectWriter) createObject(ctx context.Context, p *WritePlan) (bson.Raw, error) {
+	if err := w.addFields(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := w.step("object"); err != nil {
+		return nil, err
+	}
+	if _, err := w.Store.Collection(p.ClassName).InsertOne(ctx, p.Document); err != nil {
+		if mongo.IsDuplicateKeyError(err) {
+			return nil, ParseErr(ParseDuplicateValue, "A duplicate value for a field with unique values was provided")
+		}
+		return nil, err
+	}
+	if err := w.applyJoins(ctx, p); err != nil {
+		return nil, err
+	}
+	return p.Result, nil
+}
+
+// updateObject updates the object and returns it as updated.
+func (w *DirectWriter) updateObject(ctx context.Context, p *WritePlan) (bson.Raw, error) {
+	if err := w.addFields(ctx, p); err != nil {
+		return nil, err
+	}
+	if err := w.step("object"); err != nil {
+		return nil, err
+	}
+	var out bson.Raw
+	err := w.Store.Collection(p.ClassName).FindOneAndUpdate(ctx, p.Filter, p.Update,
+		options.FindOneAndUpdate().SetReturnDocument(options.After)).Decode(&out)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, ParseErr(ParseObjectNotFound, "Object not found.")
+	}
+	if err != nil {
+		if mongo.IsDuplicateKeyError(err) {
+			return nil, ParseErr(ParseDuplicateValue, "A duplicate value for a field with unique values was provided")
+		}
+		return nil, err
+	}
+	if err := w.applyJoins(ctx, p); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// deleteObject deletes the object.
+func (w *DirectWriter) deleteObject(ctx context.Context, p *WritePlan) (bson.Raw, error) {
+	if err := w.step("object"); err != nil {
+		return nil, err
+	}
+	res, err := w.Store.Collection(p.ClassName).DeleteOne(ctx, p.Filter)
+	if err != nil {
+		return nil, err
+	}
+	if res.DeletedCount == 0 {
+		return nil, ParseErr(ParseObjectNotFound, "Object not found.")
+	}
+	return nil, nil
+}
+
+// createClass adds the class to _SCHEMA.
+func (w *DirectWriter) createClass(ctx context.Context, p *WritePlan) (bson.Raw, error) {
+	if err := w.step("schema"); err != nil {
+		return nil, err
+	}
+	_, err := w.Store.SchemaCollection().InsertOne(ctx, p.SchemaDoc)
+	if mongo.IsDuplicateKeyError(err) {
+		return nil, ParseErr(ParseInvalidClassName, "Class %s already exists.", p.ClassName)
+	}
+	w.Store.Schema.Invalidate()
+	return nil, err
+}
+
+// deleteClass drops an empty class: its join collections, its collection, its _SCHEMA entry.
+func (w *DirectWriter) deleteClass(ctx context.Context, p *WritePlan) (bson.Raw, error) {
+	if err := w.checkEmpty(ctx, p.ClassName); err != nil {
+		return nil, err
+	}
+	defer w.Store.Schema.Invalidate()
+	for _, j := range p.JoinCollections {
+		if err := w.step("drop_joins"); err != nil {
+			return nil, err
+		}
+		if err := w.Store.DB.Collection(w.Store.Prefix + j).Drop(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if err := w.step("drop_collection"); err != nil {
+		return nil, err
+	}
+	if err := w.Store.Collection(p.ClassName).Drop(ctx); err != nil {
+		return nil, err
+	}
+	if err := w.step("schema_delete"); err != nil {
+		return nil, err
+	}
+	_, err := w.Store.SchemaCollection().DeleteOne(ctx, bson.D{{Key: "_id", Value: p.ClassName}})
+	return nil, err
 }
 
 // schemaEvolution serialises _SCHEMA field additions in this process: a

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -199,54 +200,11 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	doc := bson.D{{Key: "_id", Value: id}}
 	names := sortedFieldNames(fields)
 	for _, name := range names {
-		if err := checkFieldName(name); err != nil {
-			return nil, err
-		}
-		v := fields[name]
-		nt, err := s.typed(name, v)
+		elems, err := s.createField(name, fields[name], id)
 		if err != nil {
 			return nil, err
 		}
-		if m, ok := v.(map[string]any); ok {
-			if op, has := m["__op"].(string); has {
-				switch op {
-				case "Delete":
-					continue
-				case "Increment":
-					amt, err := incrementAmount(name, m)
-					if err != nil {
-						return nil, err
-					}
-					doc = append(doc, bson.E{Key: name, Value: amt})
-				case "Add", "AddUnique", "Remove":
-					objs, err := opObjects(name, m, s.ord)
-					if err != nil {
-						return nil, err
-					}
-					if op == "Remove" {
-						objs = bson.A{} // Parse's flattenUpdateOperatorsForCreate; AddUnique keeps duplicates there too
-					}
-					doc = append(doc, bson.E{Key: name, Value: objs})
-				case "AddRelation", "RemoveRelation", "Batch":
-					if err := s.relationOps(name, op, m, nt, id); err != nil {
-						return nil, err
-					}
-				}
-				continue
-			}
-		}
-		if v == nil {
-			// Parse stores null under the REST name (no _p_ prefix: its
-			// create transform types a pointer key only for a non-null
-			// value).
-			doc = append(doc, bson.E{Key: name, Value: nil})
-			continue
-		}
-		key, sv, err := topLevel(cls, name, v, nt, s.ord)
-		if err != nil {
-			return nil, err
-		}
-		doc = append(doc, bson.E{Key: key, Value: sv})
+		doc = append(doc, elems...)
 	}
 	for _, name := range cls.FieldNames() {
 		if !cls.Fields[name].Required {
@@ -271,6 +229,53 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	}
 	return &WritePlan{Op: req.Op, ClassName: cls.Name, ObjectID: id, SchemaAdds: s.adds, Document: doc,
 		Joins: s.joins, Result: raw, Fields: sortedFieldNames(req.Fields), WithheldDefaults: withheld}, nil
+}
+
+// createField is the stored form of one field of a created object (none
+// for a Delete or a relation operation).
+func (s *fieldState) createField(name string, v any, id string) ([]bson.E, error) {
+	if err := checkFieldName(name); err != nil {
+		return nil, err
+	}
+	nt, err := s.typed(name, v)
+	if err != nil {
+		return nil, err
+	}
+	if m, ok := v.(map[string]any); ok {
+		if op, has := m["__op"].(string); has {
+			switch op {
+			case "Increment":
+				amt, err := incrementAmount(name, m)
+				if err != nil {
+					return nil, err
+				}
+				return []bson.E{{Key: name, Value: amt}}, nil
+			case "Add", "AddUnique", "Remove":
+				objs, err := opObjects(name, m, s.ord)
+				if err != nil {
+					return nil, err
+				}
+				if op == "Remove" {
+					objs = bson.A{} // Parse's flattenUpdateOperatorsForCreate; AddUnique keeps duplicates there too
+				}
+				return []bson.E{{Key: name, Value: objs}}, nil
+			case "AddRelation", "RemoveRelation", "Batch":
+				return nil, s.relationOps(name, op, m, nt, id)
+			}
+			return nil, nil // Delete: nothing is stored
+		}
+	}
+	if v == nil {
+		// Parse stores null under the REST name (no _p_ prefix: its
+		// create transform types a pointer key only for a non-null
+		// value).
+		return []bson.E{{Key: name, Value: nil}}, nil
+	}
+	key, sv, err := topLevel(s.cls, name, v, nt, s.ord)
+	if err != nil {
+		return nil, err
+	}
+	return []bson.E{{Key: key, Value: sv}}, nil
 }
 
 func isDeleteOp(v any) bool {
@@ -311,91 +316,13 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 		return nil, err
 	}
 	s := &fieldState{cls: cls, ord: req.KeyOrder}
-	var set, unset, inc, push, addToSet, pullAll bson.D
+	ops := updateOps{}
 	for _, name := range sortedFieldNames(req.Fields) {
-		v := req.Fields[name]
-		if strings.Contains(name, ".") {
-			c, err := s.dotted(name, v)
-			if err != nil {
-				return nil, err
-			}
-			e := bson.E{Key: c.path, Value: c.value}
-			switch c.op {
-			case "$set":
-				set = append(set, e)
-			case "$unset":
-				unset = append(unset, e)
-			case "$inc":
-				inc = append(inc, e)
-			case "$push":
-				push = append(push, e)
-			case "$addToSet":
-				addToSet = append(addToSet, e)
-			case "$pullAll":
-				pullAll = append(pullAll, e)
-			}
-			continue
-		}
-		if err := checkFieldName(name); err != nil {
+		if err := ops.addField(s, req, name, req.Fields[name]); err != nil {
 			return nil, err
 		}
-		nt, err := s.typed(name, v)
-		if err != nil {
-			return nil, err
-		}
-		storageKey := name
-		if f := cls.Field(name); f != nil && f.Type == TypePointer || nt != nil && nt.Type == TypePointer {
-			storageKey = "_p_" + name
-		}
-		if m, ok := v.(map[string]any); ok {
-			if op, has := m["__op"].(string); has {
-				switch op {
-				case "Delete":
-					if f := cls.Field(name); f != nil && f.Required {
-						return nil, ParseErr(ParseValidationError, "%s is required", name)
-					}
-					if f := cls.Field(name); f != nil && f.Type == TypeRelation {
-						return nil, ParseErr(ParseIncorrectType, "%s is a Relation: remove objects with RemoveRelation", name)
-					}
-					unset = append(unset, bson.E{Key: storageKey, Value: ""})
-				case "Increment":
-					amt, err := incrementAmount(name, m)
-					if err != nil {
-						return nil, err
-					}
-					inc = append(inc, bson.E{Key: name, Value: amt})
-				case "Add", "AddUnique", "Remove":
-					objs, err := opObjects(name, m, s.ord)
-					if err != nil {
-						return nil, err
-					}
-					switch op {
-					case "Add":
-						push = append(push, bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
-					case "AddUnique":
-						addToSet = append(addToSet, bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
-					case "Remove":
-						pullAll = append(pullAll, bson.E{Key: name, Value: objs})
-					}
-				case "AddRelation", "RemoveRelation", "Batch":
-					if err := s.relationOps(name, op, m, nt, req.ObjectID); err != nil {
-						return nil, err
-					}
-				}
-				continue
-			}
-		}
-		if v == nil {
-			if f := cls.Field(name); f != nil && f.Required {
-				return nil, ParseErr(ParseValidationError, "%s is required", name)
-			}
-		}
-		key, sv, err := topLevel(cls, name, v, nt, s.ord)
-		if err != nil {
-			return nil, err
-		}
-		set = append(set, bson.E{Key: key, Value: sv})
 	}
+	set := ops["$set"]
 	if req.ACL != nil {
 		r, w, legacy, err := ACLStorage(req.ACL)
 		if err != nil {
@@ -405,12 +332,9 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	}
 	set = append(set, bson.E{Key: "_updated_at", Value: bson.NewDateTimeFromTime(now)})
 	update := bson.D{{Key: "$set", Value: set}}
-	for _, part := range []struct {
-		op string
-		d  bson.D
-	}{{"$unset", unset}, {"$inc", inc}, {"$push", push}, {"$addToSet", addToSet}, {"$pullAll", pullAll}} {
-		if len(part.d) > 0 {
-			update = append(update, bson.E{Key: part.op, Value: part.d})
+	for _, op := range updateOpOrder {
+		if d := ops[op]; len(d) > 0 {
+			update = append(update, bson.E{Key: op, Value: d})
 		}
 	}
 	if err := checkConflicts(update); err != nil {
@@ -423,6 +347,91 @@ func planUpdate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	}
 	return &WritePlan{Op: req.Op, ClassName: cls.Name, ObjectID: req.ObjectID, SchemaAdds: s.adds, Filter: filter,
 		Update: update, Joins: s.joins, Result: result, Fields: sortedFieldNames(req.Fields)}, nil
+}
+
+// updateOps are an update's operator documents, by operator.
+type updateOps map[string]bson.D
+
+// updateOpOrder is the order of the update's operators after $set.
+var updateOpOrder = []string{"$unset", "$inc", "$push", "$addToSet", "$pullAll"}
+
+// addField adds the update of one written field.
+func (ops updateOps) addField(s *fieldState, req *WriteRequest, name string, v any) error {
+	cls := req.Class
+	if strings.Contains(name, ".") {
+		c, err := s.dotted(name, v)
+		if err != nil {
+			return err
+		}
+		if c.op == "$set" || slices.Contains(updateOpOrder, c.op) {
+			ops[c.op] = append(ops[c.op], bson.E{Key: c.path, Value: c.value})
+		}
+		return nil
+	}
+	if err := checkFieldName(name); err != nil {
+		return err
+	}
+	nt, err := s.typed(name, v)
+	if err != nil {
+		return err
+	}
+	storageKey := name
+	if f := cls.Field(name); f != nil && f.Type == TypePointer || nt != nil && nt.Type == TypePointer {
+		storageKey = "_p_" + name
+	}
+	if m, ok := v.(map[string]any); ok {
+		if op, has := m["__op"].(string); has {
+			return ops.addOperation(s, req, name, storageKey, op, m, nt)
+		}
+	}
+	if v == nil {
+		if f := cls.Field(name); f != nil && f.Required {
+			return ParseErr(ParseValidationError, "%s is required", name)
+		}
+	}
+	key, sv, err := topLevel(cls, name, v, nt, s.ord)
+	if err != nil {
+		return err
+	}
+	ops["$set"] = append(ops["$set"], bson.E{Key: key, Value: sv})
+	return nil
+}
+
+// addOperation adds the update of a field written with a Parse __op.
+func (ops updateOps) addOperation(s *fieldState, req *WriteRequest, name, storageKey, op string, m map[string]any, nt *valueType) error {
+	cls := req.Class
+	switch op {
+	case "Delete":
+		if f := cls.Field(name); f != nil && f.Required {
+			return ParseErr(ParseValidationError, "%s is required", name)
+		}
+		if f := cls.Field(name); f != nil && f.Type == TypeRelation {
+			return ParseErr(ParseIncorrectType, "%s is a Relation: remove objects with RemoveRelation", name)
+		}
+		ops["$unset"] = append(ops["$unset"], bson.E{Key: storageKey, Value: ""})
+	case "Increment":
+		amt, err := incrementAmount(name, m)
+		if err != nil {
+			return err
+		}
+		ops["$inc"] = append(ops["$inc"], bson.E{Key: name, Value: amt})
+	case "Add", "AddUnique", "Remove":
+		objs, err := opObjects(name, m, s.ord)
+		if err != nil {
+			return err
+		}
+		switch op {
+		case "Add":
+			ops["$push"] = append(ops["$push"], bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
+		case "AddUnique":
+			ops["$addToSet"] = append(ops["$addToSet"], bson.E{Key: name, Value: bson.D{{Key: "$each", Value: objs}}})
+		case "Remove":
+			ops["$pullAll"] = append(ops["$pullAll"], bson.E{Key: name, Value: objs})
+		}
+	case "AddRelation", "RemoveRelation", "Batch":
+		return s.relationOps(name, op, m, nt, req.ObjectID)
+	}
+	return nil
 }
 
 // checkConflicts refuses an update touching one storage key twice (a
@@ -484,61 +493,11 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 	doc := bson.D{{Key: "_id", Value: name}, {Key: "objectId", Value: "string"}, {Key: "updatedAt", Value: "date"}, {Key: "createdAt", Value: "date"}}
 	var options bson.D
 	for _, fname := range sortedFieldNames(req.Fields) {
-		if err := checkFieldName(fname); err != nil {
+		typ, opt, err := schemaFieldDef(name, fname, req.Fields[fname])
+		if err != nil {
 			return nil, err
 		}
-		def, ok := req.Fields[fname].(map[string]any)
-		if !ok {
-			return nil, ParseErr(ParseInvalidJSON, "field %s needs a definition like {\"type\":\"String\"}", fname)
-		}
-		t, _ := def["type"].(string)
-		if !schemaTypes[t] {
-			return nil, ParseErr(ParseIncorrectType, "invalid field type: %s", truncateMsg(fmt.Sprint(def["type"]), 40))
-		}
-		target, _ := def["targetClass"].(string)
-		if t == TypePointer || t == TypeRelation {
-			if target == "" {
-				return nil, ParseErr(135, "type %s needs a class name", t)
-			}
-			if !classNameWriteRe.MatchString(target) && target != "_User" && target != "_Role" && target != "_Installation" && target != "_Session" {
-				return nil, ParseErr(ParseInvalidClassName, "Invalid classname: %s", truncateMsg(target, 60))
-			}
-		} else if target != "" {
-			return nil, ParseErr(ParseInvalidJSON, "targetClass is only for Pointer and Relation fields (%s)", fname)
-		}
-		for k := range def {
-			switch k {
-			case "type", "targetClass", "required", "defaultValue":
-			default:
-				return nil, ParseErr(ParseInvalidJSON, "field %s: unknown key %s (type, targetClass, required, defaultValue)", fname, truncateMsg(k, 40))
-			}
-		}
-		f := &Field{Name: fname, Type: t, TargetClass: target}
-		doc = append(doc, bson.E{Key: fname, Value: SchemaTypeString(f)})
-		var opt bson.D
-		if r, has := def["required"]; has {
-			b, isBool := r.(bool)
-			if !isBool {
-				return nil, ParseErr(ParseInvalidJSON, "field %s: required must be true or false", fname)
-			}
-			opt = append(opt, bson.E{Key: "required", Value: b})
-		}
-		if dv, has := def["defaultValue"]; has && dv != nil {
-			vt, ok, err := typeOf(fname, dv)
-			if err != nil {
-				return nil, err
-			}
-			if !ok || !typesMatch(f, vt) {
-				return nil, ParseErr(ParseIncorrectType, "schema mismatch for %s.%s default value; expected %s but got %s", name, fname, fieldType(f), vt)
-			}
-			// The value every create without the field will write: it
-			// passes create_object's encoder now (a key holding "$" or
-			// "." is Parse's 121), not on every later create.
-			if err := CheckDefaultValue(f, dv); err != nil {
-				return nil, err
-			}
-			opt = append(opt, bson.E{Key: "defaultValue", Value: plainBSON(dv)})
-		}
+		doc = append(doc, bson.E{Key: fname, Value: typ})
 		if len(opt) > 0 {
 			options = append(options, bson.E{Key: fname, Value: opt})
 		}
@@ -567,6 +526,73 @@ func planCreateClass(req *WriteRequest) (*WritePlan, error) {
 		doc = append(doc, bson.E{Key: "_metadata", Value: md})
 	}
 	return &WritePlan{Op: req.Op, ClassName: name, SchemaDoc: doc, Fields: sortedFieldNames(req.Fields)}, nil
+}
+
+// schemaFieldDef checks one field definition of a new class: its _SCHEMA
+// type string and its fields_options (required, defaultValue).
+func schemaFieldDef(name, fname string, v any) (string, bson.D, error) {
+	if err := checkFieldName(fname); err != nil {
+		return "", nil, err
+	}
+	def, ok := v.(map[string]any)
+	if !ok {
+		return "", nil, ParseErr(ParseInvalidJSON, "field %s needs a definition like {\"type\":\"String\"}", fname)
+	}
+	t, _ := def["type"].(string)
+	if !schemaTypes[t] {
+		return "", nil, ParseErr(ParseIncorrectType, "invalid field type: %s", truncateMsg(fmt.Sprint(def["type"]), 40))
+	}
+	target, _ := def["targetClass"].(string)
+	if t == TypePointer || t == TypeRelation {
+		if target == "" {
+			return "", nil, ParseErr(135, "type %s needs a class name", t)
+		}
+		if !classNameWriteRe.MatchString(target) && target != "_User" && target != "_Role" && target != "_Installation" && target != "_Session" {
+			return "", nil, ParseErr(ParseInvalidClassName, "Invalid classname: %s", truncateMsg(target, 60))
+		}
+	} else if target != "" {
+		return "", nil, ParseErr(ParseInvalidJSON, "targetClass is only for Pointer and Relation fields (%s)", fname)
+	}
+	for k := range def {
+		switch k {
+		case "type", "targetClass", "required", "defaultValue":
+		default:
+			return "", nil, ParseErr(ParseInvalidJSON, "field %s: unknown key %s (type, targetClass, required, defaultValue)", fname, truncateMsg(k, 40))
+		}
+	}
+	f := &Field{Name: fname, Type: t, TargetClass: target}
+	opt, err := schemaFieldOptions(name, f, def)
+	return SchemaTypeString(f), opt, err
+}
+
+// schemaFieldOptions are a new field's fields_options.
+func schemaFieldOptions(name string, f *Field, def map[string]any) (bson.D, error) {
+	fname := f.Name
+	var opt bson.D
+	if r, has := def["required"]; has {
+		b, isBool := r.(bool)
+		if !isBool {
+			return nil, ParseErr(ParseInvalidJSON, "field %s: required must be true or false", fname)
+		}
+		opt = append(opt, bson.E{Key: "required", Value: b})
+	}
+	if dv, has := def["defaultValue"]; has && dv != nil {
+		vt, ok, err := typeOf(fname, dv)
+		if err != nil {
+			return nil, err
+		}
+		if !ok || !typesMatch(f, vt) {
+			return nil, ParseErr(ParseIncorrectType, "schema mismatch for %s.%s default value; expected %s but got %s", name, fname, fieldType(f), vt)
+		}
+		// The value every create without the field will write: it
+		// passes create_object's encoder now (a key holding "$" or
+		// "." is Parse's 121), not on every later create.
+		if err := CheckDefaultValue(f, dv); err != nil {
+			return nil, err
+		}
+		opt = append(opt, bson.E{Key: "defaultValue", Value: plainBSON(dv)})
+	}
+	return opt, nil
 }
 
 // plainBSON converts a JSON value to BSON keeping REST typed objects as
@@ -603,13 +629,6 @@ var clpOperations = []string{"find", "count", "get", "create", "update", "delete
 // (never objectId, createdAt, updatedAt, ACL) — so an internal name
 // (_hashed_password, _rperm) is refused with Parse's 107.
 func validCLP(clp map[string]any, fields map[string]any) (bson.D, error) {
-	userField := func(name any, op string) error {
-		s, _ := name.(string)
-		if def, _ := fields[s].(map[string]any); def != nil && (def["type"] == TypePointer && def["targetClass"] == "_User" || def["type"] == TypeArray) {
-			return nil
-		}
-		return ParseErr(ParseInvalidJSON, "'%s' is not a valid column for class level pointer permissions %s", truncateMsg(fmt.Sprint(name), 40), op)
-	}
 	var out bson.D
 	for _, op := range sortedFieldNames(clp) {
 		known := false
@@ -627,7 +646,7 @@ func validCLP(clp map[string]any, fields map[string]any) (bson.D, error) {
 				return nil, ParseErr(ParseInvalidJSON, "this perms[%s] is not a valid value for class level permissions %s", op, op)
 			}
 			for _, name := range list {
-				if err := userField(name, op); err != nil {
+				if err := clpUserField(fields, name, op); err != nil {
 					return nil, err
 				}
 			}
@@ -639,42 +658,60 @@ func validCLP(clp map[string]any, fields map[string]any) (bson.D, error) {
 			return nil, ParseErr(ParseInvalidJSON, "%s must be an object like {\"*\":true}", op)
 		}
 		for en, ev := range m {
-			switch {
-			case op == "protectedFields":
-				list, ok := ev.([]any)
-				if !ok {
-					return nil, ParseErr(ParseInvalidJSON, "protectedFields.%s must be an array of field names", truncateMsg(en, 40))
-				}
-				for _, name := range list {
-					fn := fmt.Sprint(name)
-					if defaultFields[fn] != nil {
-						return nil, ParseErr(ParseInvalidJSON, "Default field '%s' can not be protected", fn)
-					}
-					if _, ok := fields[fn]; !ok {
-						return nil, ParseErr(ParseInvalidJSON, "Field '%s' in protectedFields:%s does not exist", truncateMsg(fn, 40), truncateMsg(en, 40))
-					}
-				}
-			case en == "pointerFields":
-				list, ok := ev.([]any)
-				if !ok {
-					return nil, ParseErr(ParseInvalidJSON, "%s.pointerFields must be an array of field names", op)
-				}
-				for _, name := range list {
-					if err := userField(name, op); err != nil {
-						return nil, err
-					}
-				}
-			case en == "requiresAuthentication" || en == "*" || validObjectID(en) || aclRoleRe.MatchString(en):
-				if b, ok := ev.(bool); !ok || !b {
-					return nil, ParseErr(ParseInvalidJSON, "'%v' is not a valid value for class level permissions %s:%s:%v", ev, op, truncateMsg(en, 40), ev)
-				}
-			default:
-				return nil, ParseErr(ParseInvalidJSON, "'%s' is not a valid key for class level permissions", truncateMsg(en, 40))
+			if err := clpEntry(fields, op, en, ev); err != nil {
+				return nil, err
 			}
 		}
 		out = append(out, bson.E{Key: op, Value: plainBSON(m)})
 	}
 	return out, nil
+}
+
+// clpUserField checks a field a pointer permission names: a pointer to
+// _User or an array.
+func clpUserField(fields map[string]any, name any, op string) error {
+	s, _ := name.(string)
+	if def, _ := fields[s].(map[string]any); def != nil && (def["type"] == TypePointer && def["targetClass"] == "_User" || def["type"] == TypeArray) {
+		return nil
+	}
+	return ParseErr(ParseInvalidJSON, "'%s' is not a valid column for class level pointer permissions %s", truncateMsg(fmt.Sprint(name), 40), op)
+}
+
+// clpEntry checks the entry en: ev of the class-level permission op.
+func clpEntry(fields map[string]any, op, en string, ev any) error {
+	switch {
+	case op == "protectedFields":
+		list, ok := ev.([]any)
+		if !ok {
+			return ParseErr(ParseInvalidJSON, "protectedFields.%s must be an array of field names", truncateMsg(en, 40))
+		}
+		for _, name := range list {
+			fn := fmt.Sprint(name)
+			if defaultFields[fn] != nil {
+				return ParseErr(ParseInvalidJSON, "Default field '%s' can not be protected", fn)
+			}
+			if _, ok := fields[fn]; !ok {
+				return ParseErr(ParseInvalidJSON, "Field '%s' in protectedFields:%s does not exist", truncateMsg(fn, 40), truncateMsg(en, 40))
+			}
+		}
+	case en == "pointerFields":
+		list, ok := ev.([]any)
+		if !ok {
+			return ParseErr(ParseInvalidJSON, "%s.pointerFields must be an array of field names", op)
+		}
+		for _, name := range list {
+			if err := clpUserField(fields, name, op); err != nil {
+				return err
+			}
+		}
+	case en == "requiresAuthentication" || en == "*" || validObjectID(en) || aclRoleRe.MatchString(en):
+		if b, ok := ev.(bool); !ok || !b {
+			return ParseErr(ParseInvalidJSON, "'%v' is not a valid value for class level permissions %s:%s:%v", ev, op, truncateMsg(en, 40), ev)
+		}
+	default:
+		return ParseErr(ParseInvalidJSON, "'%s' is not a valid key for class level permissions", truncateMsg(en, 40))
+	}
+	return nil
 }
 
 func planDeleteClass(req *WriteRequest) (*WritePlan, error) {

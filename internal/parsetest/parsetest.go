@@ -102,6 +102,9 @@ var dbCounter atomic.Int64
 
 // Start boots Parse Server and stops it when the test ends. It skips the test
 // when Node/npm are not available (see the package documentation).
+//
+//gocyclo:ignore
+//lintbudget:ignore
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	if o.MongoURI == "" {

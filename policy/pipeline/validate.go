@@ -248,49 +248,8 @@ func (pv *validator) scan(v any, depth int, parentOp string) error {
 			return toolerror.Violationf("pipeline nesting deeper than %d levels", MaxDepth)
 		}
 		for _, e := range entries {
-			if blockedPipeline[e.Key] {
-				return toolerror.Violationf("blocked pipeline operator %s", e.Key)
-			}
-			if hasInternalSegment(e.Key) {
-				return toolerror.Violationf("internal field %q used as a key in a pipeline", e.Key)
-			}
-			if len(e.Key) > 1 && strings.ContainsRune(e.Key[1:], '$') {
-				// An output name, a nested spec's or a literal's key
-				// "Hidden$id" would reach the row codec, which redacts such
-				// a key for a hidden class only: one call would tell hidden
-				// class names from missing ones (SECURITY.md "Object keys
-				// are values too"). Operators hold one "$", at the start.
-				return invalidPipeline("invalid key %q in pipeline: a key holds no \"$\" after its first character", truncateText(e.Key, 60))
-			}
-			switch e.Key {
-			case "$jsonSchema":
-				// patternProperties/required name fields without naming
-				// them as keys: a way around the internal-field floor.
-				return toolerror.Violationf("$jsonSchema in a pipeline")
-			case "$regex":
-				if err := checkPipelineRegex("$regex", e.Value); err != nil {
-					return err
-				}
-			case "regex":
-				if regexOperators[parentOp] {
-					if err := checkPipelineRegex(parentOp, e.Value); err != nil {
-						return err
-					}
-				}
-			case "$options":
-				if err := checkPipelineRegexOptions("$options", e.Value); err != nil {
-					return err
-				}
-			case "options":
-				if regexOperators[parentOp] {
-					if err := checkPipelineRegexOptions(parentOp, e.Value); err != nil {
-						return err
-					}
-				}
-			case "$getField", "$setField", "$unsetField":
-				if err := scanFieldOperator(e.Key, e.Value); err != nil {
-					return err
-				}
+			if err := scanKey(e, parentOp); err != nil {
+				return err
 			}
 			if err := pv.scan(e.Value, depth+1, e.Key); err != nil {
 				return err
@@ -311,6 +270,56 @@ func (pv *validator) scan(v any, depth int, parentOp string) error {
 	}
 	if s, ok := v.(string); ok && strings.HasPrefix(s, "$") && hasInternalSegment(s) {
 		return toolerror.Violationf("internal field referenced in a pipeline")
+	}
+	return nil
+}
+
+// scanKey checks one key of a pipeline object (and the value of the
+// operators whose argument is checked here) against the floor.
+func scanKey(e parsedb.Entry, parentOp string) error {
+	if blockedPipeline[e.Key] {
+		return toolerror.Violationf("blocked pipeline operator %s", e.Key)
+	}
+	if hasInternalSegment(e.Key) {
+		return toolerror.Violationf("internal field %q used as a key in a pipeline", e.Key)
+	}
+	if len(e.Key) > 1 && strings.ContainsRune(e.Key[1:], '$') {
+		// An output name, a nested spec's or a literal's key
+		// "Hidden$id" would reach the row codec, which redacts such
+		// a key for a hidden class only: one call would tell hidden
+		// class names from missing ones (SECURITY.md "Object keys
+		// are values too"). Operators hold one "$", at the start.
+		return invalidPipeline("invalid key %q in pipeline: a key holds no \"$\" after its first character", truncateText(e.Key, 60))
+	}
+	switch e.Key {
+	case "$jsonSchema":
+		// patternProperties/required name fields without naming
+		// them as keys: a way around the internal-field floor.
+		return toolerror.Violationf("$jsonSchema in a pipeline")
+	case "$regex":
+		if err := checkPipelineRegex("$regex", e.Value); err != nil {
+			return err
+		}
+	case "regex":
+		if regexOperators[parentOp] {
+			if err := checkPipelineRegex(parentOp, e.Value); err != nil {
+				return err
+			}
+		}
+	case "$options":
+		if err := checkPipelineRegexOptions("$options", e.Value); err != nil {
+			return err
+		}
+	case "options":
+		if regexOperators[parentOp] {
+			if err := checkPipelineRegexOptions(parentOp, e.Value); err != nil {
+				return err
+			}
+		}
+	case "$getField", "$setField", "$unsetField":
+		if err := scanFieldOperator(e.Key, e.Value); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -140,6 +140,8 @@ type engine struct {
 	down        bool
 }
 
+//gocyclo:ignore
+//lintbudget:ignore
 func (e *engine) start(ctx context.Context) error {
 	if err := os.MkdirAll(e.state, 0o755); err != nil {
 		return err
