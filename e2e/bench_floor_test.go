@@ -103,6 +103,8 @@ func BenchmarkDriverFloor(b *testing.B) {
 		fmt.Printf("%-26s %10.2f %10.2f %7.2f %7.2f–%-7.2f\n", r.name, r.serverMS, r.driverMS, r.ratio, r.ratioLo, r.ratioHi)
 		b.ReportMetric(r.ratio, strings.ReplaceAll(r.name, " ", "_")+"-ratio")
 	}
+	hop := measurePing(b, 200)
+	fmt.Printf("%-26s %10.2f %10s (the stdio hand-off alone: JSON-RPC ping through the binary, median)\n", "ping", ms(hop), "")
 	lat := measureSubscriptionLatency(b, 5)
 	fmt.Printf("%-26s %10s median %.0f ms, highest %.0f ms (%d changes)\n", "subscription update", "", ms(percentile(lat, 50)), ms(percentile(lat, 100)), len(lat))
 }
@@ -294,6 +296,21 @@ func createdID(tb testing.TB, resp string) string {
 		tb.Fatalf("create_object: no object_id in %.300s", resp)
 	}
 	return m.Result.Structured.ObjectID
+}
+
+// measurePing is the median time of n JSON-RPC pings through the binary:
+// the part of every call that is the process hop (pipe, framing, dispatch)
+// and no database work.
+func measurePing(tb testing.TB, n int) time.Duration {
+	p := floorServer(tb, floorPrefix)
+	defer p.close()
+	d := make([]float64, n)
+	for i := range d {
+		t0 := time.Now()
+		p.roundTrip(tb, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		d[i] = float64(time.Since(t0))
+	}
+	return time.Duration(median(d))
 }
 
 // measureSubscriptionLatency subscribes to parse://Song/count and measures,
