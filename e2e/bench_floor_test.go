@@ -105,6 +105,9 @@ func BenchmarkDriverFloor(b *testing.B) {
 	}
 	hop := measurePing(b, 200)
 	fmt.Printf("%-26s %10.2f %10s (the stdio hand-off alone: JSON-RPC ping through the binary, median)\n", "ping", ms(hop), "")
+	for _, op := range []string{"count (small)", "find 20 rows", "create_object"} {
+		fmt.Printf("%-26s %10.0f µs server CPU per call (user + system, %d calls)\n", op, measureServerCPU(b, op, 200), 200)
+	}
 	lat := measureSubscriptionLatency(b, 5)
 	fmt.Printf("%-26s %10s median %.0f ms, highest %.0f ms (%d changes)\n", "subscription update", "", ms(percentile(lat, 50)), ms(percentile(lat, 100)), len(lat))
 }
@@ -311,6 +314,32 @@ func measurePing(tb testing.TB, n int) time.Duration {
 		d[i] = float64(time.Since(t0))
 	}
 	return time.Duration(median(d))
+}
+
+// measureServerCPU is the server process's CPU time (user + system) per
+// call of one operation over n calls, less that of a process that made one
+// call: the server's own work per call, which the load of a shared machine
+// stretches far less than wall time.
+func measureServerCPU(tb testing.TB, op string, n int) float64 {
+	params := func(i int) string {
+		switch op {
+		case "count (small)":
+			return `{"name":"count_objects","arguments":{"class_name":"Song","where":{"genre":"rock"}}}`
+		case "find 20 rows":
+			return `{"name":"query_class","arguments":{"class_name":"Song","limit":20}}`
+		}
+		return fmt.Sprintf(`{"name":"create_object","arguments":{"class_name":"Song","fields":{"title":"cpu %d","plays":%d}}}`, i, i)
+	}
+	cpu := func(calls int) time.Duration {
+		p := floorServer(tb, floorPrefix)
+		for i := range calls {
+			p.toolCall(tb, params(i))
+		}
+		p.close()
+		return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	base := cpu(1)
+	return float64((cpu(n+1) - base).Microseconds()) / float64(n)
 }
 
 // measureSubscriptionLatency subscribes to parse://Song/count and measures,
