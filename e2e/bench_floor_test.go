@@ -103,6 +103,11 @@ func BenchmarkDriverFloor(b *testing.B) {
 		fmt.Printf("%-26s %10.2f %10.2f %7.2f %7.2f–%-7.2f\n", r.name, r.serverMS, r.driverMS, r.ratio, r.ratioLo, r.ratioHi)
 		b.ReportMetric(r.ratio, strings.ReplaceAll(r.name, " ", "_")+"-ratio")
 	}
+	hop := measurePing(b, 200)
+	fmt.Printf("%-26s %10.2f %10s (the stdio hand-off alone: JSON-RPC ping through the binary, median)\n", "ping", ms(hop), "")
+	for _, op := range []string{"count (small)", "find 20 rows", "create_object"} {
+		fmt.Printf("%-26s %10.0f µs server CPU per call (user + system, %d calls)\n", op, measureServerCPU(b, op, 200), 200)
+	}
 	lat := measureSubscriptionLatency(b, 5)
 	fmt.Printf("%-26s %10s median %.0f ms, highest %.0f ms (%d changes)\n", "subscription update", "", ms(percentile(lat, 50)), ms(percentile(lat, 100)), len(lat))
 }
@@ -294,6 +299,47 @@ func createdID(tb testing.TB, resp string) string {
 		tb.Fatalf("create_object: no object_id in %.300s", resp)
 	}
 	return m.Result.Structured.ObjectID
+}
+
+// measurePing is the median time of n JSON-RPC pings through the binary:
+// the part of every call that is the process hop (pipe, framing, dispatch)
+// and no database work.
+func measurePing(tb testing.TB, n int) time.Duration {
+	p := floorServer(tb, floorPrefix)
+	defer p.close()
+	d := make([]float64, n)
+	for i := range d {
+		t0 := time.Now()
+		p.roundTrip(tb, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		d[i] = float64(time.Since(t0))
+	}
+	return time.Duration(median(d))
+}
+
+// measureServerCPU is the server process's CPU time (user + system) per
+// call of one operation over n calls, less that of a process that made one
+// call: the server's own work per call, which the load of a shared machine
+// stretches far less than wall time.
+func measureServerCPU(tb testing.TB, op string, n int) float64 {
+	params := func(i int) string {
+		switch op {
+		case "count (small)":
+			return `{"name":"count_objects","arguments":{"class_name":"Song","where":{"genre":"rock"}}}`
+		case "find 20 rows":
+			return `{"name":"query_class","arguments":{"class_name":"Song","limit":20}}`
+		}
+		return fmt.Sprintf(`{"name":"create_object","arguments":{"class_name":"Song","fields":{"title":"cpu %d","plays":%d}}}`, i, i)
+	}
+	cpu := func(calls int) time.Duration {
+		p := floorServer(tb, floorPrefix)
+		for i := range calls {
+			p.toolCall(tb, params(i))
+		}
+		p.close()
+		return p.cmd.ProcessState.UserTime() + p.cmd.ProcessState.SystemTime()
+	}
+	base := cpu(1)
+	return float64((cpu(n+1) - base).Microseconds()) / float64(n)
 }
 
 // measureSubscriptionLatency subscribes to parse://Song/count and measures,

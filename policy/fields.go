@@ -3,6 +3,7 @@ package policy
 import (
 	"context"
 	"strings"
+	"sync"
 	"unicode"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -310,6 +311,37 @@ func (e *Engine) CheckInclude(ctx context.Context, schema *parsedb.Schema, cls *
 // sort keys, group/distinct fields): see parsedb/hiddenrefs.go and
 // SECURITY.md, "Hidden references".
 func (e *Engine) HiddenRefs(schema *parsedb.Schema) *parsedb.HiddenRefs {
+	if e.refsCache == nil {
+		return e.hiddenRefs(schema)
+	}
+	return e.refsCache.get(schema, e.master, e.hiddenRefs)
+}
+
+// hiddenRefsCache keeps the last HiddenRefs of each posture. They depend
+// only on the policy, the posture and the schema, and a schema that changed
+// is a new *parsedb.Schema (SchemaCache never edits a loaded one), so the
+// pointer is the key and a reload invalidates the entry: every read would
+// otherwise collect, check and sort the hidden class names again.
+type hiddenRefsCache struct {
+	mu     sync.Mutex
+	schema [2]*parsedb.Schema
+	refs   [2]*parsedb.HiddenRefs
+}
+
+func (c *hiddenRefsCache) get(schema *parsedb.Schema, master bool, build func(*parsedb.Schema) *parsedb.HiddenRefs) *parsedb.HiddenRefs {
+	i := 0
+	if master {
+		i = 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.refs[i] == nil || c.schema[i] != schema {
+		c.schema[i], c.refs[i] = schema, build(schema)
+	}
+	return c.refs[i]
+}
+
+func (e *Engine) hiddenRefs(schema *parsedb.Schema) *parsedb.HiddenRefs {
 	var names []string
 	for n := range e.hidden {
 		names = append(names, n)

@@ -91,6 +91,8 @@ type Engine struct {
 	localRates *limits.Memory
 	rates      limits.Store
 	now        func() time.Time
+	// refsCache is shared by the request views of one engine (For).
+	refsCache *hiddenRefsCache
 }
 
 // DefaultHiddenClasses are hidden whatever the policy file says (internal
@@ -102,7 +104,7 @@ var DefaultHiddenClasses = []string{"_Product", "_JobStatus", "_JobSchedule", "_
 // validated) policy file; file may be nil.
 func New(cfg *config.Config, file *File, log zerolog.Logger) *Engine {
 	e := &Engine{cfg: cfg, file: file, log: log, tools: map[string]ToolInfo{}, hidden: map[string]bool{},
-		exceptMaster: map[string]bool{"_Session": true}, now: time.Now,
+		exceptMaster: map[string]bool{"_Session": true}, now: time.Now, refsCache: &hiddenRefsCache{},
 		master: cfg.Identity() == parsedb.IdentityMaster, tier: cfg.Permissions, tenant: cfg.TenantID}
 	for _, c := range DefaultHiddenClasses {
 		e.hidden[c] = true

@@ -248,7 +248,7 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 			return b
 		}
 	}
-	b, err := json.Marshal(resp)
+	b, err := encodeResponse(resp)
 	if err != nil {
 		d.log.Error().Err(err).Str("method", env.Method).Msg("encoding response")
 		return ErrorResponse(env.ID, codeInternalError, "Internal error")
@@ -367,6 +367,43 @@ func (d *Dispatcher) mapError(ctx context.Context, sess *Session, env envelope, 
 		return ErrorResponse(env.ID, codeInternalError, "Internal error"), true
 	}
 	return nil, false
+}
+
+// encodeResponse is json.Marshal(resp) without its second pass over a tool
+// result: a CallToolResult encodes itself with encoding/json (compact, HTML
+// escaped), and json.Marshal would scan and copy those bytes once more —
+// for a page of rows, the largest part of every response. The bytes are
+// the same (TestEncodeResponseAsMarshal).
+func encodeResponse(resp mcp.JSONRPCMessage) ([]byte, error) {
+	r, ok := resp.(mcp.JSONRPCResponse)
+	if !ok {
+		return json.Marshal(resp)
+	}
+	var result []byte
+	var err error
+	switch res := r.Result.(type) {
+	case *mcp.CallToolResult:
+		result, err = res.MarshalJSON()
+	case mcp.CallToolResult:
+		result, err = res.MarshalJSON()
+	default:
+		return json.Marshal(resp)
+	}
+	if err != nil {
+		return nil, err
+	}
+	head, err := json.Marshal(struct {
+		JSONRPC string        `json:"jsonrpc"`
+		ID      mcp.RequestId `json:"id"`
+	}{r.JSONRPC, r.ID})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]byte, 0, len(head)+len(result)+len(`,"result":}`))
+	out = append(out, head[:len(head)-1]...)
+	out = append(out, `,"result":`...)
+	out = append(out, result...)
+	return append(out, '}'), nil
 }
 
 func (d *Dispatcher) emitNotification(n mcp.JSONRPCNotification, emit func([]byte)) {
