@@ -112,9 +112,11 @@ func declares(c mcp.ClientCapabilities) bool {
 // that did not declare it gets what it got before the views existed, byte
 // for byte.
 func Install(s *mcpserver.MCPServer, hooks *mcpserver.Hooks) {
+	var listed []mcp.Resource
 	for _, name := range Names {
 		html := HTML(name)
 		res := mcp.NewResource(URI(name), "parse-mcp "+name+" view", mcp.WithMIMEType(MIMEType))
+		listed = append(listed, res)
 		s.AddResource(res, func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
 			return []mcp.ResourceContents{mcp.TextResourceContents{URI: URI(name), MIMEType: MIMEType, Text: html, Meta: resourceMeta()}}, nil
 		})
@@ -143,10 +145,15 @@ func Install(s *mcpserver.MCPServer, hooks *mcpserver.Hooks) {
 		}
 	})
 	hooks.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
-		if res == nil || Declared(ctx) {
+		if res == nil {
 			return
 		}
+		// The resources package builds the list per request (it runs
+		// first); the views are added to it for an Apps client only.
 		res.Resources = slices.DeleteFunc(res.Resources, func(r mcp.Resource) bool { return strings.HasPrefix(r.URI, "ui://") })
+		if Declared(ctx) {
+			res.Resources = append(res.Resources, listed...)
+		}
 	})
 }
 
