@@ -121,6 +121,7 @@ try {
     await frame.click(`th[data-col="plays"]`);
     const desc = await columnValues(frame, plays);
     const dateCell = await frame.$eval(`tbody tr td[title]`, (td) => ({ shown: td.textContent, iso: td.title }));
+    await frame.$eval(".scroll", (s) => (s.scrollLeft = 0));
     await shot("rows");
     await frame.click("button.next");
     const secondPage = await frame.$$eval("tbody tr", (r) => r.length);
@@ -178,7 +179,7 @@ try {
     const token = confirmed.result._meta?.["parse-mcp/confirmation"];
     // The same call with the same token again: the token is spent.
     const replay = await sessions.write.call(calls[0]?.name, calls[0]?.arguments, calls[0]?._meta);
-    report.steps.confirm = { diffDecline, declineStatus, declineCalls, diff, confirmStatus, calls, replay, tokenPrefix: String(token || "").slice(0, 22) };
+    report.steps.confirm = { diffDecline, declineStatus, declineCalls, diff, confirmStatus, calls, replay, tokenPrefix: String(token || "").slice(0, 21) };
   }
 
   // attacks: stored payloads, a hidden reference and a protected field on
