@@ -114,6 +114,10 @@ func TestViewsOnlyForDeclaredClients(t *testing.T) {
 				}
 			}
 			checkViewSnapshot(t, apps.lines["tools/list"])
+			// What the views cost an Apps client's tools/list (a client
+			// without them pays nothing: its bytes are unchanged).
+			extra := strings.Join(viewMetaRe.FindAllString(apps.lines["tools/list"], -1), "")
+			t.Logf("tools/list: %d tokens; an Apps client's _meta.ui adds %d tokens", countTokens(t, plain.lines["tools/list"]), countTokens(t, extra))
 		})
 	}
 }
