@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/parse-mcp/parse-mcp/tools"
 	"github.com/parse-mcp/parse-mcp/views"
 )
 
@@ -50,6 +51,13 @@ func TestViewsOnlyForDeclaredClients(t *testing.T) {
 		lines         map[string]string // method → answer line
 		extensionSeen bool
 	}
+	// A destructive write's dry run (settings.confirm_writes defaults to
+	// destructive): only an Apps client's carries the confirm view's token.
+	songs := rowObjects(callOK(t, stdioClient(t), "query_class", map[string]any{"class_name": "Song", "limit": 1}), "results")
+	if len(songs) != 1 {
+		t.Fatalf("a Song: %v", songs)
+	}
+	dryDelete := fmt.Sprintf(`{"class_name":"Song","object_id":%q,"dry_run":true}`, obj(songs[0])["objectId"])
 	// With the write tools listed, so the confirm view is in the snapshot.
 	legacy := func(caps string) era {
 		r := startRaw(t, writeEnv...)
@@ -63,6 +71,8 @@ func TestViewsOnlyForDeclaredClients(t *testing.T) {
 		}
 		r.send(`{"jsonrpc":"2.0","id":"call","method":"tools/call","params":{"name":"group_by","arguments":{"class_name":"Song","field":"genre"}}}`)
 		out.lines["tools/call"] = r.rawAnswer("call")
+		r.send(`{"jsonrpc":"2.0","id":"dry","method":"tools/call","params":{"name":"delete_object","arguments":` + dryDelete + `}}`)
+		out.lines["dry run"] = r.rawAnswer("dry")
 		return out
 	}
 	modern := func(caps string) era {
@@ -79,6 +89,8 @@ func TestViewsOnlyForDeclaredClients(t *testing.T) {
 		}
 		r.send(body("call", "tools/call", `{"name":"group_by","arguments":{"class_name":"Song","field":"genre"}}`))
 		out.lines["tools/call"] = r.rawAnswer("call")
+		r.send(body("dry", "tools/call", `{"name":"delete_object","arguments":`+dryDelete+`}`))
+		out.lines["dry run"] = r.rawAnswer("dry")
 		return out
 	}
 	for name, run := range map[string]func(string) era{"2025-11-25": legacy, "2026-07-28": modern} {
@@ -107,6 +119,19 @@ func TestViewsOnlyForDeclaredClients(t *testing.T) {
 			// A read's result is the same for both.
 			if apps.lines["tools/call"] != plain.lines["tools/call"] {
 				t.Errorf("a read's result depends on the extension:\n apps %s\nplain %s", apps.lines["tools/call"], plain.lines["tools/call"])
+			}
+			token := regexp.MustCompile(`"` + tools.ViewConfirmationKey + `":"parse-mcp\.confirm\.v2\.[A-Za-z0-9_-]+"`)
+			if token.MatchString(plain.lines["dry run"]) || !token.MatchString(apps.lines["dry run"]) {
+				t.Errorf("the confirm view's token: plain client %v, Apps client %v", token.MatchString(plain.lines["dry run"]), token.MatchString(apps.lines["dry run"]))
+			}
+			var dp, da struct{ Result struct{ StructuredContent map[string]any } }
+			_ = json.Unmarshal([]byte(plain.lines["dry run"]), &dp)
+			_ = json.Unmarshal([]byte(apps.lines["dry run"]), &da)
+			if fmt.Sprint(dp.Result.StructuredContent) != fmt.Sprint(da.Result.StructuredContent) || dp.Result.StructuredContent["dry_run"] != true {
+				t.Errorf("the dry run's content depends on the extension:\n%v\n%v", dp.Result.StructuredContent, da.Result.StructuredContent)
+			}
+			if strings.Contains(apps.lines["dry run"][:strings.Index(apps.lines["dry run"], `"_meta"`)+1], "parse-mcp.confirm") {
+				t.Errorf("the token is outside the result's _meta")
 			}
 			for _, v := range views.Names {
 				if !strings.Contains(apps.lines["resources/list"], `"uri":"`+views.URI(v)+`"`) {

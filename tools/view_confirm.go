@@ -21,8 +21,9 @@ import (
 // token as the person's accepted answer instead of asking again. The token
 // is the 2026-07-28 confirmation token (confirm_token.go): signed, expiring
 // after ConfirmTTL, spent once in the ConfirmationLedger. Declining sends
-// nothing: nothing is written. A call the policy does not ask to confirm
-// (settings.confirm_writes) needs no token and ignores one.
+// nothing: nothing is written. A write the policy does not ask to confirm
+// (settings.confirm_writes) gets no token: the view's call needs none, and
+// ignores one.
 
 // ViewConfirmationKey is the _meta key of the token: in a dry run's result
 // and in the confirm view's call.
@@ -52,7 +53,7 @@ func addResultMeta(ctx context.Context, key string, v any) {
 // when the client renders views and the write is one the confirm view
 // shows. question is the text Confirm asks for the write itself.
 func (d *Deps) offerViewConfirmation(ctx context.Context, c *writeCall, question string) error {
-	if c.action != "" || views.ToolViews[c.tool] != views.Confirm || !views.Declared(ctx) {
+	if c.action != "" || views.ToolViews[c.tool] != views.Confirm || !d.needsConfirmation(c) || !views.Declared(ctx) {
 		return nil
 	}
 	scope := d.confirmScopeOf(ctx)

@@ -359,10 +359,13 @@ async function renderConfirm(result) {
   }
   diff.append(body);
   const what = op.replace(/_/g, " ") + " on " + data.class_name + (op === "create_object" ? "" : " " + (data.object_id || ""));
-  const status = el("p", { class: "status muted" }, token ? "Nothing is written until you confirm." : "This client cannot confirm here: ask the assistant to run the write.");
+  // Without a token the policy does not ask for confirmation of this write
+  // (settings.confirm_writes): the view's call is the write as the model
+  // could send it.
+  const status = el("p", { class: "status muted" }, "Nothing is written until you confirm.");
   const yes = el("button", { type: "button", class: "confirm" }, "Confirm");
   const no = el("button", { type: "button", class: "decline" }, "Decline");
-  yes.disabled = !token || !toolArgs;
+  yes.disabled = !toolArgs;
   const settle = (text, cls) => {
     yes.disabled = no.disabled = true;
     status.textContent = text;
@@ -375,7 +378,7 @@ async function renderConfirm(result) {
     delete args.dry_run;
     let res;
     try {
-      res = await app.callServerTool({ name: op, arguments: args, _meta: { [CONFIRM_KEY]: token } });
+      res = await app.callServerTool(token ? { name: op, arguments: args, _meta: { [CONFIRM_KEY]: token } } : { name: op, arguments: args });
     } catch (e) {
       res = { isError: true, content: [{ type: "text", text: String(e?.message || e) }] };
     }
