@@ -124,7 +124,9 @@ func TestViewsOnlyForDeclaredClients(t *testing.T) {
 			if token.MatchString(plain.lines["dry run"]) || !token.MatchString(apps.lines["dry run"]) {
 				t.Errorf("the confirm view's token: plain client %v, Apps client %v", token.MatchString(plain.lines["dry run"]), token.MatchString(apps.lines["dry run"]))
 			}
-			var dp, da struct{ Result struct{ StructuredContent map[string]any } }
+			var dp, da struct {
+				Result struct{ StructuredContent map[string]any }
+			}
 			_ = json.Unmarshal([]byte(plain.lines["dry run"]), &dp)
 			_ = json.Unmarshal([]byte(apps.lines["dry run"]), &da)
 			if fmt.Sprint(dp.Result.StructuredContent) != fmt.Sprint(da.Result.StructuredContent) || dp.Result.StructuredContent["dry_run"] != true {
