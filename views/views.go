@@ -114,11 +114,12 @@ func declares(c mcp.ClientCapabilities) bool {
 func Install(s *mcpserver.MCPServer, hooks *mcpserver.Hooks) {
 	var listed []mcp.Resource
 	for _, name := range Names {
-		html := HTML(name)
 		res := mcp.NewResource(URI(name), "parse-mcp "+name+" view", mcp.WithMIMEType(MIMEType))
 		listed = append(listed, res)
 		s.AddResource(res, func(context.Context, mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			return []mcp.ResourceContents{mcp.TextResourceContents{URI: URI(name), MIMEType: MIMEType, Text: html, Meta: resourceMeta()}}, nil
+			// Built per read: the page is the size of the bundle, and an
+			// idle server should not hold three copies of it.
+			return []mcp.ResourceContents{mcp.TextResourceContents{URI: URI(name), MIMEType: MIMEType, Text: HTML(name), Meta: resourceMeta()}}, nil
 		})
 	}
 	hooks.AddAfterInitialize(func(_ context.Context, _ any, req *mcp.InitializeRequest, res *mcp.InitializeResult) {
