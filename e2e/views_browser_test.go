@@ -70,6 +70,10 @@ type viewsReport struct {
 			ResultRows int
 			HTML       string
 		}
+		Export struct {
+			Columns, Headers []string
+			Rows, RowCount   int
+		}
 		Chart struct {
 			Bars      [][3]any
 			TableRows int
@@ -168,7 +172,8 @@ func TestViewsInBrowser(t *testing.T) {
 	cfg := map[string]any{
 		"chromium": chromium, "screenshots": shots, "report": filepath.Join(dir, "report.json"),
 		"servers": map[string]string{"demo": demo.base, "write": write.base, "attack": attack.base},
-		"rows":    map[string]any{"args": map[string]any{"class_name": "Song", "limit": 30}},
+		"rows": map[string]any{"args": map[string]any{"class_name": "Song", "limit": 30},
+			"exportArgs": map[string]any{"class_name": "Song", "limit": 7}},
 		"chart": map[string]any{
 			"groupBy":     map[string]any{"class_name": "Song", "field": "genre"},
 			"groupByDate": map[string]any{"class_name": "Song", "field": "createdAt", "interval": "month"},
@@ -234,6 +239,13 @@ func TestViewsInBrowser(t *testing.T) {
 		// The call went through the policy: its audit event.
 		if !strings.Contains(demo.stderr.String(), `"tool":"get_object"`) {
 			t.Errorf("no tool_call audit event for the view's get_object")
+		}
+	})
+
+	t.Run("export", func(t *testing.T) {
+		e := s.Export
+		if e.RowCount != 7 || e.Rows != 7 || fmt.Sprint(e.Columns) != fmt.Sprint(e.Headers) {
+			t.Errorf("export_data as rows: %d rows of %d, columns %v, headers %v", e.Rows, e.RowCount, e.Columns, e.Headers)
 		}
 	})
 

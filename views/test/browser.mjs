@@ -140,6 +140,17 @@ try {
     };
   }
 
+  // rows from a CSV export.
+  {
+    const { frame, result } = await mount("demo", "export_data", cfg.rows.exportArgs);
+    report.steps.export = {
+      columns: await texts(frame, "thead th"),
+      rows: await frame.$$eval("tbody tr", (r) => r.length),
+      headers: result.structuredContent.headers,
+      rowCount: result.structuredContent.row_count,
+    };
+  }
+
   // chart: group_by (bars) and group_by_date (a line), and the table switch.
   {
     const { frame, result } = await mount("demo", "group_by", cfg.chart.groupBy);
