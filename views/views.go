@@ -9,7 +9,9 @@ package views
 
 import (
 	"context"
+	"crypto/sha256"
 	_ "embed"
+	"encoding/base64"
 	"maps"
 	"slices"
 	"strings"
@@ -51,20 +53,31 @@ var ToolViews = map[string]string{
 var bundle string
 
 // page is the HTML shell around the bundle. The Content-Security-Policy
-// repeats in the document what the resource's _meta declares: no origin at
-// all (the script and styles are inline, images only data: URIs), so a view
+// repeats in the document what the resource's _meta declares — no origin at
+// all: the script and styles are inline, images only data: URIs — so a view
 // cannot load or send anything even where a host applies no CSP of its own.
+// Only the bundle itself may run (its hash): markup that a bug let into the
+// page could not run a script or an event handler.
 const page = `<!doctype html><html><head><meta charset="utf-8">` +
-	`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'; frame-src 'none'; form-action 'none'; base-uri 'none'">` +
+	`<meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src '%HASH%'; style-src 'unsafe-inline'; img-src data:; connect-src 'none'; frame-src 'none'; form-action 'none'; base-uri 'none'">` +
 	`<meta name="viewport" content="width=device-width,initial-scale=1">` +
 	`<meta name="parse-mcp-view" content="%VIEW%"><title>parse-mcp %VIEW%</title></head>` +
 	`<body><div id="app"></div><script>%BUNDLE%</script></body></html>`
 
+// script is the bundle as the page's script element holds it, and
+// scriptHash its CSP source.
+var script = strings.ReplaceAll(bundle, "</script", `<\/script`)
+
+var scriptHash = func() string {
+	h := sha256.Sum256([]byte(script))
+	return "sha256-" + base64.StdEncoding.EncodeToString(h[:])
+}()
+
 // HTML is the page of a view.
 func HTML(view string) string {
 	// The bundle is inlined last, so a %VIEW% inside it stays as it is.
-	html := strings.ReplaceAll(page, "%VIEW%", view)
-	return strings.Replace(html, "%BUNDLE%", strings.ReplaceAll(bundle, "</script", `<\/script`), 1)
+	html := strings.NewReplacer("%VIEW%", view, "%HASH%", scriptHash).Replace(page)
+	return strings.Replace(html, "%BUNDLE%", script, 1)
 }
 
 // resourceMeta is the resource's _meta.ui: an empty CSP allowlist (no

@@ -95,7 +95,7 @@ func TestPageIsSelfContained(t *testing.T) {
 		if !strings.Contains(html, `<meta name="parse-mcp-view" content="`+name+`">`) {
 			t.Errorf("%s: the page does not name its view", name)
 		}
-		if !strings.Contains(html, "default-src 'none'") || !strings.Contains(html, "connect-src 'none'") {
+		if !strings.Contains(html, "default-src 'none'") || !strings.Contains(html, "connect-src 'none'") || !strings.Contains(html, "script-src 'sha256-") || strings.Contains(html, "script-src 'unsafe-inline'") {
 			t.Errorf("%s: no restrictive Content-Security-Policy", name)
 		}
 		for _, bad := range []string{"<script src", "<link ", "http-equiv=\"refresh\""} {
