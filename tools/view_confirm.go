@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/views"
 )
 
@@ -51,8 +52,8 @@ func addResultMeta(ctx context.Context, key string, v any) {
 
 // offerViewConfirmation adds the confirm view's token to a dry run's result
 // when the client renders views and the write is one the confirm view
-// shows. question is the text Confirm asks for the write itself.
-func (d *Deps) offerViewConfirmation(ctx context.Context, c *writeCall, question string) error {
+// shows, bound to the question Confirm would ask for the write itself.
+func (d *Deps) offerViewConfirmation(ctx context.Context, c *writeCall, plan *parsedb.WritePlan) error {
 	if c.action != "" || views.ToolViews[c.tool] != views.Confirm || !d.needsConfirmation(c) || !views.Declared(ctx) {
 		return nil
 	}
@@ -65,7 +66,7 @@ func (d *Deps) offerViewConfirmation(ctx context.Context, c *writeCall, question
 		return nil
 	}
 	scope = d.confirmScopeFor(ctx, &write)
-	token, err := issue(ctx, scope, question)
+	token, err := issue(ctx, scope, confirmQuestion(c, plan))
 	if err != nil {
 		return err
 	}

@@ -386,7 +386,7 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (Dynamic, error) {
 	audit.ObjectID = plan.ObjectID
 	policy.NoteWrite(ctx, audit)
 	if c.dryRun {
-		if err := d.offerViewConfirmation(ctx, c, confirmQuestion(c, plan)); err != nil {
+		if err := d.offerViewConfirmation(ctx, c, plan); err != nil {
 			return nil, err
 		}
 		return d.writeResult(ctx, c, plan, nil, true)
