@@ -15,6 +15,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	mcpserver "github.com/mark3labs/mcp-go/server"
@@ -68,15 +69,15 @@ const page = `<!doctype html><html><head><meta charset="utf-8">` +
 // scriptHash its CSP source.
 var script = strings.ReplaceAll(bundle, "</script", `<\/script`)
 
-var scriptHash = func() string {
+var scriptHash = sync.OnceValue(func() string {
 	h := sha256.Sum256([]byte(script))
 	return "sha256-" + base64.StdEncoding.EncodeToString(h[:])
-}()
+})
 
 // HTML is the page of a view.
 func HTML(view string) string {
 	// The bundle is inlined last, so a %VIEW% inside it stays as it is.
-	html := strings.NewReplacer("%VIEW%", view, "%HASH%", scriptHash).Replace(page)
+	html := strings.NewReplacer("%VIEW%", view, "%HASH%", scriptHash()).Replace(page)
 	return strings.Replace(html, "%BUNDLE%", script, 1)
 }
 
