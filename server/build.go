@@ -13,6 +13,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/tools"
+	"github.com/parse-mcp/parse-mcp/views"
 )
 
 // Instructions tell the model, once per session, how to work with the server.
@@ -80,6 +81,7 @@ func Build(o Options) *mcpserver.MCPServer {
 	for _, f := range o.Extra {
 		f(s)
 	}
+	views.Install(s, hooks)
 	return s
 }
 

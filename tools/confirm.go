@@ -102,11 +102,16 @@ type confirmScope struct {
 // confirmScopeOf is the current tool call's confirmScope (nil outside a tool
 // call).
 func (d *Deps) confirmScopeOf(ctx context.Context) *confirmScope {
-	info := callinfo.From(ctx)
-	if info.ToolCall == nil {
-		return nil
+	if req := callinfo.From(ctx).ToolCall; req != nil {
+		return d.confirmScopeFor(ctx, req)
 	}
-	req := info.ToolCall
+	return nil
+}
+
+// confirmScopeFor is the confirmScope of the call req by this request's
+// caller.
+func (d *Deps) confirmScopeFor(ctx context.Context, req *mcp.CallToolRequest) *confirmScope {
+	info := callinfo.From(ctx)
 	return &confirmScope{req: req, ledger: d.confirmationLedger(),
 		binding: callBinding(req.Params.Name, *req, identityBinding(d.Config)+"\x00caller="+info.Credential)}
 }
@@ -165,6 +170,14 @@ func Confirm(ctx context.Context, d *Deps, message string) (Confirmation, error)
 	info := d.confirmScopeOf(ctx)
 	if info == nil {
 		return ConfirmUnsupported, nil
+	}
+	if token := viewToken(info.req); token != "" {
+		// The person confirmed this exact write in the confirm view
+		// (view_confirm.go); a token for anything else is not an answer.
+		answer, ok, err := redeem(ctx, info, message, token, acceptedInView)
+		if err != nil || ok {
+			return answer, err
+		}
 	}
 	params := mcp.ElicitationParams{Message: message, RequestedSchema: confirmSchema}
 

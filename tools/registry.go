@@ -180,6 +180,7 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 			defer cancel()
 		}
 		ctx = withToolCall(ctx, req)
+		ctx, meta := withResultMeta(ctx)
 		d := d.For(ctx)
 		ctx, progress := startProgress(ctx, t.Name, req, d.heartbeatInterval())
 		out, err := t.Handler.Call(ctx, d, Args(args))
@@ -197,7 +198,11 @@ func (t *Tool) Handle(d *Deps) func(context.Context, mcp.CallToolRequest) (*mcp.
 		if err != nil {
 			return nil, classify(ctx, t.Name, err)
 		}
-		return Result(out)
+		res, err := Result(out)
+		if err == nil && meta.fields != nil {
+			res.Meta = &mcp.Meta{AdditionalFields: meta.fields}
+		}
+		return res, err
 	}
 }
 

@@ -386,6 +386,9 @@ func (d *Deps) runWrite(ctx context.Context, c *writeCall) (Dynamic, error) {
 	audit.ObjectID = plan.ObjectID
 	policy.NoteWrite(ctx, audit)
 	if c.dryRun {
+		if err := d.offerViewConfirmation(ctx, c, plan); err != nil {
+			return nil, err
+		}
 		return d.writeResult(ctx, c, plan, nil, true)
 	}
 	confirmed, res, err := d.confirm(ctx, c, plan)

@@ -39,9 +39,7 @@ func (d *Deps) confirm(ctx context.Context, c *writeCall, plan *parsedb.WritePla
 	if !d.needsConfirmation(c) {
 		return false, nil, nil
 	}
-	change, _ := json.MarshalIndent(plan.StableChange(), "", "  ")
-	msg := fmt.Sprintf("The assistant asks to %s. Exactly this will change in the database:\n%s\nApply it?", describeWrite(c, plan), truncate(string(change), 6000))
-	answer, err := Confirm(ctx, d, msg)
+	answer, err := Confirm(ctx, d, confirmQuestion(c, plan))
 	if err != nil {
 		return false, nil, err
 	}
@@ -54,6 +52,13 @@ func (d *Deps) confirm(ctx context.Context, c *writeCall, plan *parsedb.WritePla
 			c.tool, d.Policy.ConfirmWrites())
 	}
 	return false, declined(c, plan, answer.String()), nil
+}
+
+// confirmQuestion is what the person is asked about a write: exactly what
+// will change in the database.
+func confirmQuestion(c *writeCall, plan *parsedb.WritePlan) string {
+	change, _ := json.MarshalIndent(plan.StableChange(), "", "  ")
+	return fmt.Sprintf("The assistant asks to %s. Exactly this will change in the database:\n%s\nApply it?", describeWrite(c, plan), truncate(string(change), 6000))
 }
 
 func describeWrite(c *writeCall, plan *parsedb.WritePlan) string {
