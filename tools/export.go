@@ -28,7 +28,6 @@ func ExportTools() []*Tool {
 		ToolInfo:     policy.ToolInfo{Name: "export_data", Category: policy.CategoryExport, Tier: config.TierReadonly, Timeout: 60 * time.Second, Operation: policy.OpFind, UntrustedOutput: true},
 		Description:  "Export a class's objects (query mode) or pipeline results as CSV, a markdown table or a fixed-width table.",
 		Example:      `{"class_name":"Song","limit":3}`,
-		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"type":"array","items":{"type":"string"},"description":"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"},"format":{"type":"string","enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
 		OutputSchema: exportOutSchema,
 		ReadOnly:     true,
 		Handler:      Typed(exportData),
@@ -38,20 +37,20 @@ func ExportTools() []*Tool {
 // export_data's arguments, in the order they are checked. limit and skip
 // apply to query mode only, and are checked in both modes.
 type exportIn struct {
-	ClassName string   `json:"class_name" arg:"class"`
-	Format    string   `json:"format" arg:"enum=csv|markdown|table,default=csv"`
-	RowCap    int      `json:"row_cap" arg:"default=DefaultRowCap,min=1,max=MaxRowCap"`
-	Keys      []string `json:"keys" arg:"fields,max=MaxKeys"`
-	Include   []string `json:"include" arg:"fields,max=MaxIncludes"`
+	ClassName string         `json:"class_name" arg:"class"`
+	Where     map[string]any `json:"where"`
+	Keys      []string       `json:"keys" arg:"fields;max=MaxKeys"`
+	Include   []string       `json:"include" arg:"fields;max=MaxIncludes"`
+	Order     orderArg       `json:"order"`
+	Limit     int            `json:"limit" arg:";min=1,max=MaxRowCap"`
+	Skip      int            `json:"skip" arg:";min=0,max=MaxSkip"`
+	Pipeline  pipelineArg    `json:"pipeline"`
+	Columns   columnsArg     `json:"columns" jsonschema:"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"`
+	Format    string         `json:"format" arg:"enum=csv|markdown|table;default=csv"`
+	RowCap    int            `json:"row_cap" arg:"default=DefaultRowCap,max=MaxRowCap;min=1"`
 	// Shape is checked as the query tools check it, though export_data's
 	// input schema has never listed it (text cells have their own rules).
-	Shape    rowShape       `json:"shape" arg:"enum=columns|objects|rest,default=columns,unlisted"`
-	Where    map[string]any `json:"where"`
-	Order    orderArg       `json:"order"`
-	Columns  columnsArg     `json:"columns"`
-	Pipeline pipelineArg    `json:"pipeline"`
-	Limit    int            `json:"limit" arg:"default=0,min=1,max=MaxRowCap"`
-	Skip     int            `json:"skip" arg:"default=0,min=0,max=MaxSkip"`
+	Shape rowShape `json:"shape" arg:"enum=columns|objects|rest,unlisted;default=columns"`
 }
 
 // exportOut: the text of the rows and, when row_cap cut it, how many rows
@@ -131,7 +130,7 @@ func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
 // no order) it follows the order of keys, then sorts the remaining paths.
 type columnsArg []column
 
-func (*columnsArg) schemaType() string { return "array" }
+func (*columnsArg) schema() string { return `"type":"array","items":{"type":"string"}` }
 
 func (c *columnsArg) decodeArg(ctx context.Context, args Args, name string, _ *argField) error {
 	// The order of keys places the columns of an unordered object.

@@ -52,9 +52,9 @@ func (p *readPlan) collectRows(ctx context.Context, tool, retryArg string, spec 
 type getObjectIn struct {
 	ClassName string   `json:"class_name" arg:"class"`
 	ObjectID  string   `json:"object_id" arg:"objectid,required"`
-	Keys      []string `json:"keys" arg:"fields,max=MaxKeys"`
-	Include   []string `json:"include" arg:"fields,max=MaxIncludes"`
-	Shape     rowShape `json:"shape" arg:"enum=objects|rest,default=objects"`
+	Keys      []string `json:"keys" arg:"fields;max=MaxKeys"`
+	Include   []string `json:"include" arg:"fields;max=MaxIncludes"`
+	Shape     rowShape `json:"shape" arg:"enum=objects|rest;default=objects"`
 }
 
 // getObjectOutSchema: the object in its shape; the result is Rows (the
@@ -123,14 +123,14 @@ func (ids *objectIDs) decodeArg(_ context.Context, args Args, name string, f *ar
 	return nil
 }
 
-func (*objectIDs) schemaType() string { return "array" }
+func (*objectIDs) schema() string { return `"type":"array","items":{"type":"string"}` }
 
 type getObjectsIn struct {
 	ClassName string    `json:"class_name" arg:"class"`
 	IDs       objectIDs `json:"ids" arg:"required,max=MaxGetObjects"`
-	Keys      []string  `json:"keys" arg:"fields,max=MaxKeys"`
-	Include   []string  `json:"include" arg:"fields,max=MaxIncludes"`
-	Shape     rowShape  `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+	Keys      []string  `json:"keys" arg:"fields;max=MaxKeys"`
+	Include   []string  `json:"include" arg:"fields;max=MaxIncludes"`
+	Shape     rowShape  `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 }
 
 // getObjectsOutSchema: the objects found, as columns + rows or keyed by
@@ -208,8 +208,8 @@ func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
 
 type samplesIn struct {
 	ClassName string   `json:"class_name" arg:"class"`
-	Limit     int      `json:"limit" arg:"default=DefaultSampleLimit,min=1,max=MaxSampleLimit"`
-	Shape     rowShape `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+	Limit     int      `json:"limit" arg:"default=DefaultSampleLimit,max=MaxSampleLimit;min=1"`
+	Shape     rowShape `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 }
 
 // samplesOutSchema: the newest objects; the result is Rows.
@@ -253,7 +253,7 @@ type explainIn struct {
 	Where     map[string]any `json:"where"`
 	// ApplyCanonical is accepted as count_objects takes it, though the
 	// input schema has never listed it.
-	ApplyCanonical bool `json:"apply_canonical_filter" arg:"default=true,unlisted"`
+	ApplyCanonical bool `json:"apply_canonical_filter" arg:"unlisted;default=true"`
 }
 
 // explainOut's members are in the order the result has always had.

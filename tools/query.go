@@ -51,7 +51,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("count_objects", policy.OpCount, false, 20*time.Second),
 			Description:  "Count objects of a class matching a Parse where constraint.",
 			Example:      `{"class_name":"Song","where":{"plays":{"$gt":1000}}}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object","description":"Parse REST query constraints, e.g. {\"plays\":{\"$gt\":100}}"},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`,
 			ReadOnly:     true,
 			OutputSchema: countOutSchema,
 			Handler:      Typed(countObjects),
@@ -60,7 +59,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
 			Description:  "Find objects: Parse where, keys, include, order, paging. Rows (also get_objects, get_sample_objects, aggregate): columns + a value array per row (null = missing); pointers as ids (pointer_classes), dates ISO (date_fields), files by name, GeoPoints [lat,lng]; where accepts them. shape objects|rest: objects|REST.",
 			Example:      `{"class_name":"Song","limit":3}`,
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"type":"string","enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`),
 			OutputSchema: queryClassOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(queryClass),
@@ -69,7 +67,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("get_object", policy.OpGet, true, 10*time.Second),
 			Description:  "Fetch one object by objectId.",
 			Example:      `{"class_name":"Song","object_id":"$objectId","include":["artist"]}`,
-			InputSchema:  withObjectShape(`{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`),
 			OutputSchema: getObjectOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(getObject),
@@ -78,7 +75,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("get_objects", policy.OpGet, true, 20*time.Second),
 			Description:  "Fetch up to 50 objects by objectId.",
 			Example:      `{"class_name":"Song","ids":["$objectId","missingId"]}`,
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"ids":{"type":"array","items":{"type":"string"},"maxItems":50},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","ids"]}`),
 			OutputSchema: getObjectsOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(getObjects),
@@ -87,7 +83,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("get_sample_objects", policy.OpFind, true, 15*time.Second),
 			Description:  "The most recently created objects of a class, to see what its data looks like.",
 			Example:      `{"class_name":"Song","limit":3}`,
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"limit":{"type":"integer","default":5,"maximum":20}},"required":["class_name"]}`),
 			OutputSchema: samplesOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(getSampleObjects),
@@ -96,7 +91,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("explain_query", policy.OpFind, false, 30*time.Second),
 			Description:  "Explain how a where on a class is filtered and which indexes can serve it.",
 			Example:      `{"class_name":"Song","where":{"genre":"rock"}}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: explainOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(explainQuery),
@@ -108,7 +102,7 @@ func QueryTools() []*Tool {
 
 type countIn struct {
 	ClassName      string         `json:"class_name" arg:"class"`
-	Where          map[string]any `json:"where"`
+	Where          map[string]any `json:"where" jsonschema:"Parse REST query constraints, e.g. {\"plays\":{\"$gt\":100}}"`
 	ApplyCanonical bool           `json:"apply_canonical_filter" arg:"default=true"`
 }
 
@@ -158,15 +152,15 @@ func enumArg(args Args, name, def string, allowed ...string) (string, error) {
 // query_class's arguments, in the order they are checked.
 type queryClassIn struct {
 	ClassName      string         `json:"class_name" arg:"class"`
-	Keys           []string       `json:"keys" arg:"fields,max=MaxKeys"`
-	Include        []string       `json:"include" arg:"fields,max=MaxIncludes"`
-	Shape          rowShape       `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
 	Where          map[string]any `json:"where"`
-	Order          orderArg       `json:"order"`
-	Limit          int            `json:"limit" arg:"default=DefaultQueryLimit,min=1,max=MaxQueryLimit"`
-	Skip           int            `json:"skip" arg:"default=0,min=0,max=MaxSkip"`
-	Format         string         `json:"format" arg:"enum=json|csv|markdown|table,default=json"`
+	Keys           []string       `json:"keys" arg:"fields;max=MaxKeys"`
+	Include        []string       `json:"include" arg:"fields;max=MaxIncludes" jsonschema:"pointer paths to expand"`
+	Order          orderArg       `json:"order" jsonschema:"e.g. \"-plays,title\""`
+	Limit          int            `json:"limit" arg:"default=DefaultQueryLimit,max=MaxQueryLimit;min=1"`
+	Skip           int            `json:"skip" arg:";min=0,max=MaxSkip"`
+	Format         string         `json:"format" arg:"enum=json|csv|markdown|table;default=json"`
 	ApplyCanonical bool           `json:"apply_canonical_filter" arg:"default=true"`
+	Shape          rowShape       `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 	// Args are the arguments as sent, repeated by next_call.
 	Args Args `json:"-"`
 }

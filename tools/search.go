@@ -64,7 +64,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("atlas_text_search", 30*time.Second),
 			Description:  "Full-text search of a searchable class (get_schema: search). Rows as query_class, best first, with scores; engine names what answered.",
 			Example:      `{"class_name":"Song","query":"harbor"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
 			Handler:      Typed(atlasTextSearch),
@@ -73,7 +72,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("atlas_autocomplete", 15*time.Second),
 			Description:  "Values of an autocomplete field starting with prefix (literal, case-insensitive), with objectIds.",
 			Example:      `{"class_name":"Song","field":"title","prefix":"mid"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
 			OutputSchema: autocompleteOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(atlasAutocomplete),
@@ -82,7 +80,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("atlas_faceted_search", 30*time.Second),
 			Description:  "Bucket counts of facet fields, optionally for a text query. Number/date facets need ascending boundaries.",
 			Example:      `{"class_name":"Song","query":"harbor","facets":[{"field":"genre"}]}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
 			OutputSchema: facetsOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(atlasFacetedSearch),
@@ -91,7 +88,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("find_similar", 30*time.Second),
 			Description:  "Nearest rows by vector cosine to an object (itself excluded) or to a vector.",
 			Example:      `{"class_name":"Song","object_id":"$objectId"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
 			Handler:      Typed(findSimilar),
@@ -100,7 +96,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("semantic_search", 60*time.Second),
 			Description:  "Best text chunks for a question across searchable classes (or class_name), within token_budget.",
 			Example:      `{"query":"harbor","k":2}`,
-			InputSchema:  `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
 			OutputSchema: semanticOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(semanticSearch),
@@ -391,9 +386,9 @@ func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows 
 type textSearchIn struct {
 	ClassName string         `json:"class_name" arg:"class"`
 	Query     searchQuery    `json:"query" arg:"required"`
-	Fields    []string       `json:"fields" arg:"fields,max=MaxKeys"`
+	Fields    []string       `json:"fields" arg:"fields;max=MaxKeys"`
 	Where     map[string]any `json:"where"`
-	Limit     int            `json:"limit" arg:"default=10,min=1,max=50"`
+	Limit     int            `json:"limit" arg:"default=10,max=50;min=1"`
 }
 
 func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (Rows, error) {
@@ -550,7 +545,7 @@ func (q *searchQuery) decodeArg(_ context.Context, args Args, name string, f *ar
 	return err
 }
 
-func (*searchQuery) schemaType() string { return "string" }
+func (*searchQuery) schema() string { return `"type":"string"` }
 
 func queryArg(args Args, required bool) (string, error) {
 	q, err := args.String("query", required)
@@ -584,14 +579,14 @@ func (p *autocompletePrefix) decodeArg(_ context.Context, args Args, name string
 	return nil
 }
 
-func (*autocompletePrefix) schemaType() string { return "string" }
+func (*autocompletePrefix) schema() string { return `"type":"string"` }
 
 type autocompleteIn struct {
 	ClassName string             `json:"class_name" arg:"class"`
 	Field     string             `json:"field" arg:"required"`
 	Prefix    autocompletePrefix `json:"prefix" arg:"required"`
 	Where     map[string]any     `json:"where"`
-	Limit     int                `json:"limit" arg:"default=10,min=1,max=20"`
+	Limit     int                `json:"limit" arg:"default=10,max=20;min=1"`
 }
 
 // autocompleteOut's members are in the order the result has always had.
@@ -663,7 +658,9 @@ func (fs *facetsArg) decodeArg(_ context.Context, args Args, name string, _ *arg
 	return nil
 }
 
-func (*facetsArg) schemaType() string { return "array" }
+func (*facetsArg) schema() string {
+	return `"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}`
+}
 
 func facetArgs(d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy, raw facetsArg) ([]facetSpec, error) {
 	var out []facetSpec
@@ -811,10 +808,10 @@ func facetFieldNames(fs []facetSpec) []string {
 // find_similar's arguments: exactly one of object_id and vector.
 type findSimilarIn struct {
 	ClassName string         `json:"class_name" arg:"class"`
-	K         int            `json:"k" arg:"default=5,min=1,max=20"`
-	Where     map[string]any `json:"where"`
-	Vector    vectorArg      `json:"vector"`
 	ObjectID  string         `json:"object_id" arg:"objectid"`
+	Vector    vectorArg      `json:"vector"`
+	K         int            `json:"k" arg:"default=5,max=20;min=1"`
+	Where     map[string]any `json:"where"`
 }
 
 func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (Rows, error) {
@@ -871,7 +868,7 @@ func (vec *vectorArg) decodeArg(_ context.Context, args Args, name string, _ *ar
 	return nil
 }
 
-func (*vectorArg) schemaType() string { return "array" }
+func (*vectorArg) schema() string { return `"type":"array","items":{"type":"number"}` }
 
 // seedVector reads an object's vector through the read scope: an object
 // the session cannot read answers "not found", like get_object.

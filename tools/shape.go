@@ -5,7 +5,6 @@ package tools
 
 import (
 	"context"
-	"strings"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
@@ -27,29 +26,6 @@ const (
 // compact reports whether values are rendered compactly.
 func (s rowShape) compact() bool { return s != shapeREST }
 
-// The input-schema property of the shape argument of the multi-row tools
-// and of get_object (query_class's description says what the shapes are;
-// tools/list stays small).
-const (
-	rowsShapeProperty   = `"shape":{"type":"string","enum":["columns","objects","rest"]}`
-	objectShapeProperty = `"shape":{"type":"string","enum":["objects","rest"]}`
-)
-
-// withShape adds the multi-row shape property as the last property of a
-// tool's input schema (an object schema ending with its "required" list).
-func withShape(schema string) string { return withProperty(schema, rowsShapeProperty) }
-
-// withObjectShape adds get_object's shape property.
-func withObjectShape(schema string) string { return withProperty(schema, objectShapeProperty) }
-
-func withProperty(schema, property string) string {
-	i := strings.LastIndex(schema, `},"required":`)
-	if i < 0 {
-		panic("withProperty: unexpected input schema " + schema)
-	}
-	return schema[:i] + "," + property + schema[i:]
-}
-
 // decodeArg reads a shape argument: one of the field's enum (the multi-row
 // tools: columns, objects, rest; get_object: objects, rest), its default
 // when absent.
@@ -59,7 +35,7 @@ func (s *rowShape) decodeArg(_ context.Context, args Args, name string, f *argFi
 	return err
 }
 
-func (*rowShape) schemaType() string { return "string" }
+func (*rowShape) schema() string { return `"type":"string"` }
 
 func shapeOf(s string) rowShape {
 	switch s {
