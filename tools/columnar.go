@@ -120,18 +120,30 @@ func columnarRows(objects []byte) (columns []string, rows []byte, n int, err err
 // Columnar rows are used unless they would be larger than the objects
 // (very sparse rows, where the nulls cost more than the repeated names).
 func writeRows(o *jsonObject, shape rowShape, objectsKey string, objects []byte) {
-	if shape == shapeColumns {
-		cols, rows, _, err := columnarRows(objects)
-		if err == nil {
-			colsJSON, _ := jsonenc.Marshal(append([]string{}, cols...))
-			if len(colsJSON)+len(rows)+len(`,"columns":,"rows":[]`) <= len(objects)+len(objectsKey)+len(`"":[]`) || len(cols) == 0 {
-				o.raw("columns", colsJSON)
-				o.rawArray("rows", rows)
-				return
-			}
-		}
+	if cols, rows, ok := columnsOf(shape, objectsKey, objects); ok {
+		o.raw("columns", cols)
+		o.rawArray("rows", rows)
+		return
 	}
 	o.rawArray(objectsKey, objects)
+}
+
+// columnsOf is the columns and rows of objects (comma-separated JSON
+// objects) for shape columns, unless the columns would cost more than the
+// objects under objectsKey (very sparse rows): then ok is false.
+func columnsOf(shape rowShape, objectsKey string, objects []byte) (cols json.RawMessage, rows rowsArray, ok bool) {
+	if shape != shapeColumns {
+		return nil, nil, false
+	}
+	names, rows, _, err := columnarRows(objects)
+	if err != nil {
+		return nil, nil, false
+	}
+	cols, _ = jsonenc.Marshal(append([]string{}, names...))
+	if len(cols)+len(rows)+len(`,"columns":,"rows":[]`) <= len(objects)+len(objectsKey)+len(`"":[]`) || len(names) == 0 {
+		return cols, rows, true
+	}
+	return nil, nil, false
 }
 
 // unquoteKey decodes a JSON string; field names rarely hold escapes.

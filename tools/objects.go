@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -57,11 +58,18 @@ type getObjectIn struct {
 	Shape     rowShape `json:"shape" arg:"enum=objects|rest;default=objects"`
 }
 
-// getObjectOutSchema: the object in its shape; the result is Rows (the
-// object is encoded straight from the stored document).
-const getObjectOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"object":{"type":"object"}},"required":["class_name","object"]}`
+// getObjectOut's object is encoded straight from the stored document.
+type getObjectOut struct {
+	ClassName         string              `json:"class_name"`
+	TruncatedIncludes map[string][]string `json:"truncated_include_fields,omitempty"`
+	RowLegend
+	Object json.RawMessage `json:"object"`
+}
 
-func getObject(ctx context.Context, d *Deps, args getObjectIn) (Rows, error) {
+// getObjectOutSchema: the object in its shape.
+const getObjectOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"object"},"object":{"type":"object"}},"required":["class_name","object"]}`
+
+func getObject(ctx context.Context, d *Deps, args getObjectIn) (*getObjectOut, error) {
 	name, id := args.ClassName, args.ObjectID
 	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact()}
 	// Lookups by id skip the canonical filter but keep every other filter:
@@ -82,12 +90,7 @@ func getObject(ctx context.Context, d *Deps, args getObjectIn) (Rows, error) {
 	}
 	// The object carries its id and dates: the envelope does not repeat
 	// them.
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	p.addIncludeNote(o)
-	addLegend(o, p.rowLegend())
-	o.raw("object", obj)
-	return o.done(), nil
+	return &getObjectOut{ClassName: p.target.Class.Name, TruncatedIncludes: p.truncatedIncludes, RowLegend: rowLegendOf(p.rowLegend()), Object: obj}, nil
 }
 
 // ---- get_objects ---------------------------------------------------------------
@@ -135,7 +138,7 @@ type getObjectsIn struct {
 
 // getObjectsOutSchema: the objects found, as columns + rows or keyed by
 // objectId; the result is Rows.
-const getObjectsOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
+const getObjectsOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"object"},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
 
 func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
 	name, ids := args.ClassName, []string(args.IDs)
@@ -212,10 +215,22 @@ type samplesIn struct {
 	Shape     rowShape `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 }
 
-// samplesOutSchema: the newest objects; the result is Rows.
+// samplesOut are the newest objects: the rows (columns + rows, or samples
+// for shape objects/rest) are encoded straight from the stored documents.
+type samplesOut struct {
+	ClassName   string `json:"class_name"`
+	SampleCount int    `json:"sample_count"`
+	Note        string `json:"note,omitempty"`
+	RowLegend
+	Columns json.RawMessage `json:"columns,omitempty"`
+	Rows    *rowsArray      `json:"rows,omitempty"`
+	Samples *rowsArray      `json:"samples,omitempty"`
+}
+
+// samplesOutSchema: the newest objects.
 const samplesOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `,` + osColumns + `},"required":["class_name","sample_count"]}`
 
-func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (Rows, error) {
+func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (*samplesOut, error) {
 	name, limit, shape := args.ClassName, args.Limit, args.Shape
 	in := planInput{applyCanonical: true, order: []parsedb.OrderKey{{Field: "createdAt", Desc: true}}, dropLarge: true, compact: shape.compact(), shape: shape}
 	p, err := newReadPlan(ctx, d, name, in)
@@ -235,15 +250,16 @@ func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (Rows, error
 	}
 	// The untrusted-data note is the envelope's (one per response); this
 	// note is only there when it says something the rows do not.
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	o.val("sample_count", n)
+	out := &samplesOut{ClassName: p.target.Class.Name, SampleCount: n, RowLegend: rowLegendOf(p.rowLegend())}
 	if large := d.Policy.LargeFields(p.target.Class.Name); len(large) > 0 {
-		o.str("note", "Newest first. Large fields left out: "+strings.Join(large, ", ")+" (read them with get_object).")
+		out.Note = "Newest first. Large fields left out: " + strings.Join(large, ", ") + " (read them with get_object)."
 	}
-	addLegend(o, p.rowLegend())
-	writeRows(o, shape, "samples", rows)
-	return o.done(), nil
+	if cols, colRows, ok := columnsOf(shape, "samples", rows); ok {
+		out.Columns, out.Rows = cols, &colRows
+	} else {
+		out.Samples = (*rowsArray)(&rows)
+	}
+	return out, nil
 }
 
 // ---- explain_query ------------------------------------------------------------

@@ -48,6 +48,29 @@ func shapeOf(s string) rowShape {
 }
 
 // addLegend writes pointer_classes and date_fields, when there are any.
+// RowLegend are the legend members of a typed result with compact rows
+// (docs/reading.md "Row shapes"); an Out embeds it where its rows are.
+type RowLegend struct {
+	PointerClasses map[string]string `json:"pointer_classes,omitempty"`
+	DateFields     []string          `json:"date_fields,omitempty"`
+}
+
+func rowLegendOf(l *parsedb.Legend) RowLegend {
+	if l == nil {
+		return RowLegend{}
+	}
+	return RowLegend{PointerClasses: l.PointerClasses, DateFields: l.Dates()}
+}
+
+// rowsArray is rows encoded straight from the stored documents
+// (comma-separated JSON values), written as a JSON array without being
+// decoded again.
+type rowsArray []byte
+
+func (r rowsArray) MarshalJSON() ([]byte, error) {
+	return append(append(append(make([]byte, 0, len(r)+2), '['), r...), ']'), nil
+}
+
 func addLegend(o *jsonObject, l *parsedb.Legend) {
 	if l == nil {
 		return
