@@ -270,3 +270,29 @@ func TestToolExamples(t *testing.T) {
 		}
 	}
 }
+
+// TestInputSchemaGenerated: the input schema states the tags' constraints
+// in a fixed member order, leaves out what follows the semicolon, a zero
+// default, unlisted fields and the raw Args; a malformed tag is refused.
+func TestInputSchemaGenerated(t *testing.T) {
+	type in struct {
+		ClassName string         `json:"class_name" arg:"class"`
+		Where     map[string]any `json:"where" jsonschema:"a \"where\""`
+		Limit     int            `json:"limit" arg:"default=5,max=20;min=1"`
+		Skip      int            `json:"skip" arg:"min=0,max=9"`
+		Format    string         `json:"format" arg:"enum=json|csv;default=json"`
+		Keys      []string       `json:"keys" arg:"fields,max=3"`
+		Old       bool           `json:"old" arg:"unlisted"`
+		Raw       Args           `json:"-"`
+	}
+	want := `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object","description":"a \"where\""},"limit":{"type":"integer","default":5,"maximum":20},"skip":{"type":"integer","minimum":0,"maximum":9},"format":{"type":"string","enum":["json","csv"]},"keys":{"type":"array","items":{"type":"string"},"maxItems":3}},"required":["class_name"]}`
+	if got := Typed(func(context.Context, *Deps, in) (Dynamic, error) { return nil, nil }).InputSchema(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+	for _, tag := range []string{"max=20;enum=a|b", "min=1;required", "default=1,min=1", "bogus"} {
+		f := argField{kind: kindInt}
+		if err := f.parseTag(tag); err == nil {
+			t.Errorf("tag %q accepted", tag)
+		}
+	}
+}
