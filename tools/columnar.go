@@ -156,22 +156,19 @@ func unquoteKey(q []byte) (string, error) {
 	return s, err
 }
 
-// writeColumns writes get_objects' rows as columns + rows, or — when the
-// columns would cost more than the objects (very sparse rows) — its object
-// layout keyed by id (byID), as writeRows falls back for the other tools.
-func writeColumns(o *jsonObject, objects []byte, byID []byte) error {
-	cols, rows, _, err := columnarRows(objects)
+// columnsByID is get_objects' rows as columns + rows, or — when the columns
+// would cost more than the objects keyed by id (byID; very sparse rows) —
+// ok false, as writeRows falls back for the other tools.
+func columnsByID(objects, byID []byte) (cols json.RawMessage, rows rowsArray, ok bool, err error) {
+	names, rows, _, err := columnarRows(objects)
 	if err != nil {
-		return err
+		return nil, nil, false, err
 	}
-	colsJSON, _ := jsonenc.Marshal(append([]string{}, cols...))
-	if len(cols) > 0 && len(colsJSON)+len(rows)+len(`,"columns":,"rows":[]`) > len(byID)+len(`"objects":`) {
-		o.raw("objects", byID)
-		return nil
+	cols, _ = jsonenc.Marshal(append([]string{}, names...))
+	if len(names) > 0 && len(cols)+len(rows)+len(`,"columns":,"rows":[]`) > len(byID)+len(`"objects":`) {
+		return nil, nil, false, nil
 	}
-	o.raw("columns", colsJSON)
-	o.rawArray("rows", rows)
-	return nil
+	return cols, rows, true, nil
 }
 
 // rowsMember is writeRows for a result built as a map.

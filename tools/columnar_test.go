@@ -121,29 +121,22 @@ func FuzzColumnarRows(f *testing.F) {
 	})
 }
 
-// TestWriteColumnsFallsBackWhenSparse: get_objects keeps its keyed object
+// TestColumnsByIDFallsBackWhenSparse: get_objects keeps its keyed object
 // layout when columns would be larger (30 sparse rows cost 6× their
 // objects as columns, past the byte cap).
-func TestWriteColumnsFallsBackWhenSparse(t *testing.T) {
+func TestColumnsByIDFallsBackWhenSparse(t *testing.T) {
 	var rows, byID []string
 	for i := range 30 {
 		r := fmt.Sprintf(`{"objectId":"id%02d","f%02d":1}`, i, i)
 		rows = append(rows, r)
 		byID = append(byID, fmt.Sprintf(`"id%02d":%s`, i, r))
 	}
-	o := newJSONObject()
-	if err := writeColumns(o, []byte(strings.Join(rows, ",")), []byte("{"+strings.Join(byID, ",")+"}")); err != nil {
-		t.Fatal(err)
+	if _, _, ok, err := columnsByID([]byte(strings.Join(rows, ",")), []byte("{"+strings.Join(byID, ",")+"}")); err != nil || ok {
+		t.Errorf("sparse rows were not kept as objects (err %v)", err)
 	}
-	if got := string(o.done()); !strings.HasPrefix(got, `{"objects":{"id00":`) {
-		t.Errorf("sparse rows were not kept as objects: %.80s", got)
-	}
-	o = newJSONObject()
 	dense := `{"objectId":"a","t":"x"},{"objectId":"b","t":"y"}`
-	if err := writeColumns(o, []byte(dense), []byte(`{"a":{"objectId":"a","t":"x"},"b":{"objectId":"b","t":"y"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	if got := string(o.done()); got != `{"columns":["objectId","t"],"rows":[["a","x"],["b","y"]]}` {
-		t.Errorf("dense: %s", got)
+	cols, got, ok, err := columnsByID([]byte(dense), []byte(`{"a":{"objectId":"a","t":"x"},"b":{"objectId":"b","t":"y"}}`))
+	if err != nil || !ok || string(cols) != `["objectId","t"]` || string(got) != `["a","x"],["b","y"]` {
+		t.Errorf("dense: %s %s %v %v", cols, got, ok, err)
 	}
 }

@@ -11,7 +11,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -136,11 +135,24 @@ type getObjectsIn struct {
 	Shape     rowShape  `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 }
 
-// getObjectsOutSchema: the objects found, as columns + rows or keyed by
-// objectId; the result is Rows.
+// getObjectsOut are the objects found, as columns + rows or keyed by
+// objectId (shape objects/rest, or columns sparser than the objects), all
+// encoded straight from the stored documents.
+type getObjectsOut struct {
+	ClassName         string              `json:"class_name"`
+	Found             int                 `json:"found"`
+	Missing           []string            `json:"missing,omitempty"`
+	TruncatedIncludes map[string][]string `json:"truncated_include_fields,omitempty"`
+	RowLegend
+	Columns json.RawMessage `json:"columns,omitempty"`
+	Rows    *rowsArray      `json:"rows,omitempty"`
+	Objects json.RawMessage `json:"objects,omitempty"`
+}
+
+// getObjectsOutSchema: the objects found.
 const getObjectsOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"object"},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
 
-func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
+func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (*getObjectsOut, error) {
 	name, ids := args.ClassName, []string(args.IDs)
 	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact()}
 	if len(ids) == 0 {
@@ -149,9 +161,9 @@ func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
 			return nil, err
 		}
 		if in.shape == shapeColumns {
-			return jsonenc.Marshal(map[string]any{"class_name": cls.Name, "found": 0, "columns": []string{}, "rows": []any{}})
+			return &getObjectsOut{ClassName: cls.Name, Columns: json.RawMessage("[]"), Rows: &rowsArray{}}, nil
 		}
-		return jsonenc.Marshal(map[string]any{"class_name": cls.Name, "objects": map[string]any{}, "found": 0})
+		return &getObjectsOut{ClassName: cls.Name, Objects: json.RawMessage("{}")}, nil
 	}
 	list := make([]any, len(ids))
 	for i, id := range ids {
@@ -189,22 +201,25 @@ func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
 		rows = append(rows, row...)
 		objs.raw(id, row)
 	}
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	o.val("found", len(ids)-len(missing))
+	out := &getObjectsOut{ClassName: p.target.Class.Name, Found: len(ids) - len(missing), TruncatedIncludes: p.truncatedIncludes, RowLegend: rowLegendOf(p.rowLegend())}
 	if len(missing) > 0 {
-		o.val("missing", missing)
+		out.Missing = missing
 	}
-	p.addIncludeNote(o)
-	addLegend(o, p.rowLegend())
-	if p.shape == shapeColumns {
-		if err := writeColumns(o, rows, objs.done()); err != nil {
-			return nil, err
-		}
+	if p.shape != shapeColumns {
+		out.Objects = objs.done()
+		return out, nil
+	}
+	byID := objs.done()
+	cols, colRows, ok, err := columnsByID(rows, byID)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		out.Columns, out.Rows = cols, &colRows
 	} else {
-		o.raw("objects", objs.done())
+		out.Objects = byID
 	}
-	return o.done(), nil
+	return out, nil
 }
 
 // ---- get_sample_objects --------------------------------------------------------
