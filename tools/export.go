@@ -55,10 +55,24 @@ type exportIn struct {
 
 // exportOut: the text of the rows and, when row_cap cut it, how many rows
 // there were and how to get the rest.
+// exportOut is the text export; the truncation members are set when
+// row_cap (or limit) cut it.
+type exportOut struct {
+	ClassName     string   `json:"class_name"`
+	Format        string   `json:"format"`
+	Headers       []string `json:"headers"`
+	RowCount      int      `json:"row_count"`
+	Output        string   `json:"output"`
+	Truncated     bool     `json:"truncated,omitempty"`
+	AvailableRows int      `json:"available_rows,omitempty"`
+	RowCap        int      `json:"row_cap,omitempty"`
+	Hint          string   `json:"hint,omitempty"`
+}
+
 const exportOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"format":{"type":"string","enum":["csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"},` +
 	`"truncated":{"type":"boolean"},"available_rows":{"type":"integer"},"row_cap":{"type":"integer"},"hint":{"type":"string"}},"required":["format","output"]}`
 
-func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
+func exportData(ctx context.Context, d *Deps, args exportIn) (*exportOut, error) {
 	name, format, rowCap, cols := args.ClassName, args.Format, args.RowCap, []column(args.Columns)
 	if args.Pipeline != nil {
 		return exportPipeline(ctx, d, args.Pipeline, name, format, rowCap, cols)
@@ -98,12 +112,7 @@ func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
 		return nil, tooLarge(d, "export_data", "columns", tp.sizes, "(or lower row_cap).")
 	}
 	ProgressFrom(ctx).Report(float64(len(rows)), float64(len(rows)), fmt.Sprintf("exported %d rows", len(rows)))
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	o.str("format", format)
-	o.val("headers", headers)
-	o.val("row_count", len(rows))
-	o.str("output", out)
+	o := &exportOut{ClassName: p.target.Class.Name, Format: format, Headers: headers, RowCount: len(rows), Output: out}
 	if tp.hasMore && (limit == 0 || limit > want) {
 		total, err := d.Store.Count(ctx, p.target.Class.Name, p.target.Filter)
 		if err != nil {
@@ -113,12 +122,10 @@ func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
 		if limit > 0 && limit < available {
 			available = limit
 		}
-		o.val("truncated", true)
-		o.val("available_rows", available)
-		o.val("row_cap", rowCap)
-		o.str("hint", fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or continue with skip %d.", len(rows), available, MaxRowCap, skip+len(rows)))
+		o.Truncated, o.AvailableRows, o.RowCap = true, available, rowCap
+		o.Hint = fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or continue with skip %d.", len(rows), available, MaxRowCap, skip+len(rows))
 	}
-	return o.done(), nil
+	return o, nil
 }
 
 // columnsArg is export_data's columns. The schema declares one type, a
@@ -284,7 +291,7 @@ func addColumnKeys(ctx context.Context, d *Deps, name string, cols []column, in 
 // exportPipeline is export_data's pipeline mode: the pipeline runs through
 // every gate of the aggregate tool (RunPipelineRows), the canonical filter
 // included; its rows become the table.
-func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format string, rowCap int, cols []column) (Rows, error) {
+func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format string, rowCap int, cols []column) (*exportOut, error) {
 	rows, err := RunPipelineRows(ctx, d, name, pipeline, true)
 	if err != nil {
 		return nil, err
@@ -323,25 +330,19 @@ func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format s
 		return nil, tooLarge(d, "export_data", "columns", sizes, "(or lower row_cap, or $project fewer fields).")
 	}
 	prog.Report(float64(len(cells)), float64(len(cells)), fmt.Sprintf("exported %d rows", len(cells)))
-	o := newJSONObject()
-	o.str("class_name", name)
-	o.str("format", format)
-	o.val("headers", headers)
-	o.val("row_count", len(cells))
-	o.str("output", out)
+	o := &exportOut{ClassName: name, Format: format, Headers: headers, RowCount: len(cells), Output: out}
 	if len(rows) > len(cells) {
-		o.val("truncated", true)
+		o.Truncated, o.RowCap = true, rowCap
 		if len(rows) <= PipelineRowsCap {
-			o.val("available_rows", len(rows))
+			o.AvailableRows = len(rows)
 		}
-		o.val("row_cap", rowCap)
 		if len(rows) > PipelineRowsCap {
-			o.str("hint", fmt.Sprintf("output holds the first %d rows; the pipeline returns more than %d. Raise row_cap (at most %d), add $skip/$limit stages to page, or summarize with $group.", len(cells), PipelineRowsCap, MaxRowCap))
+			o.Hint = fmt.Sprintf("output holds the first %d rows; the pipeline returns more than %d. Raise row_cap (at most %d), add $skip/$limit stages to page, or summarize with $group.", len(cells), PipelineRowsCap, MaxRowCap)
 		} else {
-			o.str("hint", fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or add $skip/$limit stages to page.", len(cells), len(rows), MaxRowCap))
+			o.Hint = fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or add $skip/$limit stages to page.", len(cells), len(rows), MaxRowCap)
 		}
 	}
-	return o.done(), nil
+	return o, nil
 }
 
 // pipelineColumns are the keys of pipeline rows: objectId, createdAt,
