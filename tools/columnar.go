@@ -171,16 +171,14 @@ func columnsByID(objects, byID []byte) (cols json.RawMessage, rows rowsArray, ok
 	return cols, rows, true, nil
 }
 
-// rowsMember is writeRows for a result built as a map.
+// rowsMember sets the rows of a result built as a map: columns + rows, or
+// the objects under objectsKey (see columnsOf).
 func rowsMember(out map[string]any, shape rowShape, objectsKey string, objects []byte) {
-	o := newJSONObject()
-	writeRows(o, shape, objectsKey, objects)
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(o.done(), &members); err == nil {
-		for k, v := range members {
-			out[k] = v
-		}
+	if cols, rows, ok := columnsOf(shape, objectsKey, objects); ok {
+		out["columns"], out["rows"] = cols, rows
+		return
 	}
+	out[objectsKey] = rowsArray(objects)
 }
 
 func skipSpace(b []byte, i int) int {
