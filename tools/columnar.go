@@ -115,19 +115,6 @@ func columnarRows(objects []byte) (columns []string, rows []byte, n int, err err
 	return columns, rows, len(rowEnds), nil
 }
 
-// writeRows writes rows (comma-separated JSON objects) into o in the
-// requested layout: columns + rows, or the objects under objectsKey.
-// Columnar rows are used unless they would be larger than the objects
-// (very sparse rows, where the nulls cost more than the repeated names).
-func writeRows(o *jsonObject, shape rowShape, objectsKey string, objects []byte) {
-	if cols, rows, ok := columnsOf(shape, objectsKey, objects); ok {
-		o.raw("columns", cols)
-		o.rawArray("rows", rows)
-		return
-	}
-	o.rawArray(objectsKey, objects)
-}
-
 // columnsOf is the columns and rows of objects (comma-separated JSON
 // objects) for shape columns, unless the columns would cost more than the
 // objects under objectsKey (very sparse rows): then ok is false.
@@ -158,7 +145,7 @@ func unquoteKey(q []byte) (string, error) {
 
 // columnsByID is get_objects' rows as columns + rows, or — when the columns
 // would cost more than the objects keyed by id (byID; very sparse rows) —
-// ok false, as writeRows falls back for the other tools.
+// ok false, as columnsOf falls back for the other tools.
 func columnsByID(objects, byID []byte) (cols json.RawMessage, rows rowsArray, ok bool, err error) {
 	names, rows, _, err := columnarRows(objects)
 	if err != nil {

@@ -47,33 +47,26 @@ func TestColumnarRows(t *testing.T) {
 	}
 }
 
-// TestWriteRowsFallsBackWhenSparse: columns are used unless they cost more
+// TestColumnsOfFallsBackWhenSparse: columns are used unless they cost more
 // than the objects (very sparse rows).
-func TestWriteRowsFallsBackWhenSparse(t *testing.T) {
+func TestColumnsOfFallsBackWhenSparse(t *testing.T) {
 	dense := `{"objectId":"a","title":"x","plays":1},{"objectId":"b","title":"y","plays":2}`
-	o := newJSONObject()
-	writeRows(o, shapeColumns, "results", []byte(dense))
-	if got := string(o.done()); got != `{"columns":["objectId","title","plays"],"rows":[["a","x",1],["b","y",2]]}` {
-		t.Errorf("dense: %s", got)
-	}
-	o = newJSONObject()
-	writeRows(o, shapeColumns, "results", nil)
-	if got := string(o.done()); got != `{"columns":[],"rows":[]}` {
-		t.Errorf("no rows: %s", got)
-	}
-	var sparse []string
-	for i := range 30 {
-		sparse = append(sparse, `{"f`+strings.Repeat("x", i%3)+string(rune('a'+i))+`":1}`)
-	}
-	o = newJSONObject()
-	writeRows(o, shapeColumns, "results", []byte(strings.Join(sparse, ",")))
-	if got := string(o.done()); !strings.HasPrefix(got, `{"results":[`) {
-		t.Errorf("sparse rows were not kept as objects: %.80s", got)
-	}
-	o = newJSONObject()
-	writeRows(o, shapeObjects, "samples", []byte(dense))
-	if got := string(o.done()); got != `{"samples":[`+dense+`]}` {
-		t.Errorf("objects: %s", got)
+	for _, tc := range []struct {
+		shape         rowShape
+		objects, want string
+	}{
+		{shapeColumns, dense, `["objectId","title","plays"] ["a","x",1],["b","y",2]`},
+		{shapeColumns, "", `[] `},
+		{shapeObjects, dense, "objects"},
+		{shapeColumns, strings.Repeat(`{"a":1},{"b":1},{"c":1},{"d":1},{"e":1},{"f":1},`, 5) + `{"g":1}`, "objects"},
+	} {
+		got := "objects"
+		if cols, rows, ok := columnsOf(tc.shape, "results", []byte(tc.objects)); ok {
+			got = string(cols) + " " + string(rows)
+		}
+		if got != tc.want {
+			t.Errorf("%.40s: got %s, want %s", tc.objects, got, tc.want)
+		}
 	}
 }
 

@@ -15,7 +15,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
@@ -72,14 +71,6 @@ func (t *typedHandler[In, Out]) Contract() (in, out reflect.Type) {
 }
 
 func (t *typedHandler[In, Out]) InputSchema() string { return t.schema }
-
-// Rows is the Out of a tool whose result is written member by member into
-// its JSON text (jsonObject) because its rows are encoded straight from the
-// stored documents without a Go value in between (docs/reading.md "Row shapes"):
-// which members appear depends on the shape, the format and truncation.
-// Its output schema lists every member; e2e/schema_test.go validates real
-// results of every mode against it.
-type Rows = json.RawMessage
 
 // Dynamic is the Out of a tool whose result's members depend on its mode: a
 // dry run answers the pipeline or the change instead of the result (the

@@ -21,8 +21,8 @@ import (
 func TestToolContracts(t *testing.T) {
 	for _, tool := range Catalog() {
 		_, out := tool.Handler.Contract()
-		if out == reflect.TypeFor[Rows]() || out == reflect.TypeFor[Dynamic]() {
-			continue // documented at Rows and Dynamic
+		if out == reflect.TypeFor[Dynamic]() {
+			continue // documented at Dynamic
 		}
 		var outSchema map[string]any
 		if err := json.Unmarshal([]byte(tool.OutputSchema), &outSchema); err != nil {
@@ -112,7 +112,7 @@ func outputMismatches(t reflect.Type, schema map[string]any, path string) []stri
 		t = t.Elem()
 	}
 	if t.Kind() != reflect.Struct {
-		return []string{fmt.Sprintf("%s: Out %s is not a struct (use Rows or Dynamic and say why)", path, t)}
+		return []string{fmt.Sprintf("%s: Out %s is not a struct (use Dynamic and say why)", path, t)}
 	}
 	props, _ := schema["properties"].(map[string]any)
 	var out []string

@@ -104,8 +104,8 @@ func SearchTools() []*Tool {
 }
 
 // Output schemas of the search tools (outschema.go has the fragments):
-// atlas_text_search and find_similar answer Rows (rowsEnvelope), the others
-// their Out structs.
+// atlas_text_search and find_similar answer searchRows, the others their
+// Out structs.
 const (
 	osEngine      = `"engine":{"type":"string"}`
 	searchRowsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,` + osLegend + `,"result_count":{"type":"integer"},"truncated_note":{"type":"string"},"results":` + osRows + `,` + osColumns +
@@ -348,14 +348,26 @@ func hitRows(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.
 	return p, rows, kept, nil
 }
 
-// rowsEnvelope writes a search result: class, engine, rows (query_class's
-// layout) and their scores in row order.
-func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows [][]byte, hits []hit, shape rowShape, budget int) (Rows, error) {
-	o := newJSONObject()
-	o.str("class_name", cls.Name)
-	o.str("engine", engine)
+// searchRows is a search result: class, engine, rows (query_class's
+// layout, encoded straight from the stored documents), their scores in row
+// order and, for atlas_text_search, snippets of the large fields searched.
+type searchRows struct {
+	ClassName     string `json:"class_name"`
+	Engine        string `json:"engine"`
+	ResultCount   int    `json:"result_count"`
+	TruncatedNote string `json:"truncated_note,omitempty"`
+	RowLegend
+	Columns  json.RawMessage     `json:"columns,omitempty"`
+	Rows     *rowsArray          `json:"rows,omitempty"`
+	Results  *rowsArray          `json:"results,omitempty"`
+	Scores   []float64           `json:"scores"`
+	Snippets []map[string]string `json:"snippets,omitempty"`
+}
+
+// rowsEnvelope is the searchRows of the rows that fit budget.
+func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows [][]byte, hits []hit, shape rowShape, budget int) *searchRows {
 	var joined []byte
-	var scores []float64
+	scores := []float64{}
 	for i, r := range rows {
 		if len(joined)+len(r)+1 > budget {
 			break
@@ -366,19 +378,19 @@ func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows 
 		joined = append(joined, r...)
 		scores = append(scores, roundScore(d, hits[i].score))
 	}
-	o.val("result_count", len(scores))
+	out := &searchRows{ClassName: cls.Name, Engine: engine, ResultCount: len(scores), Scores: scores}
 	if len(scores) < len(rows) {
-		o.str("truncated_note", fmt.Sprintf("%d of %d rows fit the response cap; lower limit", len(scores), len(rows)))
+		out.TruncatedNote = fmt.Sprintf("%d of %d rows fit the response cap; lower limit", len(scores), len(rows))
 	}
 	if p != nil {
-		addLegend(o, p.rowLegend())
+		out.RowLegend = rowLegendOf(p.rowLegend())
 	}
-	writeRows(o, shape, "results", joined)
-	if scores == nil {
-		scores = []float64{}
+	if cols, colRows, ok := columnsOf(shape, "results", joined); ok {
+		out.Columns, out.Rows = cols, &colRows
+	} else {
+		out.Results = (*rowsArray)(&joined)
 	}
-	o.val("scores", scores)
-	return o.done(), nil
+	return out
 }
 
 // ---- atlas_text_search ------------------------------------------------------------------------
@@ -391,7 +403,7 @@ type textSearchIn struct {
 	Limit     int            `json:"limit" arg:"default=10,max=50;min=1"`
 }
 
-func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (Rows, error) {
+func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (*searchRows, error) {
 	name, query, fields, where, limit := in.ClassName, string(in.Query), in.Fields, in.Where, in.Limit
 	schema, cls, sp, err := searchClass(ctx, d, name)
 	if err != nil {
@@ -431,16 +443,11 @@ func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (Rows, error
 			return nil, err
 		}
 	}
-	res, err := rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve-snippetBytes(snippets))
-	if err != nil || snippets == nil {
-		return res, err
+	res := rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve-snippetBytes(snippets))
+	if snippets != nil {
+		res.Snippets = snippets[:min(len(snippets), res.ResultCount)]
 	}
-	raw := res
-	b, err := json.Marshal(snippets[:min(len(snippets), resultCount(raw))])
-	if err != nil {
-		return nil, err
-	}
-	return append(append(append(raw[:len(raw)-1:len(raw)-1], `,"snippets":`...), b...), '}'), nil
+	return res, nil
 }
 
 func intersect(a, b []string) []string {
@@ -464,14 +471,6 @@ func snippetBytes(s []map[string]string) int {
 }
 
 // resultCount reads result_count back from an envelope.
-func resultCount(raw json.RawMessage) int {
-	var m struct {
-		N int `json:"result_count"`
-	}
-	_ = json.Unmarshal(raw, &m)
-	return m.N
-}
-
 // snippetChars is the length of a snippet of a large text field.
 const snippetChars = 240
 
@@ -814,7 +813,7 @@ type findSimilarIn struct {
 	Where     map[string]any `json:"where"`
 }
 
-func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (Rows, error) {
+func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (*searchRows, error) {
 	name, k, where, vector, objectID := in.ClassName, in.K, in.Where, []float64(in.Vector), in.ObjectID
 	if (objectID == "") == (vector == nil) {
 		return nil, invalid("give exactly one of object_id and vector")
@@ -840,7 +839,7 @@ func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
+	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve), nil
 }
 
 // vectorArg is find_similar's vector: 1 to maxVectorDims finite numbers

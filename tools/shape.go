@@ -47,7 +47,6 @@ func shapeOf(s string) rowShape {
 	return shapeObjects
 }
 
-// addLegend writes pointer_classes and date_fields, when there are any.
 // RowLegend are the legend members of a typed result with compact rows
 // (docs/reading.md "Row shapes"); an Out embeds it where its rows are.
 type RowLegend struct {
@@ -69,18 +68,6 @@ type rowsArray []byte
 
 func (r rowsArray) MarshalJSON() ([]byte, error) {
 	return append(append(append(make([]byte, 0, len(r)+2), '['), r...), ']'), nil
-}
-
-func addLegend(o *jsonObject, l *parsedb.Legend) {
-	if l == nil {
-		return
-	}
-	if len(l.PointerClasses) > 0 {
-		o.val("pointer_classes", l.PointerClasses)
-	}
-	if d := l.Dates(); len(d) > 0 {
-		o.val("date_fields", d)
-	}
 }
 
 // legendMap adds the legend to a map result.
