@@ -203,7 +203,6 @@ func argFields(t reflect.Type) ([]argField, error) {
 	return out, nil
 }
 
-//gocyclo:ignore
 func (f *argField) parseTag(tag string) error {
 	stated, unstated, _ := strings.Cut(tag, ";")
 	if err := f.parseOptions(stated, false); err != nil {
