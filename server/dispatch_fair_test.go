@@ -25,9 +25,10 @@ func TestFairSharePerClient(t *testing.T) {
 	slow := &tools.Tool{
 		ToolInfo:    policy.ToolInfo{Name: "slow"},
 		Description: "blocks until released",
-		InputSchema: `{"type":"object","properties":{"who":{"type":"string"}}}`,
-		Handler: tools.HandlerFunc(func(ctx context.Context, _ *tools.Deps, args tools.Args) (any, error) {
-			entered <- fmt.Sprint(args["who"])
+		Handler: tools.Typed(func(ctx context.Context, _ *tools.Deps, in struct {
+			Who string `json:"who"`
+		}) (tools.Dynamic, error) {
+			entered <- in.Who
 			select {
 			case <-release:
 			case <-ctx.Done():

@@ -26,9 +26,10 @@ func confirmServer() *Dispatcher {
 	t := &tools.Tool{
 		ToolInfo:    policy.ToolInfo{Name: "confirm_me"},
 		Description: "asks for confirmation",
-		InputSchema: `{"type":"object","properties":{"what":{"type":"string"}}}`,
-		Handler: tools.HandlerFunc(func(ctx context.Context, d *tools.Deps, args tools.Args) (any, error) {
-			c, err := tools.Confirm(ctx, d, fmt.Sprintf("Delete %v?", args["what"]))
+		Handler: tools.Typed(func(ctx context.Context, d *tools.Deps, in struct {
+			What string `json:"what"`
+		}) (tools.Dynamic, error) {
+			c, err := tools.Confirm(ctx, d, fmt.Sprintf("Delete %v?", in.What))
 			if err != nil {
 				return nil, err
 			}

@@ -28,7 +28,6 @@ func ActionTools() []*Tool {
 		ToolInfo: policy.ToolInfo{Name: "call_action", Category: policy.CategoryMutation, Tier: config.TierWrite, Operation: policy.OpUpdate,
 			Timeout: 60 * time.Second, UntrustedOutput: true, RunsActions: true},
 		Description:  "Run an action the operator declared (list_tools shows them with their params)." + noTriggers,
-		InputSchema:  `{"type":"object","properties":{"action":{"type":"string"},"object_id":{"type":"string","description":"for update actions"},"arguments":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["action"]}`,
 		OutputSchema: actionOutSchema,
 		Handler:      Typed(callAction),
 	}}
@@ -39,7 +38,7 @@ func ActionTools() []*Tool {
 // checked here, its presence by the handler.
 type callActionIn struct {
 	Action    string         `json:"action" arg:"required"`
-	ObjectID  string         `json:"object_id" arg:"objectid"`
+	ObjectID  string         `json:"object_id" arg:"objectid" jsonschema:"for update actions"`
 	Arguments map[string]any `json:"arguments"`
 	DryRun    bool           `json:"dry_run"`
 }

@@ -74,7 +74,6 @@ func AggregateTools() []*Tool {
 			ToolInfo:     ro("aggregate", 60*time.Second),
 			Description:  "Run a MongoDB aggregation pipeline on a class using Parse field names (objectId, createdAt, pointers by name); capped at 200 rows unless it ends with $limit or $count.",
 			Example:      `{"class_name":"Song","pipeline":[{"$group":{"_id":"$genre","n":{"$sum":1}}}]}`,
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"pipeline":{"type":"array","items":{"type":"object"},"description":"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"},"compact_pointers":{"type":"boolean","default":true},"apply_canonical_filter":{"type":"boolean","default":true},"dry_run":{"type":"boolean"}},"required":["class_name","pipeline"]}`),
 			ReadOnly:     true,
 			OutputSchema: aggregateOutSchema,
 			Handler:      Typed(aggregateTool),
@@ -83,7 +82,6 @@ func AggregateTools() []*Tool {
 			ToolInfo:     ro("group_by", 45*time.Second),
 			Description:  "Count (or sum/avg/min/max a number field) per value of a field, e.g. songs per genre.",
 			Example:      `{"class_name":"Song","field":"genre","operation":"sum","value_field":"plays"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string","description":"the field summed/averaged (not for count)"},"where":{"type":"object"},"flatten_arrays":{"type":"boolean","description":"count each element of an array field"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"value_desc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
 			ReadOnly:     true,
 			OutputSchema: groupOut(false),
 			Handler:      Typed(groupByTool),
@@ -92,7 +90,6 @@ func AggregateTools() []*Tool {
 			ToolInfo:     ro("group_by_date", 45*time.Second),
 			Description:  "Count (or sum/avg/min/max) objects per interval of a Date field, in a timezone.",
 			Example:      `{"class_name":"Song","field":"createdAt","interval":"month"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string","description":"a Date field, e.g. createdAt"},"interval":{"type":"string","enum":["year","quarter","month","week","day","hour","minute","second"]},"timezone":{"type":"string","description":"IANA name (Europe/Paris) or ±HH:MM; default UTC"},"operation":{"type":"string","enum":["count","sum","avg","average","min","max"],"default":"count"},"value_field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["value_desc","value_asc","key_desc","key_asc"],"default":"key_asc"},"limit":{"type":"integer","default":200,"minimum":1,"maximum":1000},"dry_run":{"type":"boolean"}},"required":["class_name","field","interval"]}`,
 			ReadOnly:     true,
 			OutputSchema: groupOut(true),
 			Handler:      Typed(groupByDateTool),
@@ -101,7 +98,6 @@ func AggregateTools() []*Tool {
 			ToolInfo:     ro("distinct", 30*time.Second),
 			Description:  "List the distinct values of a field (array fields are flattened).",
 			Example:      `{"class_name":"Song","field":"genre"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"where":{"type":"object"},"sort":{"type":"string","enum":["asc","desc","none"],"default":"asc"},"limit":{"type":"integer","default":1000,"minimum":1,"maximum":5000},"dry_run":{"type":"boolean"}},"required":["class_name","field"]}`,
 			ReadOnly:     true,
 			OutputSchema: distinctOutSchema,
 			Handler:      Typed(distinctTool),
@@ -122,7 +118,7 @@ func (p *pipelineArg) decodeArg(ctx context.Context, args Args, name string, f *
 	return err
 }
 
-func (*pipelineArg) schemaType() string { return "array" }
+func (*pipelineArg) schema() string { return `"type":"array","items":{"type":"object"}` }
 
 // PipelineArg returns a pipeline argument with the key order of its objects
 // kept (from the call's raw arguments when available).
@@ -442,11 +438,11 @@ func pipelineRunError(d *Deps, tool string, err error) error {
 
 type aggregateIn struct {
 	ClassName      string      `json:"class_name" arg:"class"`
-	Pipeline       pipelineArg `json:"pipeline" arg:"required"`
+	Pipeline       pipelineArg `json:"pipeline" arg:"required" jsonschema:"stages, e.g. [{\"$match\":{\"genre\":\"rock\"}},{\"$group\":{\"_id\":\"$artist\",\"plays\":{\"$sum\":\"$plays\"}}},{\"$sort\":{\"plays\":-1}},{\"$limit\":10}]"`
 	CompactPtrs    bool        `json:"compact_pointers" arg:"default=true"`
-	Shape          rowShape    `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
 	ApplyCanonical bool        `json:"apply_canonical_filter" arg:"default=true"`
 	DryRun         bool        `json:"dry_run"`
+	Shape          rowShape    `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 }
 
 // aggregateOutSchema: the rows, or with dry_run the pipeline that would

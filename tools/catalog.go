@@ -1,5 +1,7 @@
 package tools
 
+//go:generate go test -run TestToolsDocIsCurrent -update .
+
 // Catalog is every tool parse-mcp offers; the policy decides per session
 // which of them are listed and callable.
 func Catalog() []*Tool {

@@ -115,23 +115,22 @@ func columnarRows(objects []byte) (columns []string, rows []byte, n int, err err
 	return columns, rows, len(rowEnds), nil
 }
 
-// writeRows writes rows (comma-separated JSON objects) into o in the
-// requested layout: columns + rows, or the objects under objectsKey.
-// Columnar rows are used unless they would be larger than the objects
-// (very sparse rows, where the nulls cost more than the repeated names).
-func writeRows(o *jsonObject, shape rowShape, objectsKey string, objects []byte) {
-	if shape == shapeColumns {
-		cols, rows, _, err := columnarRows(objects)
-		if err == nil {
-			colsJSON, _ := jsonenc.Marshal(append([]string{}, cols...))
-			if len(colsJSON)+len(rows)+len(`,"columns":,"rows":[]`) <= len(objects)+len(objectsKey)+len(`"":[]`) || len(cols) == 0 {
-				o.raw("columns", colsJSON)
-				o.rawArray("rows", rows)
-				return
-			}
-		}
+// columnsOf is the columns and rows of objects (comma-separated JSON
+// objects) for shape columns, unless the columns would cost more than the
+// objects under objectsKey (very sparse rows): then ok is false.
+func columnsOf(shape rowShape, objectsKey string, objects []byte) (cols json.RawMessage, rows rowsArray, ok bool) {
+	if shape != shapeColumns {
+		return nil, nil, false
 	}
-	o.rawArray(objectsKey, objects)
+	names, rows, _, err := columnarRows(objects)
+	if err != nil {
+		return nil, nil, false
+	}
+	cols, _ = jsonenc.Marshal(append([]string{}, names...))
+	if len(cols)+len(rows)+len(`,"columns":,"rows":[]`) <= len(objects)+len(objectsKey)+len(`"":[]`) || len(names) == 0 {
+		return cols, rows, true
+	}
+	return nil, nil, false
 }
 
 // unquoteKey decodes a JSON string; field names rarely hold escapes.
@@ -144,34 +143,29 @@ func unquoteKey(q []byte) (string, error) {
 	return s, err
 }
 
-// writeColumns writes get_objects' rows as columns + rows, or — when the
-// columns would cost more than the objects (very sparse rows) — its object
-// layout keyed by id (byID), as writeRows falls back for the other tools.
-func writeColumns(o *jsonObject, objects []byte, byID []byte) error {
-	cols, rows, _, err := columnarRows(objects)
+// columnsByID is get_objects' rows as columns + rows, or — when the columns
+// would cost more than the objects keyed by id (byID; very sparse rows) —
+// ok false, as columnsOf falls back for the other tools.
+func columnsByID(objects, byID []byte) (cols json.RawMessage, rows rowsArray, ok bool, err error) {
+	names, rows, _, err := columnarRows(objects)
 	if err != nil {
-		return err
+		return nil, nil, false, err
 	}
-	colsJSON, _ := jsonenc.Marshal(append([]string{}, cols...))
-	if len(cols) > 0 && len(colsJSON)+len(rows)+len(`,"columns":,"rows":[]`) > len(byID)+len(`"objects":`) {
-		o.raw("objects", byID)
-		return nil
+	cols, _ = jsonenc.Marshal(append([]string{}, names...))
+	if len(names) > 0 && len(cols)+len(rows)+len(`,"columns":,"rows":[]`) > len(byID)+len(`"objects":`) {
+		return nil, nil, false, nil
 	}
-	o.raw("columns", colsJSON)
-	o.rawArray("rows", rows)
-	return nil
+	return cols, rows, true, nil
 }
 
-// rowsMember is writeRows for a result built as a map.
+// rowsMember sets the rows of a result built as a map: columns + rows, or
+// the objects under objectsKey (see columnsOf).
 func rowsMember(out map[string]any, shape rowShape, objectsKey string, objects []byte) {
-	o := newJSONObject()
-	writeRows(o, shape, objectsKey, objects)
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(o.done(), &members); err == nil {
-		for k, v := range members {
-			out[k] = v
-		}
+	if cols, rows, ok := columnsOf(shape, objectsKey, objects); ok {
+		out["columns"], out["rows"] = cols, rows
+		return
 	}
+	out[objectsKey] = rowsArray(objects)
 }
 
 func skipSpace(b []byte, i int) int {

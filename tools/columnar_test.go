@@ -47,33 +47,26 @@ func TestColumnarRows(t *testing.T) {
 	}
 }
 
-// TestWriteRowsFallsBackWhenSparse: columns are used unless they cost more
+// TestColumnsOfFallsBackWhenSparse: columns are used unless they cost more
 // than the objects (very sparse rows).
-func TestWriteRowsFallsBackWhenSparse(t *testing.T) {
+func TestColumnsOfFallsBackWhenSparse(t *testing.T) {
 	dense := `{"objectId":"a","title":"x","plays":1},{"objectId":"b","title":"y","plays":2}`
-	o := newJSONObject()
-	writeRows(o, shapeColumns, "results", []byte(dense))
-	if got := string(o.done()); got != `{"columns":["objectId","title","plays"],"rows":[["a","x",1],["b","y",2]]}` {
-		t.Errorf("dense: %s", got)
-	}
-	o = newJSONObject()
-	writeRows(o, shapeColumns, "results", nil)
-	if got := string(o.done()); got != `{"columns":[],"rows":[]}` {
-		t.Errorf("no rows: %s", got)
-	}
-	var sparse []string
-	for i := range 30 {
-		sparse = append(sparse, `{"f`+strings.Repeat("x", i%3)+string(rune('a'+i))+`":1}`)
-	}
-	o = newJSONObject()
-	writeRows(o, shapeColumns, "results", []byte(strings.Join(sparse, ",")))
-	if got := string(o.done()); !strings.HasPrefix(got, `{"results":[`) {
-		t.Errorf("sparse rows were not kept as objects: %.80s", got)
-	}
-	o = newJSONObject()
-	writeRows(o, shapeObjects, "samples", []byte(dense))
-	if got := string(o.done()); got != `{"samples":[`+dense+`]}` {
-		t.Errorf("objects: %s", got)
+	for _, tc := range []struct {
+		shape         rowShape
+		objects, want string
+	}{
+		{shapeColumns, dense, `["objectId","title","plays"] ["a","x",1],["b","y",2]`},
+		{shapeColumns, "", `[] `},
+		{shapeObjects, dense, "objects"},
+		{shapeColumns, strings.Repeat(`{"a":1},{"b":1},{"c":1},{"d":1},{"e":1},{"f":1},`, 5) + `{"g":1}`, "objects"},
+	} {
+		got := "objects"
+		if cols, rows, ok := columnsOf(tc.shape, "results", []byte(tc.objects)); ok {
+			got = string(cols) + " " + string(rows)
+		}
+		if got != tc.want {
+			t.Errorf("%.40s: got %s, want %s", tc.objects, got, tc.want)
+		}
 	}
 }
 
@@ -121,29 +114,22 @@ func FuzzColumnarRows(f *testing.F) {
 	})
 }
 
-// TestWriteColumnsFallsBackWhenSparse: get_objects keeps its keyed object
+// TestColumnsByIDFallsBackWhenSparse: get_objects keeps its keyed object
 // layout when columns would be larger (30 sparse rows cost 6× their
 // objects as columns, past the byte cap).
-func TestWriteColumnsFallsBackWhenSparse(t *testing.T) {
+func TestColumnsByIDFallsBackWhenSparse(t *testing.T) {
 	var rows, byID []string
 	for i := range 30 {
 		r := fmt.Sprintf(`{"objectId":"id%02d","f%02d":1}`, i, i)
 		rows = append(rows, r)
 		byID = append(byID, fmt.Sprintf(`"id%02d":%s`, i, r))
 	}
-	o := newJSONObject()
-	if err := writeColumns(o, []byte(strings.Join(rows, ",")), []byte("{"+strings.Join(byID, ",")+"}")); err != nil {
-		t.Fatal(err)
+	if _, _, ok, err := columnsByID([]byte(strings.Join(rows, ",")), []byte("{"+strings.Join(byID, ",")+"}")); err != nil || ok {
+		t.Errorf("sparse rows were not kept as objects (err %v)", err)
 	}
-	if got := string(o.done()); !strings.HasPrefix(got, `{"objects":{"id00":`) {
-		t.Errorf("sparse rows were not kept as objects: %.80s", got)
-	}
-	o = newJSONObject()
 	dense := `{"objectId":"a","t":"x"},{"objectId":"b","t":"y"}`
-	if err := writeColumns(o, []byte(dense), []byte(`{"a":{"objectId":"a","t":"x"},"b":{"objectId":"b","t":"y"}}`)); err != nil {
-		t.Fatal(err)
-	}
-	if got := string(o.done()); got != `{"columns":["objectId","t"],"rows":[["a","x"],["b","y"]]}` {
-		t.Errorf("dense: %s", got)
+	cols, got, ok, err := columnsByID([]byte(dense), []byte(`{"a":{"objectId":"a","t":"x"},"b":{"objectId":"b","t":"y"}}`))
+	if err != nil || !ok || string(cols) != `["objectId","t"]` || string(got) != `["a","x"],["b","y"]` {
+		t.Errorf("dense: %s %s %v %v", cols, got, ok, err)
 	}
 }

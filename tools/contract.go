@@ -9,22 +9,24 @@ package tools
 // policy middleware runs before all of this (Tool.Handle is what it wraps):
 // rate limit, tool and class gates and the audit event come first.
 //
-// The hand-written JSON schemas of the tool literal stay the source of what
-// tools/list sends (byte for byte, see the snapshots); TestToolContracts
-// checks each one against its In and Out structs.
+// The input schema tools/list sends is generated from the same In struct
+// and tags (inputSchema), so the arguments have one source; the snapshots
+// hold its bytes.
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strconv"
 	"strings"
+
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
 
 // Handler runs one tool call from its decoded JSON arguments. It is built by
 // Typed from a typed handler; Contract names that handler's In and Out
-// types (TestToolContracts checks the tool's schemas against them).
+// types (TestToolContracts checks the output schema against Out) and
+// InputSchema is the JSON Schema generated from In.
 type Handler interface {
 	// Call decodes args into the handler's In, validates them and runs
 	// the handler. It returns the structured result (encoded as the
@@ -34,6 +36,7 @@ type Handler interface {
 	// internal.
 	Call(ctx context.Context, d *Deps, args Args) (any, error)
 	Contract() (in, out reflect.Type)
+	InputSchema() string
 }
 
 // Typed makes the Handler of a typed handler. In must be a struct whose
@@ -41,12 +44,14 @@ type Handler interface {
 // panics when the catalog is built, which every test of the package does.
 func Typed[In, Out any](h func(ctx context.Context, d *Deps, in In) (Out, error)) Handler {
 	t := reflect.TypeFor[In]()
-	return &typedHandler[In, Out]{h: h, fields: mustArgFields(t)}
+	fields := mustArgFields(t)
+	return &typedHandler[In, Out]{h: h, fields: fields, schema: inputSchema(t, fields)}
 }
 
 type typedHandler[In, Out any] struct {
 	h      func(context.Context, *Deps, In) (Out, error)
 	fields []argField
+	schema string
 }
 
 func (t *typedHandler[In, Out]) Call(ctx context.Context, d *Deps, args Args) (any, error) {
@@ -65,13 +70,7 @@ func (t *typedHandler[In, Out]) Contract() (in, out reflect.Type) {
 	return reflect.TypeFor[In](), reflect.TypeFor[Out]()
 }
 
-// Rows is the Out of a tool whose result is written member by member into
-// its JSON text (jsonObject) because its rows are encoded straight from the
-// stored documents without a Go value in between (docs/reading.md "Row shapes"):
-// which members appear depends on the shape, the format and truncation.
-// Its output schema lists every member; e2e/schema_test.go validates real
-// results of every mode against it.
-type Rows = json.RawMessage
+func (t *typedHandler[In, Out]) InputSchema() string { return t.schema }
 
 // Dynamic is the Out of a tool whose result's members depend on its mode: a
 // dry run answers the pipeline or the change instead of the result (the
@@ -84,15 +83,16 @@ type Dynamic = any
 // argDecoder is an In field type that reads its own argument (a shape, an
 // order list, ids, a pipeline — ctx carries the call's raw arguments, see
 // OrderedArgument): it returns the same model-fixable errors as the Args
-// getters. schemaType is the JSON Schema type the input schema states for
-// it.
+// getters. schema is the JSON Schema members the input schema states for
+// it ("type" and, for an array, "items"); the tags add the rest.
 type argDecoder interface {
 	decodeArg(ctx context.Context, a Args, name string, f *argField) error
-	schemaType() string
+	schema() string
 }
 
-// argField is one In field: its argument name (json tag) and the
-// constraints of its arg tag, comma-separated:
+// argField is one In field: its argument name (json tag), its description
+// in the input schema (jsonschema tag) and the constraints of its arg tag,
+// comma-separated:
 //
 //	required     string: present and non-empty; other kinds: present
 //	class        a Parse class name (Args.ClassName; the field is class_name),
@@ -105,25 +105,33 @@ type argDecoder interface {
 //	min=n,max=n  the bounds of an int, the entry cap of a list; n is a
 //	             number or one of the limits named in argLimits
 //
+// The input schema states enum, default (unless the zero value), min and
+// max as enum, default, minimum and maximum (maxItems for a list). Options
+// after a semicolon are enforced without being stated: tools/list is sent
+// to the model, and bounds that only refuse nonsense (limit 0, a 65th key)
+// are left out of it (docs/performance.md "Performance").
+//
 // A field of type Args tagged json:"-" receives the arguments as sent (for
-// a next_call that repeats them); a field of type any the raw JSON value.
+// a next_call that repeats them).
 type argField struct {
-	index    int
-	name     string
-	kind     argKind
-	required bool
-	class    bool
-	objectID bool
-	fields   bool
-	enum     []string
-	def      string
-	hasDef   bool
-	min, max int
-	hasMin   bool
-	hasMax   bool
-	decoder  bool
+	index       int
+	name        string
+	description string
+	kind        argKind
+	required    bool
+	class       bool
+	objectID    bool
+	fields      bool
+	enum        []string
+	def         string
+	hasDef      bool
+	min, max    int
+	hasMin      bool
+	hasMax      bool
+	// unstated are the options after the semicolon (default, min, max).
+	unstated map[string]bool
 	// unlisted: accepted although the input schema does not list it (a
-	// compatibility exception TestToolContracts allows by name).
+	// compatibility exception).
 	unlisted bool
 }
 
@@ -135,7 +143,6 @@ const (
 	kindBool
 	kindObject
 	kindStrings
-	kindAny
 	kindArgs
 	kindDecoder
 )
@@ -144,7 +151,6 @@ var (
 	argsType    = reflect.TypeFor[Args]()
 	objectType  = reflect.TypeFor[map[string]any]()
 	stringsType = reflect.TypeFor[[]string]()
-	anyType     = reflect.TypeFor[any]()
 	decoderType = reflect.TypeFor[argDecoder]()
 )
 
@@ -165,7 +171,7 @@ func argFields(t reflect.Type) ([]argField, error) {
 	for i := range t.NumField() {
 		sf := t.Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
-		f := argField{index: i, name: name}
+		f := argField{index: i, name: name, description: sf.Tag.Get("jsonschema")}
 		switch {
 		case sf.Type == argsType:
 			if name != "-" {
@@ -175,13 +181,11 @@ func argFields(t reflect.Type) ([]argField, error) {
 		case name == "" || name == "-":
 			return nil, fmt.Errorf("%s has no json name", sf.Name)
 		case reflect.PointerTo(sf.Type).Implements(decoderType):
-			f.kind, f.decoder = kindDecoder, true
+			f.kind = kindDecoder
 		case sf.Type == objectType:
 			f.kind = kindObject
 		case sf.Type == stringsType:
 			f.kind = kindStrings
-		case sf.Type == anyType:
-			f.kind = kindAny
 		case sf.Type.Kind() == reflect.String:
 			f.kind = kindString
 		case sf.Type.Kind() == reflect.Int:
@@ -199,12 +203,36 @@ func argFields(t reflect.Type) ([]argField, error) {
 	return out, nil
 }
 
-//gocyclo:ignore
 func (f *argField) parseTag(tag string) error {
-	if tag == "" {
+	stated, unstated, _ := strings.Cut(tag, ";")
+	if err := f.parseOptions(stated, false); err != nil {
+		return err
+	}
+	if err := f.parseOptions(unstated, true); err != nil {
+		return err
+	}
+	switch {
+	case f.kind == kindInt && !(f.hasMin && f.hasMax):
+		return fmt.Errorf("an int argument states min and max")
+	case f.kind == kindInt && f.hasDef:
+		n, err := argLimit(f.def)
+		if err != nil {
+			return fmt.Errorf("default %q is not an int", f.def)
+		}
+		f.def = strconv.Itoa(n)
+	case f.kind == kindBool && f.hasDef && f.def != "true" && f.def != "false":
+		return fmt.Errorf("default %q is not a bool", f.def)
+	case f.fields && (f.kind != kindStrings || !f.hasMax):
+		return fmt.Errorf("fields is a []string with max")
+	}
+	return nil
+}
+
+func (f *argField) parseOptions(options string, unstated bool) error {
+	if options == "" {
 		return nil
 	}
-	for opt := range strings.SplitSeq(tag, ",") {
+	for opt := range strings.SplitSeq(options, ",") {
 		key, val, hasVal := strings.Cut(opt, "=")
 		var err error
 		switch key {
@@ -236,22 +264,94 @@ func (f *argField) parseTag(tag string) error {
 		if err != nil || (hasVal != (key == "enum" || key == "default" || key == "min" || key == "max")) {
 			return fmt.Errorf("malformed arg option %q", opt)
 		}
-	}
-	switch {
-	case f.kind == kindInt && !(f.hasMin && f.hasMax):
-		return fmt.Errorf("an int argument states min and max")
-	case f.kind == kindInt && f.hasDef:
-		n, err := argLimit(f.def)
-		if err != nil {
-			return fmt.Errorf("default %q is not an int", f.def)
+		if unstated {
+			if !hasVal || key == "enum" {
+				return fmt.Errorf("arg option %q after the semicolon: only default, min and max can be unstated", opt)
+			}
+			if f.unstated == nil {
+				f.unstated = map[string]bool{}
+			}
+			f.unstated[key] = true
 		}
-		f.def = strconv.Itoa(n)
-	case f.kind == kindBool && f.hasDef && f.def != "true" && f.def != "false":
-		return fmt.Errorf("default %q is not a bool", f.def)
-	case f.fields && (f.kind != kindStrings || !f.hasMax):
-		return fmt.Errorf("fields is a []string with max")
 	}
 	return nil
+}
+
+// inputSchema is the JSON Schema of an In struct's arguments, as tools/list
+// sends it: the listed fields in struct order, each with the members its
+// kind and tags state, in a fixed order (type, items, description, enum,
+// default, minimum, maximum or maxItems).
+func inputSchema(t reflect.Type, fields []argField) string {
+	var props, required []string
+	for _, f := range fields {
+		if f.kind == kindArgs || f.unlisted {
+			continue
+		}
+		props = append(props, quoteJSON(f.name)+":{"+f.schema(t.Field(f.index).Type)+"}")
+		if f.required {
+			required = append(required, quoteJSON(f.name))
+		}
+	}
+	s := `{"type":"object","properties":{` + strings.Join(props, ",") + "}"
+	if required != nil {
+		s += `,"required":[` + strings.Join(required, ",") + "]"
+	}
+	return s + "}"
+}
+
+// schema is the members of the field's property in the input schema.
+func (f *argField) schema(goType reflect.Type) string {
+	var s string
+	switch f.kind {
+	case kindString:
+		s = `"type":"string"`
+	case kindInt:
+		s = `"type":"integer"`
+	case kindBool:
+		s = `"type":"boolean"`
+	case kindObject:
+		s = `"type":"object"`
+	case kindStrings:
+		s = `"type":"array","items":{"type":"string"}`
+	case kindDecoder:
+		s = reflect.New(goType).Interface().(argDecoder).schema()
+	}
+	if f.description != "" {
+		s += `,"description":` + quoteJSON(f.description)
+	}
+	if f.enum != nil {
+		values := make([]string, len(f.enum))
+		for i, v := range f.enum {
+			values[i] = quoteJSON(v)
+		}
+		s += `,"enum":[` + strings.Join(values, ",") + "]"
+	}
+	if f.hasDef && !f.unstated["default"] && f.def != "" && f.def != "0" && f.def != "false" {
+		def := f.def
+		if f.kind != kindInt && f.kind != kindBool {
+			def = quoteJSON(def)
+		}
+		s += `,"default":` + def
+	}
+	if f.hasMin && !f.unstated["min"] {
+		s += `,"minimum":` + strconv.Itoa(f.min)
+	}
+	if f.hasMax && !f.unstated["max"] {
+		if strings.HasPrefix(s, `"type":"array"`) {
+			s += `,"maxItems":` + strconv.Itoa(f.max)
+		} else {
+			s += `,"maximum":` + strconv.Itoa(f.max)
+		}
+	}
+	return s
+}
+
+func quoteJSON(s string) string {
+	b, err := jsonenc.Marshal(s)
+	if err != nil {
+		panic(err) // a Go string always encodes
+	}
+	return string(b)
 }
 
 // decodeArgs fills the fields of in (a struct value) from args, in field
@@ -307,12 +407,6 @@ func decodeArgs(ctx context.Context, args Args, fields []argField, in reflect.Va
 				return err
 			}
 			v.Set(reflect.ValueOf(list))
-		case kindAny:
-			if x := args[f.name]; x != nil {
-				v.Set(reflect.ValueOf(x))
-			} else if f.required {
-				return invalid("%s is required", f.name)
-			}
 		}
 	}
 	return nil
@@ -374,16 +468,3 @@ func argLimit(s string) (int, error) {
 	}
 	return strconv.Atoi(s)
 }
-
-// HandlerFunc is a handler that reads its Args itself, for a tool that is
-// not in the catalog (the server's tests build such tools): its contract is
-// (Args, Dynamic), and TestToolContracts refuses it in the catalog.
-type HandlerFunc func(ctx context.Context, d *Deps, args Args) (any, error)
-
-// Call runs the function.
-func (h HandlerFunc) Call(ctx context.Context, d *Deps, args Args) (any, error) {
-	return h(ctx, d, args)
-}
-
-// Contract is (Args, Dynamic).
-func (HandlerFunc) Contract() (in, out reflect.Type) { return argsType, reflect.TypeFor[Dynamic]() }

@@ -16,7 +16,6 @@ func DiscoveryTools() []*Tool {
 		ToolInfo:     policy.ToolInfo{Name: "list_tools", Category: policy.CategoryDiscovery, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 5 * time.Second},
 		Description:  "List the tools this session may call, by category.",
 		Example:      `{"category":"query"}`,
-		InputSchema:  `{"type":"object","properties":{"category":{"type":"string"}}}`,
 		ReadOnly:     true,
 		OutputSchema: listToolsOutSchema,
 		Handler:      Typed(listTools),

@@ -28,7 +28,6 @@ func ExportTools() []*Tool {
 		ToolInfo:     policy.ToolInfo{Name: "export_data", Category: policy.CategoryExport, Tier: config.TierReadonly, Timeout: 60 * time.Second, Operation: policy.OpFind, UntrustedOutput: true},
 		Description:  "Export a class's objects (query mode) or pipeline results as CSV, a markdown table or a fixed-width table.",
 		Example:      `{"class_name":"Song","limit":3}`,
-		InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}},"order":{"type":"string"},"limit":{"type":"integer"},"skip":{"type":"integer"},"pipeline":{"type":"array","items":{"type":"object"}},"columns":{"type":"array","items":{"type":"string"},"description":"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"},"format":{"type":"string","enum":["csv","markdown","table"]},"row_cap":{"type":"integer","default":1000,"maximum":10000}},"required":["class_name"]}`,
 		OutputSchema: exportOutSchema,
 		ReadOnly:     true,
 		Handler:      Typed(exportData),
@@ -38,28 +37,42 @@ func ExportTools() []*Tool {
 // export_data's arguments, in the order they are checked. limit and skip
 // apply to query mode only, and are checked in both modes.
 type exportIn struct {
-	ClassName string   `json:"class_name" arg:"class"`
-	Format    string   `json:"format" arg:"enum=csv|markdown|table,default=csv"`
-	RowCap    int      `json:"row_cap" arg:"default=DefaultRowCap,min=1,max=MaxRowCap"`
-	Keys      []string `json:"keys" arg:"fields,max=MaxKeys"`
-	Include   []string `json:"include" arg:"fields,max=MaxIncludes"`
+	ClassName string         `json:"class_name" arg:"class"`
+	Where     map[string]any `json:"where"`
+	Keys      []string       `json:"keys" arg:"fields;max=MaxKeys"`
+	Include   []string       `json:"include" arg:"fields;max=MaxIncludes"`
+	Order     orderArg       `json:"order"`
+	Limit     int            `json:"limit" arg:";min=1,max=MaxRowCap"`
+	Skip      int            `json:"skip" arg:";min=0,max=MaxSkip"`
+	Pipeline  pipelineArg    `json:"pipeline"`
+	Columns   columnsArg     `json:"columns" jsonschema:"paths in order; path:Header names a header: [\"a\",\"b.c:B\"]"`
+	Format    string         `json:"format" arg:"enum=csv|markdown|table;default=csv"`
+	RowCap    int            `json:"row_cap" arg:"default=DefaultRowCap,max=MaxRowCap;min=1"`
 	// Shape is checked as the query tools check it, though export_data's
 	// input schema has never listed it (text cells have their own rules).
-	Shape    rowShape       `json:"shape" arg:"enum=columns|objects|rest,default=columns,unlisted"`
-	Where    map[string]any `json:"where"`
-	Order    orderArg       `json:"order"`
-	Columns  columnsArg     `json:"columns"`
-	Pipeline pipelineArg    `json:"pipeline"`
-	Limit    int            `json:"limit" arg:"default=0,min=1,max=MaxRowCap"`
-	Skip     int            `json:"skip" arg:"default=0,min=0,max=MaxSkip"`
+	Shape rowShape `json:"shape" arg:"enum=columns|objects|rest,unlisted;default=columns"`
 }
 
 // exportOut: the text of the rows and, when row_cap cut it, how many rows
 // there were and how to get the rest.
+// exportOut is the text export; the truncation members are set when
+// row_cap (or limit) cut it.
+type exportOut struct {
+	ClassName     string   `json:"class_name"`
+	Format        string   `json:"format"`
+	Headers       []string `json:"headers"`
+	RowCount      int      `json:"row_count"`
+	Output        string   `json:"output"`
+	Truncated     bool     `json:"truncated,omitempty"`
+	AvailableRows int      `json:"available_rows,omitempty"`
+	RowCap        int      `json:"row_cap,omitempty"`
+	Hint          string   `json:"hint,omitempty"`
+}
+
 const exportOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,"format":{"type":"string","enum":["csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"},` +
 	`"truncated":{"type":"boolean"},"available_rows":{"type":"integer"},"row_cap":{"type":"integer"},"hint":{"type":"string"}},"required":["format","output"]}`
 
-func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
+func exportData(ctx context.Context, d *Deps, args exportIn) (*exportOut, error) {
 	name, format, rowCap, cols := args.ClassName, args.Format, args.RowCap, []column(args.Columns)
 	if args.Pipeline != nil {
 		return exportPipeline(ctx, d, args.Pipeline, name, format, rowCap, cols)
@@ -99,12 +112,7 @@ func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
 		return nil, tooLarge(d, "export_data", "columns", tp.sizes, "(or lower row_cap).")
 	}
 	ProgressFrom(ctx).Report(float64(len(rows)), float64(len(rows)), fmt.Sprintf("exported %d rows", len(rows)))
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	o.str("format", format)
-	o.val("headers", headers)
-	o.val("row_count", len(rows))
-	o.str("output", out)
+	o := &exportOut{ClassName: p.target.Class.Name, Format: format, Headers: headers, RowCount: len(rows), Output: out}
 	if tp.hasMore && (limit == 0 || limit > want) {
 		total, err := d.Store.Count(ctx, p.target.Class.Name, p.target.Filter)
 		if err != nil {
@@ -114,12 +122,10 @@ func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
 		if limit > 0 && limit < available {
 			available = limit
 		}
-		o.val("truncated", true)
-		o.val("available_rows", available)
-		o.val("row_cap", rowCap)
-		o.str("hint", fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or continue with skip %d.", len(rows), available, MaxRowCap, skip+len(rows)))
+		o.Truncated, o.AvailableRows, o.RowCap = true, available, rowCap
+		o.Hint = fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or continue with skip %d.", len(rows), available, MaxRowCap, skip+len(rows))
 	}
-	return o.done(), nil
+	return o, nil
 }
 
 // columnsArg is export_data's columns. The schema declares one type, a
@@ -131,7 +137,7 @@ func exportData(ctx context.Context, d *Deps, args exportIn) (Rows, error) {
 // no order) it follows the order of keys, then sorts the remaining paths.
 type columnsArg []column
 
-func (*columnsArg) schemaType() string { return "array" }
+func (*columnsArg) schema() string { return `"type":"array","items":{"type":"string"}` }
 
 func (c *columnsArg) decodeArg(ctx context.Context, args Args, name string, _ *argField) error {
 	// The order of keys places the columns of an unordered object.
@@ -285,7 +291,7 @@ func addColumnKeys(ctx context.Context, d *Deps, name string, cols []column, in 
 // exportPipeline is export_data's pipeline mode: the pipeline runs through
 // every gate of the aggregate tool (RunPipelineRows), the canonical filter
 // included; its rows become the table.
-func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format string, rowCap int, cols []column) (Rows, error) {
+func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format string, rowCap int, cols []column) (*exportOut, error) {
 	rows, err := RunPipelineRows(ctx, d, name, pipeline, true)
 	if err != nil {
 		return nil, err
@@ -324,25 +330,19 @@ func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format s
 		return nil, tooLarge(d, "export_data", "columns", sizes, "(or lower row_cap, or $project fewer fields).")
 	}
 	prog.Report(float64(len(cells)), float64(len(cells)), fmt.Sprintf("exported %d rows", len(cells)))
-	o := newJSONObject()
-	o.str("class_name", name)
-	o.str("format", format)
-	o.val("headers", headers)
-	o.val("row_count", len(cells))
-	o.str("output", out)
+	o := &exportOut{ClassName: name, Format: format, Headers: headers, RowCount: len(cells), Output: out}
 	if len(rows) > len(cells) {
-		o.val("truncated", true)
+		o.Truncated, o.RowCap = true, rowCap
 		if len(rows) <= PipelineRowsCap {
-			o.val("available_rows", len(rows))
+			o.AvailableRows = len(rows)
 		}
-		o.val("row_cap", rowCap)
 		if len(rows) > PipelineRowsCap {
-			o.str("hint", fmt.Sprintf("output holds the first %d rows; the pipeline returns more than %d. Raise row_cap (at most %d), add $skip/$limit stages to page, or summarize with $group.", len(cells), PipelineRowsCap, MaxRowCap))
+			o.Hint = fmt.Sprintf("output holds the first %d rows; the pipeline returns more than %d. Raise row_cap (at most %d), add $skip/$limit stages to page, or summarize with $group.", len(cells), PipelineRowsCap, MaxRowCap)
 		} else {
-			o.str("hint", fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or add $skip/$limit stages to page.", len(cells), len(rows), MaxRowCap))
+			o.Hint = fmt.Sprintf("output holds the first %d of %d rows. Raise row_cap (at most %d) or add $skip/$limit stages to page.", len(cells), len(rows), MaxRowCap)
 		}
 	}
-	return o.done(), nil
+	return o, nil
 }
 
 // pipelineColumns are the keys of pipeline rows: objectId, createdAt,

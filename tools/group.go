@@ -139,9 +139,9 @@ type groupByIn struct {
 	ClassName  string         `json:"class_name" arg:"class"`
 	Field      string         `json:"field" arg:"required"`
 	Operation  string         `json:"operation" arg:"enum=count|sum|avg|average|min|max,default=count"`
-	ValueField string         `json:"value_field"`
+	ValueField string         `json:"value_field" jsonschema:"the field summed/averaged (not for count)"`
 	Where      map[string]any `json:"where"`
-	Flatten    bool           `json:"flatten_arrays"`
+	Flatten    bool           `json:"flatten_arrays" jsonschema:"count each element of an array field"`
 	Sort       string         `json:"sort" arg:"enum=value_desc|value_asc|key_desc|key_asc,default=value_desc"`
 	Limit      int            `json:"limit" arg:"default=DefaultGroupLimit,min=1,max=MaxGroupLimit"`
 	DryRun     bool           `json:"dry_run"`
@@ -150,18 +150,18 @@ type groupByIn struct {
 // group_by_date's arguments, in the order they are checked.
 type groupByDateIn struct {
 	ClassName  string         `json:"class_name" arg:"class"`
-	Field      string         `json:"field" arg:"required"`
+	Field      string         `json:"field" arg:"required" jsonschema:"a Date field, e.g. createdAt"`
+	Interval   string         `json:"interval" arg:"required,enum=year|quarter|month|week|day|hour|minute|second"`
+	Timezone   timezoneArg    `json:"timezone" jsonschema:"IANA name (Europe/Paris) or ±HH:MM; default UTC"`
 	Operation  string         `json:"operation" arg:"enum=count|sum|avg|average|min|max,default=count"`
 	ValueField string         `json:"value_field"`
 	Where      map[string]any `json:"where"`
 	// Flatten is accepted as group_by takes it, though group_by_date's
 	// input schema has never listed it.
-	Flatten  bool        `json:"flatten_arrays" arg:"unlisted"`
-	Sort     string      `json:"sort" arg:"enum=value_desc|value_asc|key_desc|key_asc,default=key_asc"`
-	Limit    int         `json:"limit" arg:"default=DefaultGroupLimit,min=1,max=MaxGroupLimit"`
-	DryRun   bool        `json:"dry_run"`
-	Interval string      `json:"interval" arg:"required,enum=year|quarter|month|week|day|hour|minute|second"`
-	Timezone timezoneArg `json:"timezone"`
+	Flatten bool   `json:"flatten_arrays" arg:"unlisted"`
+	Sort    string `json:"sort" arg:"enum=value_desc|value_asc|key_desc|key_asc,default=key_asc"`
+	Limit   int    `json:"limit" arg:"default=DefaultGroupLimit,min=1,max=MaxGroupLimit"`
+	DryRun  bool   `json:"dry_run"`
 }
 
 // timezoneArg is group_by_date's timezone: an IANA name or ±HH:MM, checked
@@ -178,7 +178,7 @@ func (tz *timezoneArg) decodeArg(_ context.Context, args Args, name string, _ *a
 	return err
 }
 
-func (*timezoneArg) schemaType() string { return "string" }
+func (*timezoneArg) schema() string { return `"type":"string"` }
 
 // groupOut is the output schema of group_by, and of group_by_date with its
 // interval and timezone: the groups, or with dry_run the pipeline that

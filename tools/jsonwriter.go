@@ -49,14 +49,6 @@ func (o *jsonObject) raw(k string, v []byte) {
 	o.b = append(o.b, v...)
 }
 
-// rawArray writes comma-separated JSON values as an array.
-func (o *jsonObject) rawArray(k string, items []byte) {
-	o.key(k)
-	o.b = append(o.b, '[')
-	o.b = append(o.b, items...)
-	o.b = append(o.b, ']')
-}
-
 func (o *jsonObject) done() json.RawMessage {
 	return json.RawMessage(append(o.b, '}'))
 }

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -10,7 +11,6 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
-	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -52,16 +52,23 @@ func (p *readPlan) collectRows(ctx context.Context, tool, retryArg string, spec 
 type getObjectIn struct {
 	ClassName string   `json:"class_name" arg:"class"`
 	ObjectID  string   `json:"object_id" arg:"objectid,required"`
-	Keys      []string `json:"keys" arg:"fields,max=MaxKeys"`
-	Include   []string `json:"include" arg:"fields,max=MaxIncludes"`
-	Shape     rowShape `json:"shape" arg:"enum=objects|rest,default=objects"`
+	Keys      []string `json:"keys" arg:"fields;max=MaxKeys"`
+	Include   []string `json:"include" arg:"fields;max=MaxIncludes"`
+	Shape     rowShape `json:"shape" arg:"enum=objects|rest;default=objects"`
 }
 
-// getObjectOutSchema: the object in its shape; the result is Rows (the
-// object is encoded straight from the stored document).
-const getObjectOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"object":{"type":"object"}},"required":["class_name","object"]}`
+// getObjectOut's object is encoded straight from the stored document.
+type getObjectOut struct {
+	ClassName         string              `json:"class_name"`
+	TruncatedIncludes map[string][]string `json:"truncated_include_fields,omitempty"`
+	RowLegend
+	Object json.RawMessage `json:"object"`
+}
 
-func getObject(ctx context.Context, d *Deps, args getObjectIn) (Rows, error) {
+// getObjectOutSchema: the object in its shape.
+const getObjectOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"object"},"object":{"type":"object"}},"required":["class_name","object"]}`
+
+func getObject(ctx context.Context, d *Deps, args getObjectIn) (*getObjectOut, error) {
 	name, id := args.ClassName, args.ObjectID
 	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact()}
 	// Lookups by id skip the canonical filter but keep every other filter:
@@ -82,12 +89,7 @@ func getObject(ctx context.Context, d *Deps, args getObjectIn) (Rows, error) {
 	}
 	// The object carries its id and dates: the envelope does not repeat
 	// them.
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	p.addIncludeNote(o)
-	addLegend(o, p.rowLegend())
-	o.raw("object", obj)
-	return o.done(), nil
+	return &getObjectOut{ClassName: p.target.Class.Name, TruncatedIncludes: p.truncatedIncludes, RowLegend: rowLegendOf(p.rowLegend()), Object: obj}, nil
 }
 
 // ---- get_objects ---------------------------------------------------------------
@@ -123,21 +125,34 @@ func (ids *objectIDs) decodeArg(_ context.Context, args Args, name string, f *ar
 	return nil
 }
 
-func (*objectIDs) schemaType() string { return "array" }
+func (*objectIDs) schema() string { return `"type":"array","items":{"type":"string"}` }
 
 type getObjectsIn struct {
 	ClassName string    `json:"class_name" arg:"class"`
 	IDs       objectIDs `json:"ids" arg:"required,max=MaxGetObjects"`
-	Keys      []string  `json:"keys" arg:"fields,max=MaxKeys"`
-	Include   []string  `json:"include" arg:"fields,max=MaxIncludes"`
-	Shape     rowShape  `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+	Keys      []string  `json:"keys" arg:"fields;max=MaxKeys"`
+	Include   []string  `json:"include" arg:"fields;max=MaxIncludes"`
+	Shape     rowShape  `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 }
 
-// getObjectsOutSchema: the objects found, as columns + rows or keyed by
-// objectId; the result is Rows.
-const getObjectsOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"array","items":{"type":"string"}},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
+// getObjectsOut are the objects found, as columns + rows or keyed by
+// objectId (shape objects/rest, or columns sparser than the objects), all
+// encoded straight from the stored documents.
+type getObjectsOut struct {
+	ClassName         string              `json:"class_name"`
+	Found             int                 `json:"found"`
+	Missing           []string            `json:"missing,omitempty"`
+	TruncatedIncludes map[string][]string `json:"truncated_include_fields,omitempty"`
+	RowLegend
+	Columns json.RawMessage `json:"columns,omitempty"`
+	Rows    *rowsArray      `json:"rows,omitempty"`
+	Objects json.RawMessage `json:"objects,omitempty"`
+}
 
-func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
+// getObjectsOutSchema: the objects found.
+const getObjectsOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"truncated_include_fields":{"type":"object"},"found":{"type":"integer"},"missing":{"type":"array","items":{"type":"string"}},"objects":{"type":"object","additionalProperties":{"type":"object"}},` + osColumns + `},"required":["class_name","found"]}`
+
+func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (*getObjectsOut, error) {
 	name, ids := args.ClassName, []string(args.IDs)
 	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact()}
 	if len(ids) == 0 {
@@ -146,9 +161,9 @@ func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
 			return nil, err
 		}
 		if in.shape == shapeColumns {
-			return jsonenc.Marshal(map[string]any{"class_name": cls.Name, "found": 0, "columns": []string{}, "rows": []any{}})
+			return &getObjectsOut{ClassName: cls.Name, Columns: json.RawMessage("[]"), Rows: &rowsArray{}}, nil
 		}
-		return jsonenc.Marshal(map[string]any{"class_name": cls.Name, "objects": map[string]any{}, "found": 0})
+		return &getObjectsOut{ClassName: cls.Name, Objects: json.RawMessage("{}")}, nil
 	}
 	list := make([]any, len(ids))
 	for i, id := range ids {
@@ -186,36 +201,51 @@ func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (Rows, error) {
 		rows = append(rows, row...)
 		objs.raw(id, row)
 	}
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	o.val("found", len(ids)-len(missing))
+	out := &getObjectsOut{ClassName: p.target.Class.Name, Found: len(ids) - len(missing), TruncatedIncludes: p.truncatedIncludes, RowLegend: rowLegendOf(p.rowLegend())}
 	if len(missing) > 0 {
-		o.val("missing", missing)
+		out.Missing = missing
 	}
-	p.addIncludeNote(o)
-	addLegend(o, p.rowLegend())
-	if p.shape == shapeColumns {
-		if err := writeColumns(o, rows, objs.done()); err != nil {
-			return nil, err
-		}
+	if p.shape != shapeColumns {
+		out.Objects = objs.done()
+		return out, nil
+	}
+	byID := objs.done()
+	cols, colRows, ok, err := columnsByID(rows, byID)
+	if err != nil {
+		return nil, err
+	}
+	if ok {
+		out.Columns, out.Rows = cols, &colRows
 	} else {
-		o.raw("objects", objs.done())
+		out.Objects = byID
 	}
-	return o.done(), nil
+	return out, nil
 }
 
 // ---- get_sample_objects --------------------------------------------------------
 
 type samplesIn struct {
 	ClassName string   `json:"class_name" arg:"class"`
-	Limit     int      `json:"limit" arg:"default=DefaultSampleLimit,min=1,max=MaxSampleLimit"`
-	Shape     rowShape `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
+	Limit     int      `json:"limit" arg:"default=DefaultSampleLimit,max=MaxSampleLimit;min=1"`
+	Shape     rowShape `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 }
 
-// samplesOutSchema: the newest objects; the result is Rows.
+// samplesOut are the newest objects: the rows (columns + rows, or samples
+// for shape objects/rest) are encoded straight from the stored documents.
+type samplesOut struct {
+	ClassName   string `json:"class_name"`
+	SampleCount int    `json:"sample_count"`
+	Note        string `json:"note,omitempty"`
+	RowLegend
+	Columns json.RawMessage `json:"columns,omitempty"`
+	Rows    *rowsArray      `json:"rows,omitempty"`
+	Samples *rowsArray      `json:"samples,omitempty"`
+}
+
+// samplesOutSchema: the newest objects.
 const samplesOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,"note":{"type":"string"},"sample_count":{"type":"integer"},"samples":` + osRows + `,` + osColumns + `},"required":["class_name","sample_count"]}`
 
-func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (Rows, error) {
+func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (*samplesOut, error) {
 	name, limit, shape := args.ClassName, args.Limit, args.Shape
 	in := planInput{applyCanonical: true, order: []parsedb.OrderKey{{Field: "createdAt", Desc: true}}, dropLarge: true, compact: shape.compact(), shape: shape}
 	p, err := newReadPlan(ctx, d, name, in)
@@ -235,15 +265,16 @@ func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (Rows, error
 	}
 	// The untrusted-data note is the envelope's (one per response); this
 	// note is only there when it says something the rows do not.
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	o.val("sample_count", n)
+	out := &samplesOut{ClassName: p.target.Class.Name, SampleCount: n, RowLegend: rowLegendOf(p.rowLegend())}
 	if large := d.Policy.LargeFields(p.target.Class.Name); len(large) > 0 {
-		o.str("note", "Newest first. Large fields left out: "+strings.Join(large, ", ")+" (read them with get_object).")
+		out.Note = "Newest first. Large fields left out: " + strings.Join(large, ", ") + " (read them with get_object)."
 	}
-	addLegend(o, p.rowLegend())
-	writeRows(o, shape, "samples", rows)
-	return o.done(), nil
+	if cols, colRows, ok := columnsOf(shape, "samples", rows); ok {
+		out.Columns, out.Rows = cols, &colRows
+	} else {
+		out.Samples = (*rowsArray)(&rows)
+	}
+	return out, nil
 }
 
 // ---- explain_query ------------------------------------------------------------
@@ -253,7 +284,7 @@ type explainIn struct {
 	Where     map[string]any `json:"where"`
 	// ApplyCanonical is accepted as count_objects takes it, though the
 	// input schema has never listed it.
-	ApplyCanonical bool `json:"apply_canonical_filter" arg:"default=true,unlisted"`
+	ApplyCanonical bool `json:"apply_canonical_filter" arg:"unlisted;default=true"`
 }
 
 // explainOut's members are in the order the result has always had.

@@ -13,7 +13,7 @@ const (
 	osClass  = `"class_name":{"type":"string"}`
 	osLegend = `"date_fields":{"type":"array","items":{"type":"string"}},"pointer_classes":{"type":"object","additionalProperties":{"type":"string"}}`
 	osNext   = `"next_call":{"type":"object","properties":{"tool":{"type":"string"},"arguments":{"type":"object"}},"required":["tool","arguments"]}`
-	osTrunc  = `"truncated":{"type":"boolean"},"truncated_note":{"type":"string"},"truncated_include_fields":{"type":"array","items":{"type":"string"}},` +
+	osTrunc  = `"truncated":{"type":"boolean"},"truncated_note":{"type":"string"},"truncated_include_fields":{"type":"object"},` +
 		`"_truncated":{"type":"object","properties":{"reason":{"type":"string"},"kept_count":{"type":"integer"},"original_count":{"type":"integer"},"next_skip":{"type":"integer"},"dropped_fields":{"type":"array","items":{"type":"string"}},"hint":{"type":"string"}}}`
 	osText = `"format":{"type":"string","enum":["json","csv","markdown","table"]},"headers":{"type":"array","items":{"type":"string"}},"row_count":{"type":"integer"},"output":{"type":"string"}`
 	osRows = `{"type":"array","items":{"type":"object"}}`

@@ -51,7 +51,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("count_objects", policy.OpCount, false, 20*time.Second),
 			Description:  "Count objects of a class matching a Parse where constraint.",
 			Example:      `{"class_name":"Song","where":{"plays":{"$gt":1000}}}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object","description":"Parse REST query constraints, e.g. {\"plays\":{\"$gt\":100}}"},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`,
 			ReadOnly:     true,
 			OutputSchema: countOutSchema,
 			Handler:      Typed(countObjects),
@@ -60,7 +59,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("query_class", policy.OpFind, true, 30*time.Second),
 			Description:  "Find objects: Parse where, keys, include, order, paging. Rows (also get_objects, get_sample_objects, aggregate): columns + a value array per row (null = missing); pointers as ids (pointer_classes), dates ISO (date_fields), files by name, GeoPoints [lat,lng]; where accepts them. shape objects|rest: objects|REST.",
 			Example:      `{"class_name":"Song","limit":3}`,
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"},"description":"pointer paths to expand"},"order":{"type":"string","description":"e.g. \"-plays,title\""},"limit":{"type":"integer","default":100,"maximum":1000},"skip":{"type":"integer"},"format":{"type":"string","enum":["json","csv","markdown","table"]},"apply_canonical_filter":{"type":"boolean","default":true}},"required":["class_name"]}`),
 			OutputSchema: queryClassOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(queryClass),
@@ -69,7 +67,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("get_object", policy.OpGet, true, 10*time.Second),
 			Description:  "Fetch one object by objectId.",
 			Example:      `{"class_name":"Song","object_id":"$objectId","include":["artist"]}`,
-			InputSchema:  withObjectShape(`{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","object_id"]}`),
 			OutputSchema: getObjectOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(getObject),
@@ -78,7 +75,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("get_objects", policy.OpGet, true, 20*time.Second),
 			Description:  "Fetch up to 50 objects by objectId.",
 			Example:      `{"class_name":"Song","ids":["$objectId","missingId"]}`,
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"ids":{"type":"array","items":{"type":"string"},"maxItems":50},"keys":{"type":"array","items":{"type":"string"}},"include":{"type":"array","items":{"type":"string"}}},"required":["class_name","ids"]}`),
 			OutputSchema: getObjectsOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(getObjects),
@@ -87,7 +83,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("get_sample_objects", policy.OpFind, true, 15*time.Second),
 			Description:  "The most recently created objects of a class, to see what its data looks like.",
 			Example:      `{"class_name":"Song","limit":3}`,
-			InputSchema:  withShape(`{"type":"object","properties":{"class_name":{"type":"string"},"limit":{"type":"integer","default":5,"maximum":20}},"required":["class_name"]}`),
 			OutputSchema: samplesOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(getSampleObjects),
@@ -96,7 +91,6 @@ func QueryTools() []*Tool {
 			ToolInfo:     ro("explain_query", policy.OpFind, false, 30*time.Second),
 			Description:  "Explain how a where on a class is filtered and which indexes can serve it.",
 			Example:      `{"class_name":"Song","where":{"genre":"rock"}}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: explainOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(explainQuery),
@@ -108,7 +102,7 @@ func QueryTools() []*Tool {
 
 type countIn struct {
 	ClassName      string         `json:"class_name" arg:"class"`
-	Where          map[string]any `json:"where"`
+	Where          map[string]any `json:"where" jsonschema:"Parse REST query constraints, e.g. {\"plays\":{\"$gt\":100}}"`
 	ApplyCanonical bool           `json:"apply_canonical_filter" arg:"default=true"`
 }
 
@@ -158,15 +152,15 @@ func enumArg(args Args, name, def string, allowed ...string) (string, error) {
 // query_class's arguments, in the order they are checked.
 type queryClassIn struct {
 	ClassName      string         `json:"class_name" arg:"class"`
-	Keys           []string       `json:"keys" arg:"fields,max=MaxKeys"`
-	Include        []string       `json:"include" arg:"fields,max=MaxIncludes"`
-	Shape          rowShape       `json:"shape" arg:"enum=columns|objects|rest,default=columns"`
 	Where          map[string]any `json:"where"`
-	Order          orderArg       `json:"order"`
-	Limit          int            `json:"limit" arg:"default=DefaultQueryLimit,min=1,max=MaxQueryLimit"`
-	Skip           int            `json:"skip" arg:"default=0,min=0,max=MaxSkip"`
-	Format         string         `json:"format" arg:"enum=json|csv|markdown|table,default=json"`
+	Keys           []string       `json:"keys" arg:"fields;max=MaxKeys"`
+	Include        []string       `json:"include" arg:"fields;max=MaxIncludes" jsonschema:"pointer paths to expand"`
+	Order          orderArg       `json:"order" jsonschema:"e.g. \"-plays,title\""`
+	Limit          int            `json:"limit" arg:"default=DefaultQueryLimit,max=MaxQueryLimit;min=1"`
+	Skip           int            `json:"skip" arg:";min=0,max=MaxSkip"`
+	Format         string         `json:"format" arg:"enum=json|csv|markdown|table;default=json"`
 	ApplyCanonical bool           `json:"apply_canonical_filter" arg:"default=true"`
+	Shape          rowShape       `json:"shape" arg:"enum=columns|objects|rest;default=columns"`
 	// Args are the arguments as sent, repeated by next_call.
 	Args Args `json:"-"`
 }
@@ -175,10 +169,45 @@ type queryClassIn struct {
 // shape objects/rest; result_count, has_more) or a text format (format,
 // headers, row_count, output). The result is Rows: its members depend on
 // the format and on truncation.
+// queryClassOut is a page of rows in one of three modes, each writing its
+// members in this order: JSON rows (result_count, has_more, next_call,
+// the display-cap note, the legend, columns + rows or results), JSON rows
+// over the byte cap (has_more, _truncated) and a text format (format,
+// headers, row_count, next_call or _truncated, output). Rows are encoded
+// straight from the stored documents.
+type queryClassOut struct {
+	ClassName         string              `json:"class_name"`
+	Format            string              `json:"format,omitempty"`
+	Headers           []string            `json:"headers,omitempty"`
+	RowCount          *int                `json:"row_count,omitempty"`
+	ResultCount       *int                `json:"result_count,omitempty"`
+	HasMore           *bool               `json:"has_more,omitempty"`
+	NextCall          map[string]any      `json:"next_call,omitempty"`
+	Truncation        map[string]any      `json:"_truncated,omitempty"`
+	Truncated         bool                `json:"truncated,omitempty"`
+	TruncatedNote     string              `json:"truncated_note,omitempty"`
+	TruncatedIncludes map[string][]string `json:"truncated_include_fields,omitempty"`
+	RowLegend
+	Columns json.RawMessage `json:"columns,omitempty"`
+	Rows    *rowsArray      `json:"rows,omitempty"`
+	Results *rowsArray      `json:"results,omitempty"`
+	Output  *string         `json:"output,omitempty"`
+}
+
+// setRows sets the rows in the plan's shape, with their legend.
+func (o *queryClassOut) setRows(p *readPlan, rows []byte) {
+	o.TruncatedIncludes, o.RowLegend = p.truncatedIncludes, rowLegendOf(p.rowLegend())
+	if cols, colRows, ok := columnsOf(p.shape, "results", rows); ok {
+		o.Columns, o.Rows = cols, &colRows
+	} else {
+		o.Results = (*rowsArray)(&rows)
+	}
+}
+
 const queryClassOutSchema = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osLegend + `,` + osNext + `,` + osTrunc + `,` + osText +
 	`,"results":` + osRows + `,` + osColumns + `,"result_count":{"type":"integer"},"has_more":{"type":"boolean"}},"required":["class_name"],"anyOf":[{"required":["rows"]},{"required":["results"]},{"required":["output"]}]}`
 
-func queryClass(ctx context.Context, d *Deps, args queryClassIn) (Rows, error) {
+func queryClass(ctx context.Context, d *Deps, args queryClassIn) (*queryClassOut, error) {
 	in := planInput{keys: args.Keys, include: args.Include, shape: args.Shape, compact: args.Shape.compact(),
 		where: args.Where, order: args.Order, applyCanonical: args.ApplyCanonical}
 	if args.Format != "json" {
@@ -207,30 +236,26 @@ func nextCall(args Args, skip int) map[string]any {
 	return map[string]any{"tool": "query_class", "arguments": a}
 }
 
-func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget int) (Rows, error) {
+func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget int) (*queryClassOut, error) {
 	shown := min(limit, DisplayCap)
 	pg, err := p.jsonPage(ctx, skip, limit, shown, budget, true)
 	if err != nil {
 		return nil, err
 	}
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
+	o := &queryClassOut{ClassName: p.target.Class.Name}
 	if !pg.over {
 		displayCut := pg.n > pg.kept
 		hasMore := pg.hasMore || displayCut
-		o.val("result_count", pg.n)
-		o.val("has_more", hasMore)
+		o.ResultCount, o.HasMore = &pg.n, &hasMore
 		if hasMore {
-			o.val("next_call", nextCall(args, skip+pg.kept))
+			o.NextCall = nextCall(args, skip+pg.kept)
 		}
 		if displayCut {
-			o.val("truncated", true)
-			o.str("truncated_note", fmt.Sprintf("rows shows the first %d of the %d rows of this page (JSON display cap %d); next_call continues at skip %d. For more rows per call use format csv, markdown or table, or export_data.", pg.kept, pg.n, DisplayCap, skip+pg.kept))
+			o.Truncated = true
+			o.TruncatedNote = fmt.Sprintf("rows shows the first %d of the %d rows of this page (JSON display cap %d); next_call continues at skip %d. For more rows per call use format csv, markdown or table, or export_data.", pg.kept, pg.n, DisplayCap, skip+pg.kept)
 		}
-		p.addIncludeNote(o)
-		addLegend(o, p.rowLegend())
-		writeRows(o, p.shape, "results", pg.rows)
-		return o.done(), nil
+		o.setRows(p, pg.rows)
+		return o, nil
 	}
 	// Over the byte cap: drop the heaviest field, then trim rows.
 	dropped := heaviestDroppable(pg.sizes)
@@ -244,12 +269,9 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 		return nil, err
 	}
 	more := pg2.hasMore || pg2.kept < pg2.n
-	o.val("has_more", more)
-	o.val("_truncated", p.truncation(dropped, pg2.kept, pg2.n, skip, more))
-	p2.addIncludeNote(o)
-	addLegend(o, p2.rowLegend())
-	writeRows(o, p2.shape, "results", pg2.rows)
-	return o.done(), nil
+	o.HasMore, o.Truncation = &more, p.truncation(dropped, pg2.kept, pg2.n, skip, more)
+	o.setRows(p2, pg2.rows)
+	return o, nil
 }
 
 // truncation is the _truncated member of an over-the-cap query_class.
@@ -341,7 +363,7 @@ func (p *readPlan) jsonPage(ctx context.Context, skip, limit, shown, budget int,
 	return pg, err
 }
 
-func (p *readPlan) queryText(ctx context.Context, args Args, format string, skip, limit, budget int) (Rows, error) {
+func (p *readPlan) queryText(ctx context.Context, args Args, format string, skip, limit, budget int) (*queryClassOut, error) {
 	cols := p.defaultColumns()
 	tp, err := p.textPage(ctx, cols, skip, limit, budget, true)
 	if err != nil {
@@ -362,26 +384,15 @@ func (p *readPlan) queryText(ctx context.Context, args Args, format string, skip
 	headers := columnHeaders(cols)
 	out, rows, trimmed := fitText(format, headers, tp.rows, budget)
 	over := tp.over || trimmed
-	o := newJSONObject()
-	o.str("class_name", p.target.Class.Name)
-	o.str("format", format)
-	o.val("headers", headers)
-	o.val("row_count", len(rows))
+	n := len(rows)
+	o := &queryClassOut{ClassName: p.target.Class.Name, Format: format, Headers: headers, RowCount: &n, TruncatedIncludes: p.truncatedIncludes, Output: &out}
 	if over {
 		more := tp.hasMore || len(rows) < tp.n
-		o.val("_truncated", p.truncation(dropped, len(rows), tp.n, skip, more))
+		o.Truncation = p.truncation(dropped, len(rows), tp.n, skip, more)
 	} else if tp.hasMore {
-		o.val("next_call", nextCall(args, skip+len(rows)))
+		o.NextCall = nextCall(args, skip+len(rows))
 	}
-	p.addIncludeNote(o)
-	o.str("output", out)
-	return o.done(), nil
-}
-
-func (p *readPlan) addIncludeNote(o *jsonObject) {
-	if len(p.truncatedIncludes) > 0 {
-		o.val("truncated_include_fields", p.truncatedIncludes)
-	}
+	return o, nil
 }
 
 // ---- result envelopes -------------------------------------------------------

@@ -288,9 +288,7 @@ func TestJSONObject(t *testing.T) {
 	o.str("a", `q"<`)
 	o.val("b", []int{1})
 	o.raw("c", nil)
-	o.rawArray("d", []byte(`{"x":1},{"y":2}`))
-	o.rawArray("e", nil)
-	if got := string(o.done()); got != `{"a":"q\"<","b":[1],"c":null,"d":[{"x":1},{"y":2}],"e":[]}` {
+	if got := string(o.done()); got != `{"a":"q\"<","b":[1],"c":null}` {
 		t.Errorf("got %s", got)
 	}
 }

@@ -165,7 +165,7 @@ func (o *orderArg) decodeArg(_ context.Context, args Args, name string, _ *argFi
 	return err
 }
 
-func (*orderArg) schemaType() string { return "string" }
+func (*orderArg) schema() string { return `"type":"string"` }
 
 // readPlan is a policy-checked read of one class: filter, projection,
 // sort, includes and the encoders that turn stored rows into REST JSON.

@@ -39,9 +39,10 @@ type Tool struct {
 	// its class_name; e2e/schema_test.go runs every tool's example and
 	// validates the result against OutputSchema. Empty for the writes and
 	// call_action, whose calls need their own fixtures (TestWriteToolSchemas).
-	Example      string
-	InputSchema  string // JSON Schema of the arguments
-	OutputSchema string // JSON Schema of structuredContent, if declared
+	Example string
+	// OutputSchema is the JSON Schema of structuredContent (the input
+	// schema is generated from the handler's In, see Typed).
+	OutputSchema string
 	// Annotations (MCP tool hints, see annotations): no tool reaches
 	// outside the Parse database (openWorldHint false).
 	ReadOnly    bool
@@ -140,7 +141,7 @@ func (t *Tool) DescriptionFor(d *Deps) string {
 // (see DescriptionFor; d may be nil).
 func (t *Tool) MCPTool(d *Deps) mcp.Tool {
 	description := t.DescriptionFor(d)
-	tool := mcp.NewToolWithRawSchema(t.Name, description, json.RawMessage(t.InputSchema))
+	tool := mcp.NewToolWithRawSchema(t.Name, description, json.RawMessage(t.Handler.InputSchema()))
 	if t.OutputSchema != "" {
 		tool.RawOutputSchema = json.RawMessage(t.OutputSchema)
 	}

@@ -19,7 +19,6 @@ func SchemaTools() []*Tool {
 			ToolInfo:     policy.ToolInfo{Name: "get_all_schemas", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 15 * time.Second},
 			Description:  "List the app's classes with their fields and types.",
 			Example:      `{"prefix":"S"}`,
-			InputSchema:  `{"type":"object","properties":{"names":{"type":"array","items":{"type":"string"},"description":"exact class names"},"prefix":{"type":"string","description":"case-sensitive class name prefix"}}}`,
 			ReadOnly:     true,
 			OutputSchema: allSchemasOutSchema,
 			Handler:      Typed(getAllSchemas),
@@ -28,7 +27,6 @@ func SchemaTools() []*Tool {
 			ToolInfo:     policy.ToolInfo{Name: "get_schema", Category: policy.CategorySchema, Tier: config.TierReadonly, Operation: policy.OpNone, Timeout: 10 * time.Second},
 			Description:  "One class in detail: fields (type, pointer target, description, allowed values), indexes, permissions.",
 			Example:      `{"class_name":"Song"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"}},"required":["class_name"]}`,
 			ReadOnly:     true,
 			OutputSchema: schemaOutSchema,
 			Handler:      Typed(getSchema),
@@ -39,8 +37,8 @@ func SchemaTools() []*Tool {
 // ---- get_all_schemas -------------------------------------------------------------
 
 type allSchemasIn struct {
-	Names  []string `json:"names"`
-	Prefix string   `json:"prefix"`
+	Names  []string `json:"names" jsonschema:"exact class names"`
+	Prefix string   `json:"prefix" jsonschema:"case-sensitive class name prefix"`
 }
 
 // allSchemasOut's members are in the order the result has always had.

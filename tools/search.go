@@ -64,7 +64,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("atlas_text_search", 30*time.Second),
 			Description:  "Full-text search of a searchable class (get_schema: search). Rows as query_class, best first, with scores; engine names what answered.",
 			Example:      `{"class_name":"Song","query":"harbor"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"fields":{"type":"array","items":{"type":"string"}},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":50}},"required":["class_name","query"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
 			Handler:      Typed(atlasTextSearch),
@@ -73,7 +72,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("atlas_autocomplete", 15*time.Second),
 			Description:  "Values of an autocomplete field starting with prefix (literal, case-insensitive), with objectIds.",
 			Example:      `{"class_name":"Song","field":"title","prefix":"mid"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"field":{"type":"string"},"prefix":{"type":"string"},"where":{"type":"object"},"limit":{"type":"integer","default":10,"maximum":20}},"required":["class_name","field","prefix"]}`,
 			OutputSchema: autocompleteOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(atlasAutocomplete),
@@ -82,7 +80,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("atlas_faceted_search", 30*time.Second),
 			Description:  "Bucket counts of facet fields, optionally for a text query. Number/date facets need ascending boundaries.",
 			Example:      `{"class_name":"Song","query":"harbor","facets":[{"field":"genre"}]}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"query":{"type":"string"},"facets":{"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}},"where":{"type":"object"}},"required":["class_name","facets"]}`,
 			OutputSchema: facetsOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(atlasFacetedSearch),
@@ -91,7 +88,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("find_similar", 30*time.Second),
 			Description:  "Nearest rows by vector cosine to an object (itself excluded) or to a vector.",
 			Example:      `{"class_name":"Song","object_id":"$objectId"}`,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"vector":{"type":"array","items":{"type":"number"}},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"}},"required":["class_name"]}`,
 			OutputSchema: searchRowsOut,
 			ReadOnly:     true,
 			Handler:      Typed(findSimilar),
@@ -100,7 +96,6 @@ func SearchTools() []*Tool {
 			ToolInfo:     ro("semantic_search", 60*time.Second),
 			Description:  "Best text chunks for a question across searchable classes (or class_name), within token_budget.",
 			Example:      `{"query":"harbor","k":2}`,
-			InputSchema:  `{"type":"object","properties":{"query":{"type":"string"},"class_name":{"type":"string"},"k":{"type":"integer","default":5,"maximum":20},"where":{"type":"object"},"token_budget":{"type":"integer","default":20000}},"required":["query"]}`,
 			OutputSchema: semanticOutSchema,
 			ReadOnly:     true,
 			Handler:      Typed(semanticSearch),
@@ -109,8 +104,8 @@ func SearchTools() []*Tool {
 }
 
 // Output schemas of the search tools (outschema.go has the fragments):
-// atlas_text_search and find_similar answer Rows (rowsEnvelope), the others
-// their Out structs.
+// atlas_text_search and find_similar answer searchRows, the others their
+// Out structs.
 const (
 	osEngine      = `"engine":{"type":"string"}`
 	searchRowsOut = `{"type":"object","properties":{` + osNote + `,` + osClass + `,` + osEngine + `,` + osLegend + `,"result_count":{"type":"integer"},"truncated_note":{"type":"string"},"results":` + osRows + `,` + osColumns +
@@ -353,14 +348,26 @@ func hitRows(ctx context.Context, d *Deps, schema *parsedb.Schema, cls *parsedb.
 	return p, rows, kept, nil
 }
 
-// rowsEnvelope writes a search result: class, engine, rows (query_class's
-// layout) and their scores in row order.
-func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows [][]byte, hits []hit, shape rowShape, budget int) (Rows, error) {
-	o := newJSONObject()
-	o.str("class_name", cls.Name)
-	o.str("engine", engine)
+// searchRows is a search result: class, engine, rows (query_class's
+// layout, encoded straight from the stored documents), their scores in row
+// order and, for atlas_text_search, snippets of the large fields searched.
+type searchRows struct {
+	ClassName     string `json:"class_name"`
+	Engine        string `json:"engine"`
+	ResultCount   int    `json:"result_count"`
+	TruncatedNote string `json:"truncated_note,omitempty"`
+	RowLegend
+	Columns  json.RawMessage     `json:"columns,omitempty"`
+	Rows     *rowsArray          `json:"rows,omitempty"`
+	Results  *rowsArray          `json:"results,omitempty"`
+	Scores   []float64           `json:"scores"`
+	Snippets []map[string]string `json:"snippets,omitempty"`
+}
+
+// rowsEnvelope is the searchRows of the rows that fit budget.
+func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows [][]byte, hits []hit, shape rowShape, budget int) *searchRows {
 	var joined []byte
-	var scores []float64
+	scores := []float64{}
 	for i, r := range rows {
 		if len(joined)+len(r)+1 > budget {
 			break
@@ -371,19 +378,19 @@ func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows 
 		joined = append(joined, r...)
 		scores = append(scores, roundScore(d, hits[i].score))
 	}
-	o.val("result_count", len(scores))
+	out := &searchRows{ClassName: cls.Name, Engine: engine, ResultCount: len(scores), Scores: scores}
 	if len(scores) < len(rows) {
-		o.str("truncated_note", fmt.Sprintf("%d of %d rows fit the response cap; lower limit", len(scores), len(rows)))
+		out.TruncatedNote = fmt.Sprintf("%d of %d rows fit the response cap; lower limit", len(scores), len(rows))
 	}
 	if p != nil {
-		addLegend(o, p.rowLegend())
+		out.RowLegend = rowLegendOf(p.rowLegend())
 	}
-	writeRows(o, shape, "results", joined)
-	if scores == nil {
-		scores = []float64{}
+	if cols, colRows, ok := columnsOf(shape, "results", joined); ok {
+		out.Columns, out.Rows = cols, &colRows
+	} else {
+		out.Results = (*rowsArray)(&joined)
 	}
-	o.val("scores", scores)
-	return o.done(), nil
+	return out
 }
 
 // ---- atlas_text_search ------------------------------------------------------------------------
@@ -391,12 +398,12 @@ func rowsEnvelope(d *Deps, p *readPlan, cls *parsedb.Class, engine string, rows 
 type textSearchIn struct {
 	ClassName string         `json:"class_name" arg:"class"`
 	Query     searchQuery    `json:"query" arg:"required"`
-	Fields    []string       `json:"fields" arg:"fields,max=MaxKeys"`
+	Fields    []string       `json:"fields" arg:"fields;max=MaxKeys"`
 	Where     map[string]any `json:"where"`
-	Limit     int            `json:"limit" arg:"default=10,min=1,max=50"`
+	Limit     int            `json:"limit" arg:"default=10,max=50;min=1"`
 }
 
-func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (Rows, error) {
+func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (*searchRows, error) {
 	name, query, fields, where, limit := in.ClassName, string(in.Query), in.Fields, in.Where, in.Limit
 	schema, cls, sp, err := searchClass(ctx, d, name)
 	if err != nil {
@@ -436,16 +443,11 @@ func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (Rows, error
 			return nil, err
 		}
 	}
-	res, err := rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve-snippetBytes(snippets))
-	if err != nil || snippets == nil {
-		return res, err
+	res := rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve-snippetBytes(snippets))
+	if snippets != nil {
+		res.Snippets = snippets[:min(len(snippets), res.ResultCount)]
 	}
-	raw := res
-	b, err := json.Marshal(snippets[:min(len(snippets), resultCount(raw))])
-	if err != nil {
-		return nil, err
-	}
-	return append(append(append(raw[:len(raw)-1:len(raw)-1], `,"snippets":`...), b...), '}'), nil
+	return res, nil
 }
 
 func intersect(a, b []string) []string {
@@ -469,14 +471,6 @@ func snippetBytes(s []map[string]string) int {
 }
 
 // resultCount reads result_count back from an envelope.
-func resultCount(raw json.RawMessage) int {
-	var m struct {
-		N int `json:"result_count"`
-	}
-	_ = json.Unmarshal(raw, &m)
-	return m.N
-}
-
 // snippetChars is the length of a snippet of a large text field.
 const snippetChars = 240
 
@@ -550,7 +544,7 @@ func (q *searchQuery) decodeArg(_ context.Context, args Args, name string, f *ar
 	return err
 }
 
-func (*searchQuery) schemaType() string { return "string" }
+func (*searchQuery) schema() string { return `"type":"string"` }
 
 func queryArg(args Args, required bool) (string, error) {
 	q, err := args.String("query", required)
@@ -584,14 +578,14 @@ func (p *autocompletePrefix) decodeArg(_ context.Context, args Args, name string
 	return nil
 }
 
-func (*autocompletePrefix) schemaType() string { return "string" }
+func (*autocompletePrefix) schema() string { return `"type":"string"` }
 
 type autocompleteIn struct {
 	ClassName string             `json:"class_name" arg:"class"`
 	Field     string             `json:"field" arg:"required"`
 	Prefix    autocompletePrefix `json:"prefix" arg:"required"`
 	Where     map[string]any     `json:"where"`
-	Limit     int                `json:"limit" arg:"default=10,min=1,max=20"`
+	Limit     int                `json:"limit" arg:"default=10,max=20;min=1"`
 }
 
 // autocompleteOut's members are in the order the result has always had.
@@ -663,7 +657,9 @@ func (fs *facetsArg) decodeArg(_ context.Context, args Args, name string, _ *arg
 	return nil
 }
 
-func (*facetsArg) schemaType() string { return "array" }
+func (*facetsArg) schema() string {
+	return `"type":"array","items":{"type":"object","properties":{"field":{"type":"string"},"type":{"type":"string","enum":["string","number","date"]},"boundaries":{"type":"array"}},"required":["field"]}`
+}
 
 func facetArgs(d *Deps, cls *parsedb.Class, sp *policy.SearchPolicy, raw facetsArg) ([]facetSpec, error) {
 	var out []facetSpec
@@ -811,13 +807,13 @@ func facetFieldNames(fs []facetSpec) []string {
 // find_similar's arguments: exactly one of object_id and vector.
 type findSimilarIn struct {
 	ClassName string         `json:"class_name" arg:"class"`
-	K         int            `json:"k" arg:"default=5,min=1,max=20"`
-	Where     map[string]any `json:"where"`
-	Vector    vectorArg      `json:"vector"`
 	ObjectID  string         `json:"object_id" arg:"objectid"`
+	Vector    vectorArg      `json:"vector"`
+	K         int            `json:"k" arg:"default=5,max=20;min=1"`
+	Where     map[string]any `json:"where"`
 }
 
-func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (Rows, error) {
+func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (*searchRows, error) {
 	name, k, where, vector, objectID := in.ClassName, in.K, in.Where, []float64(in.Vector), in.ObjectID
 	if (objectID == "") == (vector == nil) {
 		return nil, invalid("give exactly one of object_id and vector")
@@ -843,7 +839,7 @@ func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (Rows, error) {
 	if err != nil {
 		return nil, err
 	}
-	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
+	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve), nil
 }
 
 // vectorArg is find_similar's vector: 1 to maxVectorDims finite numbers
@@ -871,7 +867,7 @@ func (vec *vectorArg) decodeArg(_ context.Context, args Args, name string, _ *ar
 	return nil
 }
 
-func (*vectorArg) schemaType() string { return "array" }
+func (*vectorArg) schema() string { return `"type":"array","items":{"type":"number"}` }
 
 // seedVector reads an object's vector through the read scope: an object
 // the session cannot read answers "not found", like get_object.

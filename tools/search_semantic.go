@@ -31,10 +31,10 @@ type chunk struct {
 // class when absent).
 type semanticSearchIn struct {
 	Query     searchQuery    `json:"query" arg:"required"`
-	K         int            `json:"k" arg:"default=5,min=1,max=20"`
-	Budget    int            `json:"token_budget" arg:"default=20000,min=100,max=200000"`
-	Where     map[string]any `json:"where"`
 	ClassName string         `json:"class_name" arg:"class,optional"`
+	K         int            `json:"k" arg:"default=5,max=20;min=1"`
+	Where     map[string]any `json:"where"`
+	Budget    int            `json:"token_budget" arg:"default=20000;min=100,max=200000"`
 }
 
 // semanticOut's members are in the order the result has always had.

@@ -5,7 +5,6 @@ package tools
 
 import (
 	"context"
-	"strings"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 )
@@ -27,29 +26,6 @@ const (
 // compact reports whether values are rendered compactly.
 func (s rowShape) compact() bool { return s != shapeREST }
 
-// The input-schema property of the shape argument of the multi-row tools
-// and of get_object (query_class's description says what the shapes are;
-// tools/list stays small).
-const (
-	rowsShapeProperty   = `"shape":{"type":"string","enum":["columns","objects","rest"]}`
-	objectShapeProperty = `"shape":{"type":"string","enum":["objects","rest"]}`
-)
-
-// withShape adds the multi-row shape property as the last property of a
-// tool's input schema (an object schema ending with its "required" list).
-func withShape(schema string) string { return withProperty(schema, rowsShapeProperty) }
-
-// withObjectShape adds get_object's shape property.
-func withObjectShape(schema string) string { return withProperty(schema, objectShapeProperty) }
-
-func withProperty(schema, property string) string {
-	i := strings.LastIndex(schema, `},"required":`)
-	if i < 0 {
-		panic("withProperty: unexpected input schema " + schema)
-	}
-	return schema[:i] + "," + property + schema[i:]
-}
-
 // decodeArg reads a shape argument: one of the field's enum (the multi-row
 // tools: columns, objects, rest; get_object: objects, rest), its default
 // when absent.
@@ -59,7 +35,7 @@ func (s *rowShape) decodeArg(_ context.Context, args Args, name string, f *argFi
 	return err
 }
 
-func (*rowShape) schemaType() string { return "string" }
+func (*rowShape) schema() string { return `"type":"string"` }
 
 func shapeOf(s string) rowShape {
 	switch s {
@@ -71,17 +47,27 @@ func shapeOf(s string) rowShape {
 	return shapeObjects
 }
 
-// addLegend writes pointer_classes and date_fields, when there are any.
-func addLegend(o *jsonObject, l *parsedb.Legend) {
+// RowLegend are the legend members of a typed result with compact rows
+// (docs/reading.md "Row shapes"); an Out embeds it where its rows are.
+type RowLegend struct {
+	PointerClasses map[string]string `json:"pointer_classes,omitempty"`
+	DateFields     []string          `json:"date_fields,omitempty"`
+}
+
+func rowLegendOf(l *parsedb.Legend) RowLegend {
 	if l == nil {
-		return
+		return RowLegend{}
 	}
-	if len(l.PointerClasses) > 0 {
-		o.val("pointer_classes", l.PointerClasses)
-	}
-	if d := l.Dates(); len(d) > 0 {
-		o.val("date_fields", d)
-	}
+	return RowLegend{PointerClasses: l.PointerClasses, DateFields: l.Dates()}
+}
+
+// rowsArray is rows encoded straight from the stored documents
+// (comma-separated JSON values), written as a JSON array without being
+// decoded again.
+type rowsArray []byte
+
+func (r rowsArray) MarshalJSON() ([]byte, error) {
+	return append(append(append(make([]byte, 0, len(r)+2), '['), r...), ']'), nil
 }
 
 // legendMap adds the legend to a map result.

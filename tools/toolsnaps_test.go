@@ -114,7 +114,7 @@ func TestToolDefinitionsComplete(t *testing.T) {
 			t.Errorf("%s: tier, timeout, description and handler are required", tool.Name)
 		}
 		var schema map[string]any
-		if err := json.Unmarshal([]byte(tool.InputSchema), &schema); err != nil || schema["type"] != "object" {
+		if err := json.Unmarshal([]byte(tool.Handler.InputSchema()), &schema); err != nil || schema["type"] != "object" {
 			t.Errorf("%s: the input schema is not a JSON object schema: %v", tool.Name, err)
 		}
 		for _, p := range multiTyped(schema, "") {

@@ -42,7 +42,7 @@ func TestUnavailableAndReadRetry(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			calls := 0
-			tool := &Tool{ReadOnly: tc.readOnly, Handler: HandlerFunc(func(context.Context, *Deps, Args) (any, error) {
+			tool := &Tool{ReadOnly: tc.readOnly, Handler: Typed(func(context.Context, *Deps, struct{}) (Dynamic, error) {
 				err := tc.errs[calls]
 				calls++
 				if err != nil {
@@ -92,7 +92,7 @@ func TestDeadlineMidReadIsTimeout(t *testing.T) {
 		{"no server selectable until the deadline", topology.ServerSelectionError{Wrapped: context.DeadlineExceeded}, toolerror.Unavailable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			tool := &Tool{ReadOnly: true, Handler: HandlerFunc(func(ctx context.Context, _ *Deps, _ Args) (any, error) {
+			tool := &Tool{ReadOnly: true, Handler: Typed(func(ctx context.Context, _ *Deps, _ struct{}) (Dynamic, error) {
 				<-ctx.Done()
 				return nil, tc.err
 			})}

@@ -78,21 +78,18 @@ func WriteTools() []*Tool {
 		{
 			ToolInfo:     def("create_object", config.TierWrite, policy.OpCreate, crud...),
 			Description:  "Create an object. fields: REST values (pointers as ids or Pointer objects, dates ISO or {__type:Date}); new fields are added to the schema." + noTriggers,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object","description":"Parse ACL; default public or the class default"},"dry_run":{"type":"boolean"}},"required":["class_name","fields"]}`,
 			OutputSchema: createObjectOutSchema,
 			Handler:      Typed(createObject),
 		},
 		{
 			ToolInfo:     def("update_object", config.TierWrite, policy.OpUpdate, crud...),
 			Description:  "Update an object: REST values or __op Increment, Add, AddUnique, Remove, Delete, AddRelation, RemoveRelation; \"obj.key\" sets a sub-key." + noTriggers,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"fields":{"type":"object"},"acl":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
 			OutputSchema: updateObjectOutSchema,
 			Handler:      Typed(updateObject),
 		},
 		{
 			ToolInfo:     def("delete_object", config.TierAdmin, policy.OpDelete, crud...),
 			Description:  "Delete an object (may ask the user to confirm)." + noTriggers,
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"object_id":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name","object_id"]}`,
 			Destructive:  true,
 			OutputSchema: deleteObjectOutSchema,
 			Handler:      Typed(deleteObject),
@@ -100,14 +97,12 @@ func WriteTools() []*Tool {
 		{
 			ToolInfo:     createClass,
 			Description:  "Create a class. fields: {name:{type,targetClass?,required?,defaultValue?}}; permissions: CLP.",
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"fields":{"type":"object"},"permissions":{"type":"object"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
 			OutputSchema: createClassOutSchema,
 			Handler:      Typed(createClassTool),
 		},
 		{
 			ToolInfo:     def("delete_class", config.TierAdmin, policy.OpNone, schemaGates...),
 			Description:  "Delete an empty class and its relation tables.",
-			InputSchema:  `{"type":"object","properties":{"class_name":{"type":"string"},"dry_run":{"type":"boolean"}},"required":["class_name"]}`,
 			Destructive:  true,
 			OutputSchema: deleteClassOutSchema,
 			Handler:      Typed(deleteClassTool),
@@ -131,14 +126,14 @@ func (w *writeFields) decodeArg(_ context.Context, args Args, name string, f *ar
 	return nil
 }
 
-func (*writeFields) schemaType() string { return "object" }
+func (*writeFields) schema() string { return `"type":"object"` }
 
 // The object writes' arguments, in the order they are checked.
 type (
 	createObjectIn struct {
 		ClassName string         `json:"class_name" arg:"class"`
 		Fields    writeFields    `json:"fields" arg:"required"`
-		ACL       map[string]any `json:"acl"`
+		ACL       map[string]any `json:"acl" jsonschema:"Parse ACL; default public or the class default"`
 		DryRun    bool           `json:"dry_run"`
 	}
 	updateObjectIn struct {
