@@ -18,7 +18,7 @@ import (
 // put Go integers or json.Number in an Args, and the getters take those too.
 type Args map[string]any
 
-// MaxKeys and MaxIncludes cap keys/include lists (README "Tools").
+// MaxKeys and MaxIncludes cap keys/include lists (docs/tools.md "Tools").
 const (
 	MaxKeys     = 64
 	MaxIncludes = 20

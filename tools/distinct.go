@@ -1,6 +1,6 @@
 package tools
 
-// distinct (README "Tools").
+// distinct (docs/tools.md "Tools").
 //
 // Decisions where the spec is silent (docs/decisions.md):
 //   - Runs as an aggregation ($match → $unwind for Array fields → $group →

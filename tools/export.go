@@ -16,7 +16,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/policy"
 )
 
-// Export limits (README "Tools").
+// Export limits (docs/tools.md "Tools").
 const (
 	DefaultRowCap = 1000
 	MaxRowCap     = 10000

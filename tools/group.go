@@ -1,6 +1,6 @@
 package tools
 
-// group_by and group_by_date (README "Tools").
+// group_by and group_by_date (docs/tools.md "Tools").
 //
 // Decisions where the spec is silent (docs/decisions.md):
 //   - The pipeline always starts with a $match carrying the complete read

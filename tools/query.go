@@ -19,7 +19,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/policy"
 )
 
-// Limits of the query tools (README "Tools").
+// Limits of the query tools (docs/tools.md "Tools").
 const (
 	DefaultQueryLimit  = 100
 	MaxQueryLimit      = 1000
