@@ -115,9 +115,6 @@ func anthropicBody(model string, req Request) ([]byte, error) {
 // tokens), content_block_start (a text or tool_use block), content_block_delta
 // (text_delta, input_json_delta), content_block_stop, message_delta (stop
 // reason, output tokens), message_stop, ping, and error.
-//
-//gocyclo:ignore
-//lintbudget:ignore
 func (p *anthropic) Stream(ctx context.Context, req Request, onText func(string)) (Reply, error) {
 	body, err := anthropicBody(p.model, req)
 	if err != nil {
@@ -131,119 +128,146 @@ func (p *anthropic) Stream(ctx context.Context, req Request, onText func(string)
 		return Reply{}, err
 	}
 	defer s.Close()
-	var reply Reply
-	var text strings.Builder
-	type block struct {
-		kind string
-		call ToolCall
-		args strings.Builder
-	}
-	blocks := map[int]*block{}
-	var order []int
-	complete := false
-	err = readSSE(s, func(ev sseEvent) error {
-		var e struct {
-			Type    string `json:"type"`
-			Index   int    `json:"index"`
-			Message struct {
-				Usage struct {
-					InputTokens              int `json:"input_tokens"`
-					OutputTokens             int `json:"output_tokens"`
-					CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
-					CacheReadInputTokens     int `json:"cache_read_input_tokens"`
-				} `json:"usage"`
-			} `json:"message"`
-			ContentBlock struct {
-				Type string `json:"type"`
-				Text string `json:"text"`
-				ID   string `json:"id"`
-				Name string `json:"name"`
-			} `json:"content_block"`
-			Delta struct {
-				Type        string `json:"type"`
-				Text        string `json:"text"`
-				PartialJSON string `json:"partial_json"`
-				StopReason  string `json:"stop_reason"`
-			} `json:"delta"`
-			Usage struct {
-				OutputTokens int `json:"output_tokens"`
-			} `json:"usage"`
-			Error struct {
-				Type    string `json:"type"`
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if len(ev.Data) == 0 {
-			return nil
-		}
-		if err := json.Unmarshal(ev.Data, &e); err != nil {
-			return fmt.Errorf("anthropic: unreadable stream event: %v", err)
-		}
-		switch e.Type {
-		case "message_start":
-			u := e.Message.Usage
-			reply.Usage.In = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-			reply.Usage.Out = u.OutputTokens
-		case "content_block_start":
-			b := &block{kind: e.ContentBlock.Type}
-			if b.kind == "tool_use" {
-				b.call = ToolCall{ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}
-			}
-			if e.ContentBlock.Text != "" {
-				text.WriteString(e.ContentBlock.Text)
-				onText(e.ContentBlock.Text)
-			}
-			blocks[e.Index] = b
-			order = append(order, e.Index)
-		case "content_block_delta":
-			b := blocks[e.Index]
-			switch e.Delta.Type {
-			case "text_delta":
-				text.WriteString(e.Delta.Text)
-				onText(e.Delta.Text)
-			case "input_json_delta":
-				if b != nil {
-					b.args.WriteString(e.Delta.PartialJSON)
-				}
-			}
-		case "message_delta":
-			if e.Delta.StopReason != "" {
-				reply.Stop = e.Delta.StopReason
-			}
-			if e.Usage.OutputTokens > 0 {
-				reply.Usage.Out = e.Usage.OutputTokens // cumulative
-			}
-		case "message_stop":
-			complete = true
-		case "error":
-			msg := e.Error.Message
-			if e.Error.Type != "" {
-				msg = e.Error.Type + ": " + msg
-			}
-			return &APIError{Provider: KindAnthropic, Message: p.http.scrub(msg)}
-		}
-		return nil
-	})
-	if err == nil && !complete {
+	st := &anStream{p: p, onText: onText, blocks: map[int]*anStreamBlock{}}
+	err = readSSE(s, st.event)
+	if err == nil && !st.complete {
 		err = errors.New("the stream ended before message_stop")
 	}
 	if err != nil {
-		if ctx.Err() != nil {
-			return reply, ctx.Err()
-		}
-		if _, ok := errors.AsType[*APIError](err); ok {
-			return reply, err
-		}
-		return reply, fmt.Errorf("anthropic: the stream broke off: %w", err)
+		return st.reply, streamErr(ctx, KindAnthropic, err)
 	}
-	reply.Text = text.String()
-	for _, i := range order {
-		b := blocks[i]
+	return st.finish(), nil
+}
+
+// anStream is one Messages stream being read: the reply so far and the
+// content blocks by index, in the order they started.
+type anStream struct {
+	p        *anthropic
+	onText   func(string)
+	reply    Reply
+	text     strings.Builder
+	blocks   map[int]*anStreamBlock
+	order    []int
+	complete bool
+}
+
+// anStreamBlock is one content block of a streamed reply.
+type anStreamBlock struct {
+	kind string
+	call ToolCall
+	args strings.Builder
+}
+
+// anEvent is one event of a streamed Messages call.
+type anEvent struct {
+	Type    string `json:"type"`
+	Index   int    `json:"index"`
+	Message struct {
+		Usage struct {
+			InputTokens              int `json:"input_tokens"`
+			OutputTokens             int `json:"output_tokens"`
+			CacheCreationInputTokens int `json:"cache_creation_input_tokens"`
+			CacheReadInputTokens     int `json:"cache_read_input_tokens"`
+		} `json:"usage"`
+	} `json:"message"`
+	ContentBlock struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+		ID   string `json:"id"`
+		Name string `json:"name"`
+	} `json:"content_block"`
+	Delta struct {
+		Type        string `json:"type"`
+		Text        string `json:"text"`
+		PartialJSON string `json:"partial_json"`
+		StopReason  string `json:"stop_reason"`
+	} `json:"delta"`
+	Usage struct {
+		OutputTokens int `json:"output_tokens"`
+	} `json:"usage"`
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// event reads one SSE event, by its type; content_block_stop and ping carry
+// nothing the reply needs.
+func (st *anStream) event(ev sseEvent) error {
+	if len(ev.Data) == 0 {
+		return nil
+	}
+	var e anEvent
+	if err := json.Unmarshal(ev.Data, &e); err != nil {
+		return fmt.Errorf("anthropic: unreadable stream event: %v", err)
+	}
+	switch e.Type {
+	case "message_start":
+		u := e.Message.Usage
+		st.reply.Usage.In = u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+		st.reply.Usage.Out = u.OutputTokens
+	case "content_block_start":
+		st.blockStart(&e)
+	case "content_block_delta":
+		st.blockDelta(&e)
+	case "message_delta":
+		if e.Delta.StopReason != "" {
+			st.reply.Stop = e.Delta.StopReason
+		}
+		if e.Usage.OutputTokens > 0 {
+			st.reply.Usage.Out = e.Usage.OutputTokens // cumulative
+		}
+	case "message_stop":
+		st.complete = true
+	case "error":
+		msg := e.Error.Message
+		if e.Error.Type != "" {
+			msg = e.Error.Type + ": " + msg
+		}
+		return &APIError{Provider: KindAnthropic, Message: st.p.http.scrub(msg)}
+	}
+	return nil
+}
+
+// blockStart opens a text or tool_use block.
+func (st *anStream) blockStart(e *anEvent) {
+	b := &anStreamBlock{kind: e.ContentBlock.Type}
+	if b.kind == "tool_use" {
+		b.call = ToolCall{ID: e.ContentBlock.ID, Name: e.ContentBlock.Name}
+	}
+	if e.ContentBlock.Text != "" {
+		st.text.WriteString(e.ContentBlock.Text)
+		st.onText(e.ContentBlock.Text)
+	}
+	st.blocks[e.Index] = b
+	st.order = append(st.order, e.Index)
+}
+
+// blockDelta adds answer text, or a fragment of a tool call's input.
+func (st *anStream) blockDelta(e *anEvent) {
+	switch e.Delta.Type {
+	case "text_delta":
+		st.text.WriteString(e.Delta.Text)
+		st.onText(e.Delta.Text)
+	case "input_json_delta":
+		if b := st.blocks[e.Index]; b != nil {
+			b.args.WriteString(e.Delta.PartialJSON)
+		}
+	}
+}
+
+// finish returns the complete reply: the text and the tool_use blocks as
+// calls, in the order they started.
+func (st *anStream) finish() Reply {
+	reply := st.reply
+	reply.Text = st.text.String()
+	for _, i := range st.order {
+		b := st.blocks[i]
 		if b.kind != "tool_use" {
 			continue
 		}
 		b.call.Args = objectArgs(b.args.String())
 		reply.Calls = append(reply.Calls, b.call)
 	}
-	return reply, nil
+	return reply
 }

@@ -129,9 +129,6 @@ func openAIBody(model string, req Request) ([]byte, error) {
 // choices[0].delta.content (answer text) and choices[0].delta.tool_calls
 // (each call's id and name in its first chunk, then argument fragments by
 // index; several indexes are parallel calls); the last chunk carries usage.
-//
-//gocyclo:ignore
-//lintbudget:ignore
 func (p *openAI) Stream(ctx context.Context, req Request, onText func(string)) (Reply, error) {
 	body, err := openAIBody(p.model, req)
 	if err != nil {
@@ -146,107 +143,133 @@ func (p *openAI) Stream(ctx context.Context, req Request, onText func(string)) (
 		// A server that ignores stream: true answers in one document.
 		return p.whole(s, onText)
 	}
-	var reply Reply
-	var text strings.Builder
-	calls := map[int]*ToolCall{}
-	args := map[int]*strings.Builder{}
-	next := 0 // index of a call whose chunk names none
-	complete := false
-	err = readSSE(s, func(ev sseEvent) error {
-		data := strings.TrimSpace(string(ev.Data))
-		if data == "[DONE]" {
-			complete = true
-			return nil
-		}
-		if data == "" {
-			return nil
-		}
-		var chunk struct {
-			Choices []struct {
-				Delta struct {
-					Content   *string      `json:"content"`
-					ToolCalls []oaToolCall `json:"tool_calls"`
-				} `json:"delta"`
-				FinishReason *string `json:"finish_reason"`
-			} `json:"choices"`
-			Usage *oaUsage `json:"usage"`
-			Error *struct {
-				Message string `json:"message"`
-			} `json:"error"`
-		}
-		if err := json.Unmarshal(ev.Data, &chunk); err != nil {
-			return fmt.Errorf("%s: unreadable stream chunk: %v", p.kind, err)
-		}
-		if chunk.Error != nil {
-			return &APIError{Provider: p.kind, Message: p.http.scrub(chunk.Error.Message)}
-		}
-		if chunk.Usage != nil {
-			reply.Usage = Usage{In: chunk.Usage.PromptTokens, Out: chunk.Usage.CompletionTokens}
-		}
-		for _, ch := range chunk.Choices {
-			if ch.Delta.Content != nil && *ch.Delta.Content != "" {
-				text.WriteString(*ch.Delta.Content)
-				onText(*ch.Delta.Content)
-			}
-			for _, tc := range ch.Delta.ToolCalls {
-				i := next
-				if tc.Index != nil {
-					i = *tc.Index
-				}
-				c := calls[i]
-				// A server that numbers every call 0 (or none) starts a new
-				// call with a new id.
-				if c != nil && tc.ID != "" && c.ID != "" && tc.ID != c.ID {
-					i = len(calls) + 1000
-					for calls[i] != nil {
-						i++
-					}
-					c = nil
-				}
-				if c == nil {
-					c = &ToolCall{}
-					calls[i] = c
-					args[i] = &strings.Builder{}
-					if tc.Index == nil {
-						next++
-					}
-				}
-				if tc.ID != "" {
-					c.ID = tc.ID
-				}
-				if tc.Function.Name != "" {
-					c.Name += tc.Function.Name
-				}
-				args[i].WriteString(tc.Function.Arguments)
-			}
-			if ch.FinishReason != nil && *ch.FinishReason != "" {
-				reply.Stop = *ch.FinishReason
-				complete = true
-			}
-		}
-		return nil
-	})
-	if err == nil && !complete {
+	st := &oaStream{p: p, onText: onText, calls: map[int]*ToolCall{}, args: map[int]*strings.Builder{}}
+	err = readSSE(s, st.event)
+	if err == nil && !st.complete {
 		err = errors.New("the stream ended before the reply was complete")
 	}
 	if err != nil {
-		return reply, p.streamErr(ctx, err)
+		return st.reply, streamErr(ctx, p.kind, err)
 	}
-	reply.Text = text.String()
-	idx := make([]int, 0, len(calls))
-	for i := range calls {
+	return st.finish(), nil
+}
+
+// oaStream is one Chat Completions stream being read: the reply so far and
+// the tool calls by index.
+type oaStream struct {
+	p        *openAI
+	onText   func(string)
+	reply    Reply
+	text     strings.Builder
+	calls    map[int]*ToolCall
+	args     map[int]*strings.Builder
+	next     int // index of a call whose chunk names none
+	complete bool
+}
+
+// oaChunk is one chunk of a streamed completion.
+type oaChunk struct {
+	Choices []struct {
+		Delta struct {
+			Content   *string      `json:"content"`
+			ToolCalls []oaToolCall `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *oaUsage `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// event reads one SSE event: a chunk, the [DONE] marker or nothing.
+func (st *oaStream) event(ev sseEvent) error {
+	data := strings.TrimSpace(string(ev.Data))
+	if data == "[DONE]" {
+		st.complete = true
+		return nil
+	}
+	if data == "" {
+		return nil
+	}
+	var chunk oaChunk
+	if err := json.Unmarshal(ev.Data, &chunk); err != nil {
+		return fmt.Errorf("%s: unreadable stream chunk: %v", st.p.kind, err)
+	}
+	if chunk.Error != nil {
+		return &APIError{Provider: st.p.kind, Message: st.p.http.scrub(chunk.Error.Message)}
+	}
+	if chunk.Usage != nil {
+		st.reply.Usage = Usage{In: chunk.Usage.PromptTokens, Out: chunk.Usage.CompletionTokens}
+	}
+	for _, ch := range chunk.Choices {
+		if ch.Delta.Content != nil && *ch.Delta.Content != "" {
+			st.text.WriteString(*ch.Delta.Content)
+			st.onText(*ch.Delta.Content)
+		}
+		for _, tc := range ch.Delta.ToolCalls {
+			st.toolCall(tc)
+		}
+		if ch.FinishReason != nil && *ch.FinishReason != "" {
+			st.reply.Stop = *ch.FinishReason
+			st.complete = true
+		}
+	}
+	return nil
+}
+
+// toolCall adds one tool-call fragment to its call.
+func (st *oaStream) toolCall(tc oaToolCall) {
+	i := st.next
+	if tc.Index != nil {
+		i = *tc.Index
+	}
+	c := st.calls[i]
+	// A server that numbers every call 0 (or none) starts a new call with a
+	// new id.
+	if c != nil && tc.ID != "" && c.ID != "" && tc.ID != c.ID {
+		i = len(st.calls) + 1000
+		for st.calls[i] != nil {
+			i++
+		}
+		c = nil
+	}
+	if c == nil {
+		c = &ToolCall{}
+		st.calls[i] = c
+		st.args[i] = &strings.Builder{}
+		if tc.Index == nil {
+			st.next++
+		}
+	}
+	if tc.ID != "" {
+		c.ID = tc.ID
+	}
+	if tc.Function.Name != "" {
+		c.Name += tc.Function.Name
+	}
+	st.args[i].WriteString(tc.Function.Arguments)
+}
+
+// finish returns the complete reply: the text and the calls in index order,
+// each with an id.
+func (st *oaStream) finish() Reply {
+	reply := st.reply
+	reply.Text = st.text.String()
+	idx := make([]int, 0, len(st.calls))
+	for i := range st.calls {
 		idx = append(idx, i)
 	}
 	sort.Ints(idx)
 	for n, i := range idx {
-		c := calls[i]
+		c := st.calls[i]
 		if c.ID == "" {
 			c.ID = fmt.Sprintf("call_%d", n)
 		}
-		c.Args = objectArgs(args[i].String())
+		c.Args = objectArgs(st.args[i].String())
 		reply.Calls = append(reply.Calls, *c)
 	}
-	return reply, nil
+	return reply
 }
 
 // whole reads a non-streamed completion.
@@ -288,13 +311,13 @@ func (p *openAI) whole(r io.Reader, onText func(string)) (Reply, error) {
 }
 
 // streamErr prefers the context's error (Ctrl-C) over the read error it
-// caused.
-func (p *openAI) streamErr(ctx context.Context, err error) error {
+// caused; a provider's own error is passed on as it is.
+func streamErr(ctx context.Context, kind string, err error) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if _, ok := errors.AsType[*APIError](err); ok {
 		return err
 	}
-	return fmt.Errorf("%s: the stream broke off: %w", p.kind, err)
+	return fmt.Errorf("%s: the stream broke off: %w", kind, err)
 }

@@ -64,8 +64,6 @@ type lineReader interface {
 }
 
 // Run serves the prompt until /exit, Ctrl-D, end of input or ctx ends.
-//
-//lintbudget:ignore
 func (r *REPL) Run(ctx context.Context) error {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
@@ -74,59 +72,23 @@ func (r *REPL) Run(ctx context.Context) error {
 	out := r.Out
 	r.Out = terminal.Filter(out)
 	defer func() { r.Out = out }()
-	var lines lineReader
-	f, tty := r.In.(*os.File)
-	tty = tty && term.IsTerminal(int(f.Fd()))
-	if tty {
-		echo := r.Echo
-		if echo == nil {
-			echo = out
-		}
-		lines = newTTYReader(f, echo)
-	} else {
-		sc := bufio.NewScanner(r.In)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		lines = &scanReader{sc: sc}
-	}
+	lines, tty := r.lineReader(out)
 
 	// Ctrl-C arrives as SIGINT while an answer is written (the terminal is
 	// in its normal mode then; the prompt reads it in raw mode as a key).
 	// It cancels the answer; with no answer running (input from a pipe) it
 	// ends the chat.
-	var mu sync.Mutex
-	var cancelTurn context.CancelFunc
+	turns := &turnCanceller{}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt)
 	defer signal.Stop(sig)
-	go func() {
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-sig:
-				mu.Lock()
-				c := cancelTurn
-				mu.Unlock()
-				if c != nil {
-					c()
-				} else {
-					stop()
-				}
-			}
-		}
-	}()
+	go turns.watch(ctx, sig, stop)
 
 	if r.Banner != "" {
 		fmt.Fprintln(r.Out, r.Banner)
 	}
 	r.Session.Out = r.Out
-	r.Session.OnTool = func(e TraceEntry) {
-		status := ""
-		if e.IsError {
-			status = " (error)"
-		}
-		fmt.Fprintf(r.Out, "  · %s %s%s\n", e.Name, formatDuration(e.Duration), status)
-	}
+	r.Session.OnTool = r.showToolCall
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -145,136 +107,238 @@ func (r *REPL) Run(ctx context.Context) error {
 		if line == "" {
 			continue
 		}
-		// A question or a command that calls the model (/compact) runs under
-		// its own context: Ctrl-C cancels it, not the chat.
-		tctx, cancel := context.WithCancel(ctx)
-		mu.Lock()
-		cancelTurn = cancel
-		mu.Unlock()
-		var ans Answer
-		var done bool
-		if strings.HasPrefix(line, "/") {
-			done = r.command(tctx, line)
-		} else {
-			ans, err = r.Session.Ask(tctx, line)
-		}
-		mu.Lock()
-		cancelTurn = nil
-		mu.Unlock()
-		cancel()
-		if done {
+		if r.turn(ctx, turns, line) {
 			return nil
-		}
-		if strings.HasPrefix(line, "/") {
-			continue
-		}
-		switch {
-		case err == nil:
-			if ans.CutOff {
-				fmt.Fprintln(r.Out, CutOffNote)
-			}
-		case errors.Is(err, context.Canceled) && ctx.Err() == nil:
-			// The terminal has echoed the ^C already (the answer streams in
-			// cooked mode): the note does not print a second one.
-			fmt.Fprintln(r.Out, "\nanswer cancelled (the question is dropped from the history)")
-		case errors.Is(err, ErrRoundLimit):
-			fmt.Fprintf(r.Out, "\nstopped: %v\n", err)
-		case ctx.Err() != nil:
-			return nil
-		default:
-			fmt.Fprintf(r.Out, "\nerror: %v\n", err)
 		}
 	}
 }
 
+// lineReader is the line editor on a terminal, else a reader by lines; it
+// reports whether In is a terminal.
+func (r *REPL) lineReader(out io.Writer) (lineReader, bool) {
+	f, tty := r.In.(*os.File)
+	if tty && term.IsTerminal(int(f.Fd())) {
+		echo := r.Echo
+		if echo == nil {
+			echo = out
+		}
+		return newTTYReader(f, echo), true
+	}
+	sc := bufio.NewScanner(r.In)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	return &scanReader{sc: sc}, false
+}
+
+// showToolCall prints one line per tool call while an answer is written.
+func (r *REPL) showToolCall(e TraceEntry) {
+	status := ""
+	if e.IsError {
+		status = " (error)"
+	}
+	fmt.Fprintf(r.Out, "  · %s %s%s\n", e.Name, formatDuration(e.Duration), status)
+}
+
+// turn runs one line, a command or a question; it reports whether the chat
+// should end. A question or a command that calls the model (/compact) runs
+// under its own context: Ctrl-C cancels it, not the chat.
+func (r *REPL) turn(ctx context.Context, turns *turnCanceller, line string) bool {
+	tctx := turns.begin(ctx)
+	if strings.HasPrefix(line, "/") {
+		done := r.command(tctx, line)
+		turns.end()
+		return done
+	}
+	ans, err := r.Session.Ask(tctx, line)
+	turns.end()
+	switch {
+	case err == nil:
+		if ans.CutOff {
+			fmt.Fprintln(r.Out, CutOffNote)
+		}
+	case errors.Is(err, context.Canceled) && ctx.Err() == nil:
+		// The terminal has echoed the ^C already (the answer streams in
+		// cooked mode): the note does not print a second one.
+		fmt.Fprintln(r.Out, "\nanswer cancelled (the question is dropped from the history)")
+	case errors.Is(err, ErrRoundLimit):
+		fmt.Fprintf(r.Out, "\nstopped: %v\n", err)
+	case ctx.Err() != nil:
+		return true
+	default:
+		fmt.Fprintf(r.Out, "\nerror: %v\n", err)
+	}
+	return false
+}
+
+// turnCanceller holds the cancel function of the turn running, if any, for
+// the Ctrl-C watcher.
+type turnCanceller struct {
+	mu     sync.Mutex
+	cancel context.CancelFunc
+}
+
+// begin starts a turn under its own context.
+func (t *turnCanceller) begin(ctx context.Context) context.Context {
+	tctx, cancel := context.WithCancel(ctx)
+	t.mu.Lock()
+	t.cancel = cancel
+	t.mu.Unlock()
+	return tctx
+}
+
+// end ends the turn running.
+func (t *turnCanceller) end() {
+	t.mu.Lock()
+	cancel := t.cancel
+	t.cancel = nil
+	t.mu.Unlock()
+	cancel()
+}
+
+// watch turns each SIGINT into the turn's cancel, or stop with no turn
+// running, until ctx ends.
+func (t *turnCanceller) watch(ctx context.Context, sig <-chan os.Signal, stop context.CancelFunc) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-sig:
+			t.mu.Lock()
+			c := t.cancel
+			t.mu.Unlock()
+			if c != nil {
+				c()
+			} else {
+				stop()
+			}
+		}
+	}
+}
+
+// replCommands are the slash commands by name; each reports whether the
+// chat should end.
+var replCommands = map[string]func(r *REPL, ctx context.Context, arg string) bool{
+	"/exit":    func(*REPL, context.Context, string) bool { return true },
+	"/quit":    func(*REPL, context.Context, string) bool { return true },
+	"/help":    (*REPL).help,
+	"/?":       (*REPL).help,
+	"/reset":   (*REPL).reset,
+	"/compact": (*REPL).compact,
+	"/tools":   (*REPL).tools,
+	"/trace":   (*REPL).trace,
+	"/cost":    (*REPL).cost,
+	"/history": (*REPL).history,
+}
+
 // command runs a slash command; it reports whether the chat should end.
-//
-//gocyclo:ignore
 func (r *REPL) command(ctx context.Context, line string) bool {
-	s := r.Session
 	name, arg, _ := strings.Cut(line, " ")
 	arg = strings.TrimSpace(arg)
-	switch strings.ToLower(name) {
-	case "/exit", "/quit":
-		return true
-	case "/help", "/?":
-		fmt.Fprintln(r.Out, helpText)
-	case "/reset":
-		s.Reset()
-		fmt.Fprintln(r.Out, "history cleared (the cost so far stays: /cost)")
-	case "/compact":
-		if len(s.History()) == 0 {
-			fmt.Fprintln(r.Out, "nothing to compact")
-			return false
-		}
-		before, after, err := s.Compact(ctx)
-		if err != nil {
-			if errors.Is(err, context.Canceled) {
-				fmt.Fprintln(r.Out, "\ncompact cancelled (history kept)")
-				return false
-			}
-			fmt.Fprintf(r.Out, "compact failed: %v\n", err)
-			return false
-		}
-		fmt.Fprintf(r.Out, "history compacted: %d → %d tokens (%+d)\n", before, after, after-before)
-	case "/tools":
-		for _, t := range s.Tools() {
-			fmt.Fprintf(r.Out, "%-20s %s\n", t.Name, firstSentence(t.Description))
-		}
-		fmt.Fprintf(r.Out, "%d tools\n", len(s.Tools()))
-	case "/trace":
-		entries := s.Trace()
-		if arg != "all" {
-			var last []TraceEntry
-			for _, e := range entries {
-				if e.Turn == s.Turn() {
-					last = append(last, e)
-				}
-			}
-			entries = last
-		}
-		if len(entries) == 0 {
-			fmt.Fprintln(r.Out, "no tool calls")
-		}
-		for _, e := range entries {
-			fmt.Fprintf(r.Out, "#%d.%d %s\n", e.Turn, e.Round, e)
-		}
-	case "/cost":
-		fmt.Fprintf(r.Out, "last question: %s\n", CostLine(r.Prices, s.Provider, s.Last))
-		fmt.Fprintf(r.Out, "session:       %s\n", CostLine(r.Prices, s.Provider, s.Total))
-		if pr, ok := r.Prices.Lookup(s.Provider.Name(), s.Provider.Model()); ok {
-			fmt.Fprintf(r.Out, "price: $%.2f in / $%.2f out per million tokens (LLM_PRICES overrides)\n", pr.In, pr.Out)
-		}
-	case "/history":
-		if sum := s.Summary(); sum != "" {
-			fmt.Fprintf(r.Out, "summary: %s\n", sum)
-		}
-		for _, m := range s.History() {
-			switch m.Role {
-			case RoleUser:
-				fmt.Fprintf(r.Out, "you: %s\n", m.Text)
-			case RoleAssistant:
-				if m.Text != "" {
-					fmt.Fprintf(r.Out, "assistant: %s\n", strings.TrimSpace(m.Text))
-				}
-				for _, c := range m.Calls {
-					fmt.Fprintf(r.Out, "  → %s %s\n", c.Name, compactJSON(c.Args))
-				}
-			case RoleTool:
-				for _, res := range m.Results {
-					status := ""
-					if res.IsError {
-						status = " (error)"
-					}
-					fmt.Fprintf(r.Out, "  ← %s: %d bytes%s\n", res.Name, len(res.Text), status)
-				}
-			}
-		}
-		if len(s.History()) == 0 && s.Summary() == "" {
-			fmt.Fprintln(r.Out, "no history")
-		}
-	default:
+	run, ok := replCommands[strings.ToLower(name)]
+	if !ok {
 		fmt.Fprintf(r.Out, "unknown command %s (/help lists them)\n", name)
+		return false
+	}
+	return run(r, ctx, arg)
+}
+
+func (r *REPL) help(context.Context, string) bool {
+	fmt.Fprintln(r.Out, helpText)
+	return false
+}
+
+func (r *REPL) reset(context.Context, string) bool {
+	r.Session.Reset()
+	fmt.Fprintln(r.Out, "history cleared (the cost so far stays: /cost)")
+	return false
+}
+
+func (r *REPL) compact(ctx context.Context, _ string) bool {
+	s := r.Session
+	if len(s.History()) == 0 {
+		fmt.Fprintln(r.Out, "nothing to compact")
+		return false
+	}
+	before, after, err := s.Compact(ctx)
+	if err != nil {
+		if errors.Is(err, context.Canceled) {
+			fmt.Fprintln(r.Out, "\ncompact cancelled (history kept)")
+			return false
+		}
+		fmt.Fprintf(r.Out, "compact failed: %v\n", err)
+		return false
+	}
+	fmt.Fprintf(r.Out, "history compacted: %d → %d tokens (%+d)\n", before, after, after-before)
+	return false
+}
+
+func (r *REPL) tools(context.Context, string) bool {
+	s := r.Session
+	for _, t := range s.Tools() {
+		fmt.Fprintf(r.Out, "%-20s %s\n", t.Name, firstSentence(t.Description))
+	}
+	fmt.Fprintf(r.Out, "%d tools\n", len(s.Tools()))
+	return false
+}
+
+func (r *REPL) trace(_ context.Context, arg string) bool {
+	s := r.Session
+	entries := s.Trace()
+	if arg != "all" {
+		var last []TraceEntry
+		for _, e := range entries {
+			if e.Turn == s.Turn() {
+				last = append(last, e)
+			}
+		}
+		entries = last
+	}
+	if len(entries) == 0 {
+		fmt.Fprintln(r.Out, "no tool calls")
+	}
+	for _, e := range entries {
+		fmt.Fprintf(r.Out, "#%d.%d %s\n", e.Turn, e.Round, e)
+	}
+	return false
+}
+
+func (r *REPL) cost(context.Context, string) bool {
+	s := r.Session
+	fmt.Fprintf(r.Out, "last question: %s\n", CostLine(r.Prices, s.Provider, s.Last))
+	fmt.Fprintf(r.Out, "session:       %s\n", CostLine(r.Prices, s.Provider, s.Total))
+	if pr, ok := r.Prices.Lookup(s.Provider.Name(), s.Provider.Model()); ok {
+		fmt.Fprintf(r.Out, "price: $%.2f in / $%.2f out per million tokens (LLM_PRICES overrides)\n", pr.In, pr.Out)
+	}
+	return false
+}
+
+func (r *REPL) history(context.Context, string) bool {
+	s := r.Session
+	if sum := s.Summary(); sum != "" {
+		fmt.Fprintf(r.Out, "summary: %s\n", sum)
+	}
+	for _, m := range s.History() {
+		switch m.Role {
+		case RoleUser:
+			fmt.Fprintf(r.Out, "you: %s\n", m.Text)
+		case RoleAssistant:
+			if m.Text != "" {
+				fmt.Fprintf(r.Out, "assistant: %s\n", strings.TrimSpace(m.Text))
+			}
+			for _, c := range m.Calls {
+				fmt.Fprintf(r.Out, "  → %s %s\n", c.Name, compactJSON(c.Args))
+			}
+		case RoleTool:
+			for _, res := range m.Results {
+				status := ""
+				if res.IsError {
+					status = " (error)"
+				}
+				fmt.Fprintf(r.Out, "  ← %s: %d bytes%s\n", res.Name, len(res.Text), status)
+			}
+		}
+	}
+	if len(s.History()) == 0 && s.Summary() == "" {
+		fmt.Fprintln(r.Out, "no history")
 	}
 	return false
 }

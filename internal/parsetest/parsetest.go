@@ -102,9 +102,6 @@ var dbCounter atomic.Int64
 
 // Start boots Parse Server and stops it when the test ends. It skips the test
 // when Node/npm are not available (see the package documentation).
-//
-//gocyclo:ignore
-//lintbudget:ignore
 func Start(t testing.TB, o Options) *Server {
 	t.Helper()
 	if o.MongoURI == "" {
@@ -121,7 +118,22 @@ func Start(t testing.TB, o Options) *Server {
 		}
 		t.Fatalf("installing parse-server@%s: %v", ParseServerVersion, err)
 	}
+	s, drop := newServer(t, o)
+	cmd := s.command(t, rt, o)
+	stdout, exited, logs := s.launch(t, cmd, o, drop)
+	port := waitReady(t, stdout, exited, logs)
+	s.URL = "http://127.0.0.1:" + port + "/parse"
+	if len(o.LiveQueryClasses) > 0 {
+		s.LiveQueryURL = "ws://127.0.0.1:" + port + "/"
+	}
+	s.waitHealthy(t, exited, logs)
+	return s
+}
 
+// newServer names the app, its keys and its database (a fresh one, dropped
+// at the end, unless Options.Database names one); it reports whether the
+// database is dropped.
+func newServer(t testing.TB, o Options) (*Server, bool) {
 	db := o.Database
 	drop := false
 	if db == "" {
@@ -134,15 +146,18 @@ func Start(t testing.TB, o Options) *Server {
 	}
 	u.Path = "/" + db
 	dbURI := u.String()
-
-	s := &Server{
+	return &Server{
 		AppID:     "parsetest-" + randomHex(4),
 		MasterKey: randomHex(24),
 		Database:  db,
 		MongoURI:  dbURI,
 		client:    &http.Client{Timeout: 60 * time.Second},
-	}
+	}, drop
+}
 
+// command writes the server script and the Cloud Code to a temporary
+// directory and returns the node command that runs them.
+func (s *Server) command(t testing.TB, rt *Runtime, o Options) *exec.Cmd {
 	dir := t.TempDir()
 	cloud := o.CloudCode
 	if cloud == "" {
@@ -154,7 +169,7 @@ func Start(t testing.TB, o Options) *Server {
 		}
 	}
 	cfg := map[string]any{
-		"databaseURI":      dbURI,
+		"databaseURI":      s.MongoURI,
 		"appId":            s.AppID,
 		"masterKey":        s.MasterKey,
 		"cloud":            filepath.Join(dir, "main.js"),
@@ -164,7 +179,6 @@ func Start(t testing.TB, o Options) *Server {
 	if o.Verbose {
 		cfg["logLevel"] = "info"
 	}
-
 	cmd := exec.Command(rt.Node, filepath.Join(dir, "server.js"))
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(),
@@ -172,6 +186,13 @@ func Start(t testing.TB, o Options) *Server {
 		"PARSETEST_CONFIG="+marshalConfig(cfg),
 		"NODE_ENV=test",
 	)
+	return cmd
+}
+
+// launch starts node and, when the test ends, stops it (SIGTERM, then kill
+// after 20 seconds) and drops the database if drop. It returns node's
+// stdout, a channel closed when node exits, and its log.
+func (s *Server) launch(t testing.TB, cmd *exec.Cmd, o Options, drop bool) (io.Reader, <-chan struct{}, *SyncBuffer) {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -200,10 +221,16 @@ func Start(t testing.TB, o Options) *Server {
 			t.Logf("parse-server log:\n%s", logs.String())
 		}
 		if drop {
-			dropDatabase(o.MongoURI, db)
+			dropDatabase(o.MongoURI, s.Database)
 		}
 	})
+	return stdout, exited, logs
+}
 
+// waitReady reads node's stdout into the log until the server script prints
+// its port, and returns the port.
+func waitReady(t testing.TB, stdout io.Reader, exited <-chan struct{}, logs *SyncBuffer) string {
+	t.Helper()
 	ready := make(chan string, 1)
 	go func() {
 		sc := bufio.NewScanner(stdout)
@@ -216,20 +243,15 @@ func Start(t testing.TB, o Options) *Server {
 			logs.Write([]byte(line + "\n"))
 		}
 	}()
-	var port string
 	select {
-	case port = <-ready:
+	case port := <-ready:
+		return port
 	case <-exited:
 		t.Fatalf("parse-server exited during start-up:\n%s", logs.String())
 	case <-time.After(5 * time.Minute):
 		t.Fatalf("parse-server did not start within 5 minutes:\n%s", logs.String())
 	}
-	s.URL = "http://127.0.0.1:" + port + "/parse"
-	if len(o.LiveQueryClasses) > 0 {
-		s.LiveQueryURL = "ws://127.0.0.1:" + port + "/"
-	}
-	s.waitHealthy(t, exited, logs)
-	return s
+	return ""
 }
 
 func (s *Server) waitHealthy(t testing.TB, exited <-chan struct{}, logs *SyncBuffer) {

@@ -140,8 +140,8 @@ type engine struct {
 	down        bool
 }
 
-//gocyclo:ignore
-//lintbudget:ignore
+// start brings the engine up: the chroot's mounts, a fresh PostgreSQL
+// cluster with DocumentDB, FerretDB on it, then instance.json.
 func (e *engine) start(ctx context.Context) error {
 	if err := os.MkdirAll(e.state, 0o755); err != nil {
 		return err
@@ -151,6 +151,29 @@ func (e *engine) start(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := e.initPostgres(); err != nil {
+		return err
+	}
+	if err := e.startPostgres(ctx); err != nil {
+		return err
+	}
+	if err := e.startFerretDB(); err != nil {
+		return err
+	}
+	b, err := json.Marshal(Instance{PID: os.Getpid(), URI: e.uri, PostgresPort: e.pgPort})
+	if err != nil {
+		return err
+	}
+	tmp := filepath.Join(e.state, "instance.json.tmp")
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, filepath.Join(e.state, "instance.json"))
+}
+
+// initPostgres makes a fresh cluster in the chroot (the data and socket
+// directories owned by postgres, initdb) listening on a free port.
+func (e *engine) initPostgres() error {
 	uid, gid, err := lookupUser(filepath.Join(e.root, "etc/passwd"), pgUser)
 	if err != nil {
 		return err
@@ -161,21 +184,7 @@ func (e *engine) start(ctx context.Context) error {
 		return err
 	}
 	for _, d := range []string{data, filepath.Join(e.root, pgSock)} {
-		// The tree's absolute symlinks (var/run -> /run) would lead out of
-		// it: refuse any directory whose parent resolves elsewhere.
-		if err := insideTree(e.root, filepath.Dir(d)); err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
-			return err
-		}
-		if err := os.Chmod(filepath.Dir(d), 0o755); err != nil {
-			return err
-		}
-		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return err
-		}
-		if err := os.Chown(d, uid, gid); err != nil {
+		if err := e.postgresDir(d, uid, gid); err != nil {
 			return err
 		}
 	}
@@ -208,10 +217,31 @@ log_min_messages = warning
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
+	return err
+}
+
+// postgresDir makes d (0700, owned by uid:gid) under a 0755 parent.
+func (e *engine) postgresDir(d string, uid, gid int) error {
+	// The tree's absolute symlinks (var/run -> /run) would lead out of it:
+	// refuse any directory whose parent resolves elsewhere.
+	if err := insideTree(e.root, filepath.Dir(d)); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Dir(d), 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(filepath.Dir(d), 0o755); err != nil {
+		return err
+	}
+	if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return os.Chown(d, uid, gid)
+}
 
+// startPostgres starts PostgreSQL and waits until the DocumentDB extension
+// is created (at most 2 minutes).
+func (e *engine) startPostgres(ctx context.Context) error {
 	e.pg = e.chroot(pgBin+"/postgres", "-D", pgData)
 	e.pg.Stdout, e.pg.Stderr = os.Stderr, os.Stderr
 	e.pg.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
@@ -227,7 +257,7 @@ log_min_messages = warning
 		out, err := e.chroot(pgBin+"/psql", "-h", "127.0.0.1", "-p", strconv.Itoa(e.pgPort), "-U", pgUser,
 			"-d", "postgres", "-v", "ON_ERROR_STOP=1", "-qc", "CREATE EXTENSION IF NOT EXISTS documentdb CASCADE").CombinedOutput()
 		if err == nil {
-			break
+			return nil
 		}
 		last = out
 		select {
@@ -242,7 +272,10 @@ log_min_messages = warning
 			return fmt.Errorf("CREATE EXTENSION documentdb did not succeed within 2 minutes: %s", last)
 		}
 	}
+}
 
+// startFerretDB runs FerretDB on the cluster, in this process.
+func (e *engine) startFerretDB() error {
 	no := false
 	fdb, err := ferretdb.New(&ferretdb.Config{
 		PostgreSQLURL: fmt.Sprintf("postgres://%s@127.0.0.1:%d/postgres", pgUser, e.pgPort),
@@ -260,16 +293,7 @@ log_min_messages = warning
 	e.ferretDone = make(chan struct{})
 	go func() { fdb.Run(fctx); close(e.ferretDone) }()
 	e.uri = fdb.MongoDBURI()
-
-	b, err := json.Marshal(Instance{PID: os.Getpid(), URI: e.uri, PostgresPort: e.pgPort})
-	if err != nil {
-		return err
-	}
-	tmp := filepath.Join(e.state, "instance.json.tmp")
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, filepath.Join(e.state, "instance.json"))
+	return nil
 }
 
 // stopLocked tears down under ctl.lock (the signal path).
