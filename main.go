@@ -33,6 +33,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/app"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/scrub"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/terminal"
 	"github.com/parse-mcp/parse-mcp/server"
 )
@@ -200,6 +201,14 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		defer httpListener.Close()
 	}
 
+	if len(cmd) == 0 {
+		stopTelemetry, code := startTelemetry(ctx, cfg, log, stderr)
+		if stopTelemetry == nil {
+			return code
+		}
+		defer stopTelemetry()
+	}
+
 	a, code := app.Start(ctx, cfg, log, stderr, len(cmd) > 0 && cmd[0] == "audit")
 	if a == nil {
 		return code
@@ -341,13 +350,45 @@ func listenHTTP(addr string) (net.Listener, error) {
 	if err == nil {
 		return ln, nil
 	}
-	reason := err.Error()
+	return nil, fmt.Errorf("PARSE_MCP_HTTP_ADDR (or --http): cannot listen on %s: %s", addr, listenReason(err))
+}
+
+// listenReason says why a listen failed, in the operator's words.
+func listenReason(err error) string {
 	if errors.Is(err, syscall.EADDRINUSE) {
-		reason = "address already in use (another process listens there; stop it or choose another host:port)"
+		return "address already in use (another process listens there; stop it or choose another host:port)"
 	} else if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Err != nil {
-		reason = oe.Err.Error()
+		return oe.Err.Error()
 	}
-	return nil, fmt.Errorf("PARSE_MCP_HTTP_ADDR (or --http): cannot listen on %s: %s", addr, reason)
+	return err.Error()
+}
+
+// startTelemetry binds PARSE_MCP_METRICS_ADDR (a port in use is a
+// configuration error, as for the HTTP address) and starts what the OTEL_*
+// variables ask for (docs/observability.md); nil and the exit code when it
+// cannot. The returned function flushes the last spans on the way out.
+func startTelemetry(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr io.Writer) (func(), int) {
+	var metrics net.Listener
+	if cfg.MetricsAddr != "" {
+		var err error
+		if metrics, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_METRICS_ADDR: cannot listen on %s: %s\n", cfg.MetricsAddr, listenReason(err))
+			return nil, exitBadUsage
+		}
+	}
+	stop, err := telemetry.Start(ctx, telemetry.Options{Metrics: metrics, Log: log})
+	if err != nil {
+		if metrics != nil {
+			_ = metrics.Close()
+		}
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return nil, exitBadUsage
+	}
+	return func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		stop(sctx)
+	}, 0
 }
 
 // newLogger logs to stderr (never stdout: it belongs to the protocol) and,

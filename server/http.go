@@ -25,6 +25,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // HTTP limits (SECURITY.md "HTTP").
@@ -625,6 +626,7 @@ func (h *HTTPHandler) newSession(client, credential string) (*httpSession, error
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), client: client, lastUsed: time.Now(), ctx: ctx, cancel: cancel}
 	s.Session.client, s.Session.credential = client, credential
+	s.ended = telemetry.SessionStarted("tcp")
 	h.mu.Lock()
 	victims, ok := h.evictionsFor(client)
 	if ok {
@@ -637,6 +639,7 @@ func (h *HTTPHandler) newSession(client, credential string) (*httpSession, error
 	}
 	if !ok {
 		cancel()
+		s.ended("")
 		return nil, errTooManySessions
 	}
 	if err := h.d.mcp.RegisterSession(ctx, s.Session); err != nil {
@@ -671,6 +674,7 @@ func (h *HTTPHandler) endSession(s *httpSession) {
 	if !present {
 		return
 	}
+	s.ended(s.protocolVersion())
 	h.d.CancelSession(s.Session)
 	s.cancel()
 	h.d.mcp.UnregisterSession(context.Background(), s.SessionID())

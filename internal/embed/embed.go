@@ -6,6 +6,8 @@
 package embed
 
 import (
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -185,7 +187,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg.Window = time.Minute
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{}
+		cfg.HTTP = &http.Client{Transport: telemetry.Transport("embeddings", nil)}
 	}
 	return &Client{cfg: cfg, url: u, budget: &budget{max: cfg.Budget, window: cfg.Window}}, nil
 }

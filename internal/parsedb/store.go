@@ -5,6 +5,8 @@
 package parsedb
 
 import (
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
+
 	"context"
 	"fmt"
 	"strings"
@@ -34,6 +36,9 @@ func Connect(ctx context.Context, uri, database, prefix string) (*Store, error) 
 		SetServerSelectionTimeout(ConnectTimeout).
 		SetConnectTimeout(ConnectTimeout).
 		SetAppName("parse-mcp")
+	if m := telemetry.CommandMonitor(); m != nil {
+		opts.SetMonitor(m)
+	}
 	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@
 package parseserver
 
 import (
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -99,7 +101,8 @@ func New(cfg Config) (*Client, error) {
 		identity:   cfg.Identity,
 		noIdentity: cfg.NoIdentity,
 		http: &http.Client{
-			Timeout: timeout,
+			Timeout:   timeout,
+			Transport: telemetry.Transport("parse_server", nil),
 			// Never follow a redirect: the master key or session token would
 			// go to wherever the redirect points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
