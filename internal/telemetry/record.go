@@ -7,22 +7,25 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"go.mongodb.org/mongo-driver/v2/event"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 )
 
-// The instruments. Every label value is from a closed set the server
-// defines (methods, tool names, error codes, refusal kinds, command names)
-// or a class that exists and the caller may see (docs/observability.md
-// "Labels"), so a client cannot grow the label space.
+// The instruments, in Prometheus's own client (linked into the binary
+// already; docs/observability.md "Why no OTLP metrics"), named as the OTel
+// MCP conventions' metrics translate to Prometheus. Every label value is
+// from a closed set the server defines (methods, tool names, protocol
+// versions, error codes, refusal kinds, command names) or a class that
+// exists and the caller may see, so a client cannot grow the label space.
 type instruments struct {
-	operation, session, db, bridge metric.Float64Histogram
-	calls, refusals, resultBytes   metric.Int64Counter
-	activeSessions                 metric.Int64UpDownCounter
+	operation, session, db, bridge *prometheus.HistogramVec
+	calls, refusals, resultBytes   *prometheus.CounterVec
+	activeSessions                 *prometheus.GaugeVec
 }
 
 // The MCP conventions' buckets for operation and session durations.
@@ -31,39 +34,39 @@ var (
 	dbBuckets  = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30}
 )
 
-func newInstruments(m metric.Meter) (*instruments, error) {
-	var in instruments
-	var err error
-	h := func(name, desc string, buckets []float64) metric.Float64Histogram {
-		if err != nil {
-			return nil
-		}
-		var x metric.Float64Histogram
-		x, err = m.Float64Histogram(name, metric.WithUnit("s"), metric.WithDescription(desc), metric.WithExplicitBucketBoundaries(buckets...))
-		return x
+// Label names: the OTel attribute names with dots as underscores.
+const (
+	lMethod    = "mcp_method_name"
+	lTool      = "gen_ai_tool_name"
+	lProtocol  = "mcp_protocol_version"
+	lTransport = "network_transport"
+	lErrorType = "error_type"
+	lClass     = "parse_mcp_class"
+)
+
+func newInstruments(reg prometheus.Registerer) *instruments {
+	f := promauto.With(reg)
+	h := func(name, help string, buckets []float64, labels ...string) *prometheus.HistogramVec {
+		return f.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
 	}
-	c := func(name, unit, desc string) metric.Int64Counter {
-		if err != nil {
-			return nil
-		}
-		var x metric.Int64Counter
-		x, err = m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
-		return x
+	c := func(name, help string, labels ...string) *prometheus.CounterVec {
+		return f.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 	}
-	in.operation = h("mcp.server.operation.duration", "MCP request duration as observed on the server, from receipt to the response.", mcpBuckets)
-	in.session = h("mcp.server.session.duration", "The duration of an MCP session as observed on the server.", mcpBuckets)
-	in.db = h("parse_mcp.db.operation.duration", "Duration of one database command.", dbBuckets)
-	in.bridge = h("parse_mcp.bridge.request.duration", "Duration of one HTTP request to Parse Server, the embeddings endpoint or the LLM provider.", dbBuckets)
-	in.calls = c("parse_mcp.tool.calls", "{call}", "Tool calls by tool, class and outcome.")
-	in.refusals = c("parse_mcp.policy.refusals", "{call}", "Tool calls the policy refused, by kind (rate_limited among them).")
-	in.resultBytes = c("parse_mcp.tool.result.size", "By", "Bytes of tool results sent to the model.")
-	if err == nil {
-		in.activeSessions, err = m.Int64UpDownCounter("parse_mcp.sessions.active", metric.WithUnit("{session}"), metric.WithDescription("Open MCP sessions (stdio counts as one)."))
+	return &instruments{
+		operation: h("mcp_server_operation_duration_seconds", "MCP request duration as observed on the server, from receipt to the response (mcp.server.operation.duration).", mcpBuckets,
+			lMethod, lTool, lProtocol, lTransport, lErrorType),
+		session: h("mcp_server_session_duration_seconds", "The duration of an MCP session as observed on the server (mcp.server.session.duration).", mcpBuckets,
+			lTransport, lProtocol),
+		db: h("parse_mcp_db_operation_duration_seconds", "Duration of one database command.", dbBuckets,
+			"db_operation_name", lErrorType),
+		bridge: h("parse_mcp_bridge_request_duration_seconds", "Duration of one HTTP request to Parse Server or the embeddings endpoint.", dbBuckets,
+			"parse_mcp_peer", "http_request_method", "http_response_status_code"),
+		calls:       c("parse_mcp_tool_calls_total", "Tool calls by tool, class and outcome (ok or the error code).", lTool, lClass, "outcome"),
+		refusals:    c("parse_mcp_policy_refusals_total", "Tool calls the policy refused, by kind (rate_limited among them).", lTool, "kind"),
+		resultBytes: c("parse_mcp_tool_result_bytes_total", "Bytes of tool results sent to the model.", lTool),
+		activeSessions: f.NewGaugeVec(prometheus.GaugeOpts{Name: "parse_mcp_sessions_active", Help: "Open MCP sessions (stdio counts as one)."},
+			[]string{lTransport}),
 	}
-	if err != nil {
-		return nil, err
-	}
-	return &in, nil
 }
 
 // RequestInfo is what the dispatcher knows of a request; every value is
@@ -146,21 +149,7 @@ func (r *Request) End(rpcCode int) {
 		r.span.End()
 	}
 	if in := on.inst; in != nil {
-		attrs := make([]attribute.KeyValue, 0, 5)
-		attrs = append(attrs, attribute.String("mcp.method.name", r.info.Method))
-		if r.info.Tool != "" {
-			attrs = append(attrs, attribute.String("gen_ai.tool.name", r.info.Tool))
-		}
-		if r.info.Protocol != "" {
-			attrs = append(attrs, attribute.String("mcp.protocol.version", r.info.Protocol))
-		}
-		if r.info.Transport != "" {
-			attrs = append(attrs, attribute.String("network.transport", r.info.Transport))
-		}
-		if errType != "" {
-			attrs = append(attrs, attribute.String("error.type", errType))
-		}
-		in.operation.Record(context.Background(), time.Since(r.start).Seconds(), metric.WithAttributes(attrs...))
+		in.operation.WithLabelValues(r.info.Method, r.info.Tool, r.info.Protocol, r.info.Transport, errType).Observe(time.Since(r.start).Seconds())
 	}
 }
 
@@ -211,14 +200,12 @@ func RecordToolCall(ctx context.Context, c ToolCall) {
 	if in == nil {
 		return
 	}
-	bg := context.Background()
-	toolAttr := attribute.String("gen_ai.tool.name", tool)
-	in.calls.Add(bg, 1, metric.WithAttributes(toolAttr, attribute.String("parse_mcp.class", c.Class), attribute.String("outcome", outcome)))
+	in.calls.WithLabelValues(tool, c.Class, outcome).Inc()
 	if c.Refusal != "" {
-		in.refusals.Add(bg, 1, metric.WithAttributes(toolAttr, attribute.String("kind", c.Refusal)))
+		in.refusals.WithLabelValues(tool, c.Refusal).Inc()
 	}
 	if c.ResultBytes > 0 {
-		in.resultBytes.Add(bg, int64(c.ResultBytes), metric.WithAttributes(toolAttr))
+		in.resultBytes.WithLabelValues(tool).Add(float64(c.ResultBytes))
 	}
 }
 
@@ -229,15 +216,11 @@ func SessionStarted(transport string) func(protocol string) {
 		return func(string) {}
 	}
 	start := time.Now()
-	t := attribute.String("network.transport", transport)
-	on.inst.activeSessions.Add(context.Background(), 1, metric.WithAttributes(t))
+	active := on.inst.activeSessions.WithLabelValues(transport)
+	active.Inc()
 	return func(protocol string) {
-		on.inst.activeSessions.Add(context.Background(), -1, metric.WithAttributes(t))
-		attrs := []attribute.KeyValue{t}
-		if protocol != "" {
-			attrs = append(attrs, attribute.String("mcp.protocol.version", protocol))
-		}
-		on.inst.session.Record(context.Background(), time.Since(start).Seconds(), metric.WithAttributes(attrs...))
+		active.Dec()
+		on.inst.session.WithLabelValues(transport, protocol).Observe(time.Since(start).Seconds())
 	}
 }
 
@@ -281,11 +264,11 @@ func (m *dbMonitor) finish(e *event.CommandFinishedEvent, failed bool) {
 		span.End()
 	}
 	if in := on.inst; in != nil {
-		attrs := []attribute.KeyValue{attribute.String("db.operation.name", e.CommandName)}
+		errType := ""
 		if failed {
-			attrs = append(attrs, attribute.String("error.type", "db_error"))
+			errType = "db_error"
 		}
-		in.db.Record(context.Background(), e.Duration.Seconds(), metric.WithAttributes(attrs...))
+		in.db.WithLabelValues(e.CommandName, errType).Observe(e.Duration.Seconds())
 	}
 }
 
@@ -347,9 +330,7 @@ func (t *observedTransport) RoundTrip(req *http.Request) (*http.Response, error)
 		span.End()
 	}
 	if in := on.inst; in != nil {
-		in.bridge.Record(context.Background(), time.Since(start).Seconds(), metric.WithAttributes(
-			attribute.String("parse_mcp.peer", t.peer), attribute.String("http.request.method", req.Method),
-			attribute.String("http.response.status_code", status)))
+		in.bridge.WithLabelValues(t.peer, req.Method, status).Observe(time.Since(start).Seconds())
 	}
 	return resp, err
 }

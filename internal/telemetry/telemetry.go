@@ -1,7 +1,7 @@
 // Package telemetry is the server's OpenTelemetry: one server span per MCP
 // request and the MCP semantic conventions' metrics, exported over OTLP/HTTP
-// (configured by the standard OTEL_* variables) and on a Prometheus
-// endpoint (PARSE_MCP_METRICS_ADDR). docs/observability.md lists every
+// (configured by the standard OTEL_* variables), and metrics on a
+// Prometheus endpoint (PARSE_MCP_METRICS_ADDR). docs/observability.md lists every
 // span, metric and label; SECURITY.md "Telemetry" says what never leaves.
 //
 // Everything is off until Start turns it on, and off costs one nil check
@@ -19,15 +19,11 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 	"github.com/rs/zerolog"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
-	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
-	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/propagation"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -75,11 +71,7 @@ func Start(ctx context.Context, o Options) (stop func(context.Context), err erro
 	if err != nil {
 		return stop, err
 	}
-	otlpMetrics, err := exporterWanted(getenv, "METRICS")
-	if err != nil {
-		return stop, err
-	}
-	if !traces && !otlpMetrics && o.Metrics == nil {
+	if !traces && o.Metrics == nil {
 		return stop, nil
 	}
 	// The resource names the service only: no process, host or command
@@ -102,36 +94,13 @@ func Start(ctx context.Context, o Options) (stop func(context.Context), err erro
 		st.tracer = tp.Tracer(scope, trace.WithInstrumentationVersion(version.Version))
 		stops = append(stops, tp.Shutdown)
 	}
-	if otlpMetrics || o.Metrics != nil {
-		opts := []sdkmetric.Option{sdkmetric.WithResource(res)}
-		var handler http.Handler
-		if o.Metrics != nil {
-			reg := prometheus.NewRegistry()
-			exp, err := otelprom.New(otelprom.WithRegisterer(reg), otelprom.WithoutScopeInfo())
-			if err != nil {
-				return stop, fmt.Errorf("prometheus exporter: %w", err)
-			}
-			opts = append(opts, sdkmetric.WithReader(exp))
-			handler = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
-		}
-		if otlpMetrics {
-			exp, err := otlpmetrichttp.New(ctx)
-			if err != nil {
-				return stop, fmt.Errorf("OTLP metric exporter: %w", err)
-			}
-			opts = append(opts, sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp)))
-		}
-		mp := sdkmetric.NewMeterProvider(opts...)
-		stops = append(stops, mp.Shutdown)
-		if st.inst, err = newInstruments(mp.Meter(scope, metric.WithInstrumentationVersion(version.Version))); err != nil {
-			return stop, err
-		}
-		if handler != nil {
-			stops = append(stops, serveMetrics(o.Metrics, handler, o.Log))
-		}
+	if o.Metrics != nil {
+		reg := prometheus.NewRegistry()
+		st.inst = newInstruments(reg)
+		stops = append(stops, serveMetrics(o.Metrics, metricsHandler(reg, o.Log), o.Log))
 	}
 	on = st
-	o.Log.Info().Bool("traces", traces).Bool("otlp_metrics", otlpMetrics).Bool("prometheus", o.Metrics != nil).Msg("telemetry on")
+	o.Log.Info().Bool("traces", traces).Bool("prometheus", o.Metrics != nil).Msg("telemetry on")
 	return func(ctx context.Context) {
 		for _, s := range stops {
 			_ = s(ctx)
@@ -189,6 +158,29 @@ func serveMetrics(l net.Listener, h http.Handler, log zerolog.Logger) func(conte
 		}
 	}()
 	return srv.Shutdown
+}
+
+// metricsHandler writes the registry in Prometheus's text format. It is
+// promhttp's handler without content negotiation, compression and its
+// response-writer wrappers, which cost the idle server more memory than
+// they are worth here (docs/observability.md "Cost").
+func metricsHandler(reg *prometheus.Registry, log zerolog.Logger) http.Handler {
+	format := expfmt.NewFormat(expfmt.TypeTextPlain)
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		families, err := reg.Gather()
+		if err != nil {
+			log.Error().Err(err).Msg("gathering metrics")
+			http.Error(w, "metrics unavailable", http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", string(format))
+		enc := expfmt.NewEncoder(w, format)
+		for _, mf := range families {
+			if err := enc.Encode(mf); err != nil {
+				return // the scraper went away
+			}
+		}
+	})
 }
 
 // propagator reads the W3C trace context a client put in params._meta.
