@@ -346,3 +346,48 @@ func TestTelemetryLeaksNothing(t *testing.T) {
 		t.Errorf("the made-up method is not counted as other: %d", got)
 	}
 }
+
+// TestTelemetryBridgeSpan: a write through the real Parse Server has a
+// client span for the REST request under its server span, carrying the
+// method and status only (no path: it holds the class and object id).
+func TestTelemetryBridgeSpan(t *testing.T) {
+	ps := startParse(t)
+	rcv := newOTLPReceiver(t)
+	addr := freeAddr(t)
+	benv := append(bridgeEnv(ps, "PARSE_MCP_MASTER_KEY="+ps.MasterKey, policyEnv(t, bridgePolicy), "PARSE_MCP_METRICS_ADDR="+addr), writeEnv...)
+	srv := startRaw(t, append(benv, rcv.env()...)...)
+	srv.initialize()
+	const traceID = "5bf92f3577b34da6a3ce929d0e0e4736"
+	srv.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"create_object","arguments":{"class_name":"Note","fields":{"title":"traced"}},"_meta":{"traceparent":"00-` + traceID + `-00f067aa0ba902b7-01"}}}`)
+	m := srv.next()
+	res, _ := m["result"].(map[string]any)
+	if res == nil || res["isError"] == true {
+		t.Fatalf("create_object through Parse Server: %v", m)
+	}
+	span := rcv.waitSpan(t, "tools/call create_object", func(s *tracepb.Span) bool {
+		return hex.EncodeToString(s.TraceId) == traceID && s.Name == "tools/call create_object"
+	})
+	var bridge *tracepb.Span
+	deadline := time.Now().Add(10 * time.Second)
+	for bridge == nil && time.Now().Before(deadline) {
+		for _, c := range rcv.children(span) {
+			if peer, _ := spanAttr(c, "parse_mcp.peer"); peer == "parse_server" {
+				bridge = c
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if bridge == nil {
+		t.Fatal("no Parse Server span under the server span")
+	}
+	if method, _ := spanAttr(bridge, "http.request.method"); method != "POST" || bridge.Kind != tracepb.Span_SPAN_KIND_CLIENT {
+		t.Errorf("bridge span %s: method %q kind %v", bridge.Name, method, bridge.Kind)
+	}
+	if b := rcv.allBytes(); bytes.Contains(b, []byte("/classes/")) || bytes.Contains(b, []byte(ps.MasterKey)) {
+		t.Errorf("the exported spans carry a REST path or the master key")
+	}
+	_, fams := scrape(t, addr)
+	if sample(fams, "parse_mcp_bridge_request_duration_seconds", map[string]string{"parse_mcp_peer": "parse_server", "http_request_method": "POST"}) == nil {
+		t.Errorf("no bridge duration for the POST")
+	}
+}
