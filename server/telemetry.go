@@ -78,7 +78,7 @@ func (d *Dispatcher) observed(ctx context.Context, sess *Session, env envelope, 
 // "error" right after the id, so only the head is looked at: a large
 // result is not decoded again.
 func errorCode(resp, id json.RawMessage) int {
-	head := resp[:min(len(resp), len(id)+48)]
+	head := resp[:min(len(resp), len(id)+64)]
 	_, rest, ok := bytes.Cut(head, []byte(`"error":{"code":`))
 	if !ok {
 		return 0
