@@ -325,7 +325,7 @@ func TestTelemetryLeaksNothing(t *testing.T) {
 	srv.send(`{"jsonrpc":"2.0","id":"x","method":"` + madeUp + `/` + secret + `","params":{}}`)
 	srv.next()
 	// The last call's span marks the end of what is exported.
-	srv.send(`{"jsonrpc":"2.0","id":"end","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Genre"},"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`)
+	srv.send(`{"jsonrpc":"2.0","id":"end","method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"},"_meta":{"traceparent":"00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}}}`)
 	srv.next()
 	rcv.waitSpan(t, "last call", func(s *tracepb.Span) bool { return hex.EncodeToString(s.TraceId) == "0af7651916cd43dd8448eb211c80319c" })
 	metrics, families := scrape(t, addr)
