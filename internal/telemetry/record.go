@@ -17,7 +17,8 @@ import (
 )
 
 // The instruments, in Prometheus's own client (linked into the binary
-// already; docs/observability.md "Why no OTLP metrics"), named as the OTel
+// already; docs/observability.md "Why no OTLP metrics, and metrics on
+// Prometheus's client"), named as the OTel
 // MCP conventions' metrics translate to Prometheus. Every label value is
 // from a closed set the server defines (methods, tool names, protocol
 // versions, error codes, refusal kinds, command names) or a class that
