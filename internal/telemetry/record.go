@@ -86,7 +86,6 @@ type Request struct {
 	span    trace.Span
 	info    RequestInfo
 	errType string
-	class   string
 }
 
 type requestKey struct{}
