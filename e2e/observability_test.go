@@ -20,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/parse-mcp/parse-mcp/internal/demo"
+	"github.com/parse-mcp/parse-mcp/policy"
 )
 
 // otlpReceiver is a local OTLP/HTTP trace receiver: it keeps every request
@@ -389,5 +390,45 @@ func TestTelemetryBridgeSpan(t *testing.T) {
 	_, fams := scrape(t, addr)
 	if sample(fams, "parse_mcp_bridge_request_duration_seconds", map[string]string{"parse_mcp_peer": "parse_server", "http_request_method": "POST"}) == nil {
 		t.Errorf("no bridge duration for the POST")
+	}
+}
+
+// TestTelemetryHTTPSession: over HTTP the server span names the session
+// only by the audit event's fingerprint, never its id, and an ended
+// session's duration is recorded.
+func TestTelemetryHTTPSession(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	addr := freeAddr(t)
+	h := startHTTP(t, append(rcv.env(), "PARSE_MCP_METRICS_ADDR="+addr)...)
+	s := h.session(nil)
+	const traceID = "6bf92f3577b34da6a3ce929d0e0e4736"
+	s.rpc("1", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Artist"},"_meta":{"traceparent":"00-`+traceID+`-00f067aa0ba902b7-01"}}`)
+	span := rcv.waitSpan(t, "tools/call count_objects", func(sp *tracepb.Span) bool {
+		return hex.EncodeToString(sp.TraceId) == traceID && sp.Name == "tools/call count_objects"
+	})
+	if got, _ := spanAttr(span, "mcp.session.id"); got != policy.Fingerprint(s.id) {
+		t.Errorf("mcp.session.id %q, want the fingerprint %q", got, policy.Fingerprint(s.id))
+	}
+	if audit := `"session_id":"` + policy.Fingerprint(s.id) + `"`; !strings.Contains(h.stderr.String(), audit) {
+		t.Errorf("the audit event does not name the session as the span does (%s):\n%s", audit, h.stderr.String())
+	}
+	if got, _ := spanAttr(span, "network.transport"); got != "tcp" {
+		t.Errorf("network.transport %q, want tcp", got)
+	}
+	if bytes.Contains(rcv.allBytes(), []byte(s.id)) {
+		t.Errorf("the exported spans carry the session id")
+	}
+	if resp, _ := h.request("DELETE", "/mcp", "", s.headers); resp.StatusCode != 204 {
+		t.Fatalf("DELETE: %d", resp.StatusCode)
+	}
+	text, m := scrape(t, addr)
+	if got := histogramCount(m, "mcp_server_session_duration_seconds", map[string]string{"network_transport": "tcp", "mcp_protocol_version": ProtocolVersion}); got != 1 {
+		t.Errorf("ended sessions recorded: %d, want 1", got)
+	}
+	if m := sample(m, "parse_mcp_sessions_active", map[string]string{"network_transport": "tcp"}); m == nil || m.GetGauge().GetValue() != 0 {
+		t.Errorf("open HTTP sessions after DELETE: %v", m)
+	}
+	if strings.Contains(text, s.id) {
+		t.Errorf("/metrics carries the session id")
 	}
 }
