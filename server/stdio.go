@@ -1,8 +1,6 @@
 package server
 
 import (
-	"github.com/parse-mcp/parse-mcp/internal/telemetry"
-
 	"bufio"
 	"bytes"
 	"context"
@@ -10,6 +8,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // MaxMessageBytes caps one JSON-RPC line on stdio. A longer line is discarded

@@ -6,8 +6,6 @@
 package embed
 
 import (
-	"github.com/parse-mcp/parse-mcp/internal/telemetry"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -24,6 +22,7 @@ import (
 	"unicode"
 
 	"github.com/parse-mcp/parse-mcp/internal/scrub"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // Embedder turns texts into vectors, one per text, in order.

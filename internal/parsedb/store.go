@@ -5,8 +5,6 @@
 package parsedb
 
 import (
-	"github.com/parse-mcp/parse-mcp/internal/telemetry"
-
 	"context"
 	"fmt"
 	"strings"
@@ -14,6 +12,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // Store is a connection to one Parse app's database.

@@ -10,8 +10,6 @@
 package parseserver
 
 import (
-	"github.com/parse-mcp/parse-mcp/internal/telemetry"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -23,6 +21,7 @@ import (
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
