@@ -134,13 +134,15 @@ func (r *Request) End(rpcCode int) {
 	if r == nil {
 		return
 	}
+	// A tool call's own error code (security_violation among them) says
+	// more than the JSON-RPC code it is answered with.
 	errType := r.errType
-	if rpcCode != 0 {
+	if rpcCode != 0 && errType == "" {
 		errType = strconv.Itoa(rpcCode)
 	}
 	if r.span != nil {
 		if rpcCode != 0 {
-			r.span.SetAttributes(attribute.String("rpc.response.status_code", errType))
+			r.span.SetAttributes(attribute.String("rpc.response.status_code", strconv.Itoa(rpcCode)))
 		}
 		if errType != "" {
 			r.span.SetAttributes(attribute.String("error.type", errType))
