@@ -255,7 +255,14 @@ func TestTelemetryTraceAndMetrics(t *testing.T) {
 		t.Errorf("the audit event does not carry the trace id:\n%s", srv.stderr.String())
 	}
 
+	srv.send(`{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"parse://Artist/count"}}`)
+	if m := srv.next(); m["result"] == nil {
+		t.Fatalf("resources/subscribe: %v", m)
+	}
 	_, after := scrape(t, addr)
+	if got := counterValue(after, "parse_mcp_subscription_polls_total", map[string]string{"kind": "fingerprint"}); got < 1 {
+		t.Errorf("the subscription's first fingerprint is not counted: %v", got)
+	}
 	if got := histogramCount(after, "mcp_server_operation_duration_seconds", opLabels) - callsBefore; got != calls {
 		t.Errorf("operation histogram moved by %d, want %d", got, calls)
 	}
@@ -427,6 +434,9 @@ func TestTelemetryHTTPSession(t *testing.T) {
 	}
 	if m := sample(m, "parse_mcp_sessions_active", map[string]string{"network_transport": "tcp"}); m == nil || m.GetGauge().GetValue() != 0 {
 		t.Errorf("open HTTP sessions after DELETE: %v", m)
+	}
+	if m["parse_mcp_listen_streams_active"] == nil {
+		t.Errorf("no listen stream gauge over HTTP")
 	}
 	if strings.Contains(text, s.id) {
 		t.Errorf("/metrics carries the session id")

@@ -194,8 +194,22 @@ func MountHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions, loopback bool)
 	if len(o.NamedKeys) > 0 {
 		h.keys = authn.Keys(o.APIKey, o.NamedKeys)
 	}
+	telemetry.ObserveListenStreams(h.openStreams)
 	go h.expireIdle(ctx)
 	return h
+}
+
+// openStreams counts the listening streams open now (telemetry).
+func (h *HTTPHandler) openStreams() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.listens)
+	for _, s := range h.sessions {
+		if s.streaming {
+			n++
+		}
+	}
+	return n
 }
 
 // CloseSessions ends every HTTP session (their in-flight calls are

@@ -27,6 +27,8 @@ type instruments struct {
 	operation, session, db, bridge *prometheus.HistogramVec
 	calls, refusals, resultBytes   *prometheus.CounterVec
 	activeSessions                 *prometheus.GaugeVec
+	subscriptionPolls              *prometheus.CounterVec
+	reg                            prometheus.Registerer
 }
 
 // The MCP conventions' buckets for operation and session durations.
@@ -67,6 +69,8 @@ func newInstruments(reg prometheus.Registerer) *instruments {
 		resultBytes: c("parse_mcp_tool_result_bytes_total", "Bytes of tool results sent to the model.", lTool),
 		activeSessions: f.NewGaugeVec(prometheus.GaugeOpts{Name: "parse_mcp_sessions_active", Help: "Open MCP sessions (stdio counts as one)."},
 			[]string{lTransport}),
+		subscriptionPolls: c("parse_mcp_subscription_polls_total", "Subscription polls by what they read: probe (the cheap change token) or fingerprint (the scoped read).", "kind"),
+		reg:               reg,
 	}
 }
 
@@ -224,6 +228,26 @@ func SessionStarted(transport string) func(protocol string) {
 		active.Dec()
 		on.inst.session.WithLabelValues(transport, protocol).Observe(time.Since(start).Seconds())
 	}
+}
+
+// ObserveListenStreams reports the open listening streams (a session's GET
+// stream, a 2026-07-28 subscriptions/listen) as counted by n at scrape
+// time.
+func ObserveListenStreams(n func() int) {
+	if on == nil || on.inst == nil {
+		return
+	}
+	_ = on.inst.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parse_mcp_listen_streams_active", Help: "Open listening streams over HTTP."},
+		func() float64 { return float64(n()) }))
+}
+
+// SubscriptionPoll counts one poll of a subscribed class: kind "probe" or
+// "fingerprint".
+func SubscriptionPoll(kind string) {
+	if on == nil || on.inst == nil {
+		return
+	}
+	on.inst.subscriptionPolls.WithLabelValues(kind).Inc()
 }
 
 // CommandMonitor is the MongoDB driver's monitor for database spans and
