@@ -190,23 +190,17 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 
-	// The HTTP address is bound before the database is touched: a port in
-	// use is a configuration error, reported at once and by its variable.
+	// The server's listeners are bound before the database is touched: a
+	// port in use is a configuration error, reported at once and by its
+	// variable.
 	var httpListener net.Listener
-	if cfg.HTTPAddr != "" && len(cmd) == 0 {
-		if httpListener, err = listenHTTP(cfg.HTTPAddr); err != nil {
+	if len(cmd) == 0 {
+		var closeListeners func()
+		if httpListener, closeListeners, err = serverListeners(ctx, cfg, log); err != nil {
 			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
 			return exitBadUsage
 		}
-		defer httpListener.Close()
-	}
-
-	if len(cmd) == 0 {
-		stopTelemetry, code := startTelemetry(ctx, cfg, log, stderr)
-		if stopTelemetry == nil {
-			return code
-		}
-		defer stopTelemetry()
+		defer closeListeners()
 	}
 
 	a, code := app.Start(ctx, cfg, log, stderr, len(cmd) > 0 && cmd[0] == "audit")
@@ -363,32 +357,42 @@ func listenReason(err error) string {
 	return err.Error()
 }
 
-// startTelemetry binds PARSE_MCP_METRICS_ADDR (a port in use is a
-// configuration error, as for the HTTP address) and starts what the OTEL_*
-// variables ask for (docs/observability.md); nil and the exit code when it
-// cannot. The returned function flushes the last spans on the way out.
-func startTelemetry(ctx context.Context, cfg *config.Config, log zerolog.Logger, stderr io.Writer) (func(), int) {
-	var metrics net.Listener
+// serverListeners binds PARSE_MCP_HTTP_ADDR (when set) and
+// PARSE_MCP_METRICS_ADDR and starts what the OTEL_* variables ask for
+// (docs/observability.md). The returned function flushes the last spans
+// and closes the listeners.
+func serverListeners(ctx context.Context, cfg *config.Config, log zerolog.Logger) (net.Listener, func(), error) {
+	var httpListener, metrics net.Listener
+	closeAll := func() {
+		for _, l := range []net.Listener{httpListener, metrics} {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+	}
+	var err error
+	if cfg.HTTPAddr != "" {
+		if httpListener, err = listenHTTP(cfg.HTTPAddr); err != nil {
+			return nil, nil, err
+		}
+	}
 	if cfg.MetricsAddr != "" {
-		var err error
 		if metrics, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
-			fmt.Fprintf(stderr, "parse-mcp: configuration error: PARSE_MCP_METRICS_ADDR: cannot listen on %s: %s\n", cfg.MetricsAddr, listenReason(err))
-			return nil, exitBadUsage
+			closeAll()
+			return nil, nil, fmt.Errorf("PARSE_MCP_METRICS_ADDR: cannot listen on %s: %s", cfg.MetricsAddr, listenReason(err))
 		}
 	}
 	stop, err := telemetry.Start(ctx, telemetry.Options{Metrics: metrics, Log: log})
 	if err != nil {
-		if metrics != nil {
-			_ = metrics.Close()
-		}
-		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
-		return nil, exitBadUsage
+		closeAll()
+		return nil, nil, err
 	}
-	return func() {
+	return httpListener, func() {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		stop(sctx)
-	}, 0
+		closeAll()
+	}, nil
 }
 
 // newLogger logs to stderr (never stdout: it belongs to the protocol) and,
