@@ -191,17 +191,13 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	defer stop()
 
 	// The server's listeners are bound before the database is touched: a
-	// port in use is a configuration error, reported at once and by its
-	// variable.
-	var httpListener net.Listener
-	if len(cmd) == 0 {
-		var closeListeners func()
-		if httpListener, closeListeners, err = serverListeners(ctx, cfg, log); err != nil {
-			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
-			return exitBadUsage
-		}
-		defer closeListeners()
+	// port in use is a configuration error, reported by its variable.
+	httpListener, closeListeners, err := serverListeners(ctx, cfg, cmd, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return exitBadUsage
 	}
+	defer closeListeners()
 
 	a, code := app.Start(ctx, cfg, log, stderr, len(cmd) > 0 && cmd[0] == "audit")
 	if a == nil {
@@ -359,9 +355,12 @@ func listenReason(err error) string {
 
 // serverListeners binds PARSE_MCP_HTTP_ADDR (when set) and
 // PARSE_MCP_METRICS_ADDR and starts what the OTEL_* variables ask for
-// (docs/observability.md). The returned function flushes the last spans
-// and closes the listeners.
-func serverListeners(ctx context.Context, cfg *config.Config, log zerolog.Logger) (net.Listener, func(), error) {
+// (docs/observability.md), when the server is to run (no command). The
+// returned function flushes the last spans and closes the listeners.
+func serverListeners(ctx context.Context, cfg *config.Config, cmd []string, log zerolog.Logger) (net.Listener, func(), error) {
+	if len(cmd) > 0 {
+		return nil, func() {}, nil
+	}
 	var httpListener, metrics net.Listener
 	closeAll := func() {
 		for _, l := range []net.Listener{httpListener, metrics} {

@@ -568,14 +568,14 @@ func (c *Config) validateMetrics() error {
 	if c.MetricsAddr == "" {
 		return nil
 	}
-	host, _, err := net.SplitHostPort(c.MetricsAddr)
+	host, port, err := net.SplitHostPort(c.MetricsAddr)
 	if err != nil {
 		return &Error{"PARSE_MCP_METRICS_ADDR", fmt.Sprintf("%q is not host:port", c.MetricsAddr), "use e.g. 127.0.0.1:9464"}
 	}
 	if !IsLoopbackHost(host) && !c.MetricsPublic {
 		return &Error{"PARSE_MCP_METRICS_ADDR", fmt.Sprintf("%q is not a loopback address", c.MetricsAddr), "bind 127.0.0.1, or set PARSE_MCP_METRICS_PUBLIC=true to serve the metrics to the network"}
 	}
-	if c.MetricsAddr == c.HTTPAddr {
+	if c.MetricsAddr == c.HTTPAddr && port != "0" { // port 0: two different free ports
 		return &Error{"PARSE_MCP_METRICS_ADDR", "is the MCP listener's address (PARSE_MCP_HTTP_ADDR)", "give the metrics their own port, e.g. 127.0.0.1:9464"}
 	}
 	return nil
