@@ -33,6 +33,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/app"
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/scrub"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/terminal"
 	"github.com/parse-mcp/parse-mcp/server"
 )
@@ -189,16 +190,14 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	defer stop()
 
-	// The HTTP address is bound before the database is touched: a port in
-	// use is a configuration error, reported at once and by its variable.
-	var httpListener net.Listener
-	if cfg.HTTPAddr != "" && len(cmd) == 0 {
-		if httpListener, err = listenHTTP(cfg.HTTPAddr); err != nil {
-			fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
-			return exitBadUsage
-		}
-		defer httpListener.Close()
+	// The server's listeners are bound before the database is touched: a
+	// port in use is a configuration error, reported by its variable.
+	httpListener, closeListeners, err := serverListeners(ctx, cfg, cmd, log)
+	if err != nil {
+		fmt.Fprintf(stderr, "parse-mcp: configuration error: %v\n", err)
+		return exitBadUsage
 	}
+	defer closeListeners()
 
 	a, code := app.Start(ctx, cfg, log, stderr, len(cmd) > 0 && cmd[0] == "audit")
 	if a == nil {
@@ -341,13 +340,58 @@ func listenHTTP(addr string) (net.Listener, error) {
 	if err == nil {
 		return ln, nil
 	}
-	reason := err.Error()
+	return nil, fmt.Errorf("PARSE_MCP_HTTP_ADDR (or --http): cannot listen on %s: %s", addr, listenReason(err))
+}
+
+// listenReason says why a listen failed, in the operator's words.
+func listenReason(err error) string {
 	if errors.Is(err, syscall.EADDRINUSE) {
-		reason = "address already in use (another process listens there; stop it or choose another host:port)"
+		return "address already in use (another process listens there; stop it or choose another host:port)"
 	} else if oe, ok := errors.AsType[*net.OpError](err); ok && oe.Err != nil {
-		reason = oe.Err.Error()
+		return oe.Err.Error()
 	}
-	return nil, fmt.Errorf("PARSE_MCP_HTTP_ADDR (or --http): cannot listen on %s: %s", addr, reason)
+	return err.Error()
+}
+
+// serverListeners binds PARSE_MCP_HTTP_ADDR (when set) and
+// PARSE_MCP_METRICS_ADDR and starts what the OTEL_* variables ask for
+// (docs/observability.md), when the server is to run (no command). The
+// returned function flushes the last spans and closes the listeners.
+func serverListeners(ctx context.Context, cfg *config.Config, cmd []string, log zerolog.Logger) (net.Listener, func(), error) {
+	if len(cmd) > 0 {
+		return nil, func() {}, nil
+	}
+	var httpListener, metrics net.Listener
+	closeAll := func() {
+		for _, l := range []net.Listener{httpListener, metrics} {
+			if l != nil {
+				_ = l.Close()
+			}
+		}
+	}
+	var err error
+	if cfg.HTTPAddr != "" {
+		if httpListener, err = listenHTTP(cfg.HTTPAddr); err != nil {
+			return nil, nil, err
+		}
+	}
+	if cfg.MetricsAddr != "" {
+		if metrics, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
+			closeAll()
+			return nil, nil, fmt.Errorf("PARSE_MCP_METRICS_ADDR: cannot listen on %s: %s", cfg.MetricsAddr, listenReason(err))
+		}
+	}
+	stop, err := telemetry.Start(ctx, telemetry.Options{Metrics: metrics, Log: log})
+	if err != nil {
+		closeAll()
+		return nil, nil, err
+	}
+	return httpListener, func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		stop(sctx)
+		closeAll()
+	}, nil
 }
 
 // newLogger logs to stderr (never stdout: it belongs to the protocol) and,

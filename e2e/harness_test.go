@@ -169,12 +169,12 @@ func runMain(m *testing.M) int {
 }
 
 // env is the environment for a spawned server: the test database plus extra
-// settings. The parent's PARSE_MCP_*, PARSE_AGENT_* and LLM_* (chat)
-// variables are not inherited, so tests are hermetic.
+// settings. The parent's PARSE_MCP_*, PARSE_AGENT_*, LLM_* (chat) and OTEL_*
+// (telemetry) variables are not inherited, so tests are hermetic.
 func env(extra ...string) []string {
 	var out []string
 	for _, kv := range os.Environ() {
-		if strings.HasPrefix(kv, "PARSE_MCP_") || strings.HasPrefix(kv, "PARSE_AGENT_") || strings.HasPrefix(kv, "LLM_") {
+		if strings.HasPrefix(kv, "PARSE_MCP_") || strings.HasPrefix(kv, "PARSE_AGENT_") || strings.HasPrefix(kv, "LLM_") || strings.HasPrefix(kv, "OTEL_") {
 			continue
 		}
 		out = append(out, kv)

@@ -270,6 +270,10 @@ func TestBadConfigurationExitCodes(t *testing.T) {
 		// name that failed, and does not claim a timeout.
 		{"unresolvable srv host", []string{"PARSE_MCP_MONGODB_URI=mongodb+srv://user:s3cret@no-such-host.invalid/app"}, nil, 1, "DNS lookup of _mongodb._tcp.no-such-host.invalid failed: no such host", "timed out"},
 		{"port in use", []string{"PARSE_MCP_HTTP_ADDR=" + busy.Addr().String()}, nil, 2, "PARSE_MCP_HTTP_ADDR (or --http): cannot listen on " + busy.Addr().String() + ": address already in use", ""},
+		{"metrics port in use", []string{"PARSE_MCP_METRICS_ADDR=" + busy.Addr().String()}, nil, 2, "PARSE_MCP_METRICS_ADDR: cannot listen on " + busy.Addr().String() + ": address already in use", ""},
+		{"metrics on a public address", []string{"PARSE_MCP_METRICS_ADDR=0.0.0.0:0"}, nil, 2, "PARSE_MCP_METRICS_ADDR", ""},
+		{"metrics on the MCP port", []string{"PARSE_MCP_HTTP_ADDR=127.0.0.1:18787", "PARSE_MCP_METRICS_ADDR=127.0.0.1:18787"}, nil, 2, "PARSE_MCP_METRICS_ADDR: is the MCP listener's address", ""},
+		{"OTLP over gRPC", []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4317", "OTEL_EXPORTER_OTLP_PROTOCOL=grpc"}, nil, 2, "OTEL_EXPORTER_OTLP_PROTOCOL", ""},
 		{"demo dir is a file", []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + notDir}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
 		{"demo dir under a file", []string{"PARSE_MCP_MONGODB_URI=", "PARSE_MCP_DEMO_DIR=" + filepath.Join(notDir, "demo")}, []string{"--demo"}, 2, "configuration error: PARSE_MCP_DEMO_DIR: ", ""},
 	}

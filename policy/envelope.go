@@ -12,6 +12,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -155,6 +156,12 @@ func markUntrusted(b []byte) ([]byte, bool) {
 // audit emits the tool_call event (SECURITY.md "Dispatch order"). It logs argument names only, never
 // values (where, pipeline, tokens…), and the session id only as a
 // fingerprint.
+// refusalCodes are the error codes that are the policy refusing a call
+// (the rest are the call failing), counted as refusals by telemetry.
+var refusalCodes = map[toolerror.Code]bool{
+	toolerror.AccessDenied: true, toolerror.ToolFiltered: true, toolerror.PermissionDenied: true, toolerror.RateLimited: true,
+}
+
 func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, res *mcp.CallToolResult, err error, d time.Duration) {
 	keys := make([]string, 0, len(args))
 	for k := range args {
@@ -169,14 +176,19 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 		Int64("duration_ms", d.Milliseconds())
 	success := err == nil && res != nil && !res.IsError
 	ev = ev.Bool("success", success)
+	var tc telemetry.ToolCall
 	if res != nil {
-		ev = auditResult(ev, res)
+		ev = auditResult(ev, res, &tc)
 	}
 	if _, ok := toolerror.AsViolation(err); ok {
 		ev = ev.Str("error_code", "security_violation").Str("denial_kind", "security_violation")
+		tc.Code, tc.Refusal = "security_violation", "security_violation"
 	} else if ci := callStateOf(ctx); ci != nil && ci.hiddenRefused && !success {
 		ev = ev.Str("denial_kind", "hidden_class")
+		tc.Refusal = "hidden_class"
 	}
+	e.recordToolCall(ctx, tool, tc, success)
+	ev = telemetry.Log(ctx, ev)
 	if s := mcpserver.ClientSessionFromContext(ctx); s != nil && s.SessionID() != "" {
 		ev = ev.Str("session_id", Fingerprint(s.SessionID()))
 	}
@@ -200,7 +212,7 @@ func (e *Engine) audit(ctx context.Context, tool string, args map[string]any, re
 
 // auditResult adds the result's size and, for an error, its code and
 // denial kind.
-func auditResult(ev *zerolog.Event, res *mcp.CallToolResult) *zerolog.Event {
+func auditResult(ev *zerolog.Event, res *mcp.CallToolResult, tc *telemetry.ToolCall) *zerolog.Event {
 	n := 0
 	for _, c := range res.Content {
 		if tc, ok := c.(mcp.TextContent); ok {
@@ -208,15 +220,37 @@ func auditResult(ev *zerolog.Event, res *mcp.CallToolResult) *zerolog.Event {
 		}
 	}
 	ev = ev.Int("result_bytes", n).Int("est_tokens", n/4)
+	tc.ResultBytes = n
 	if res.IsError && res.Meta != nil {
 		if code, ok := res.Meta.AdditionalFields["parse.error_code"].(string); ok {
 			ev = ev.Str("error_code", code)
+			tc.Code = code
+			if refusalCodes[toolerror.Code(code)] {
+				tc.Refusal = code
+			}
 		}
 		if det, ok := res.Meta.AdditionalFields["parse.details"].(*toolerror.Details); ok {
 			ev = ev.Str("denial_kind", det.Kind)
+			tc.Refusal = det.Kind
 		}
 	}
 	return ev
+}
+
+// recordToolCall hands telemetry the audit event's facts that may leave
+// the process (SECURITY.md "Telemetry"): a tool the server has, the class
+// only once the class gate let the call through.
+func (e *Engine) recordToolCall(ctx context.Context, tool string, tc telemetry.ToolCall, success bool) {
+	if _, known := e.tools[tool]; known {
+		tc.Tool = tool
+	}
+	if !success && tc.Code == "" {
+		tc.Code = string(toolerror.Internal)
+	}
+	if ci := callStateOf(ctx); ci != nil {
+		tc.Class = ci.class
+	}
+	telemetry.RecordToolCall(ctx, tc)
 }
 
 // auditWrite adds what a write changed (names, never values) and as whom.

@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -136,7 +137,7 @@ func (d *Dispatcher) Handle(ctx context.Context, sess *Session, raw []byte, emit
 	if env.ID[0] != '"' && (env.ID[0] < '0' || env.ID[0] > '9') && env.ID[0] != '-' {
 		return ErrorResponse(nil, codeInvalidRequest, "Invalid Request: id must be a string or number")
 	}
-	return d.request(ctx, sess, env, raw, emit)
+	return d.observed(ctx, sess, env, raw, emit)
 }
 
 func (d *Dispatcher) notification(ctx context.Context, sess *Session, env envelope, raw []byte) {
@@ -346,7 +347,7 @@ func (d *Dispatcher) handle(ctx context.Context, sess *Session, raw []byte, emit
 func (d *Dispatcher) mapError(ctx context.Context, sess *Session, env envelope, outcome *toolerror.Recorder, e mcp.JSONRPCError, emit func([]byte)) (b []byte, mapped bool) {
 	switch {
 	case outcome.Violation() != nil:
-		d.log.Warn().Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
+		telemetry.Log(ctx, d.log.Warn()).Str("method", env.Method).Str("reason", outcome.Violation().Reason).Msg("security violation refused")
 		d.logViolation(sess, env, emit)
 		return ErrorResponse(env.ID, codeInvalidParams, toolerror.ViolationMessage), true
 	case outcome.Err() != nil:
@@ -363,7 +364,7 @@ func (d *Dispatcher) mapError(ctx context.Context, sess *Session, env envelope, 
 		if ctx.Err() != nil {
 			return nil, true // shutting down
 		}
-		d.log.Error().Str("method", env.Method).Str("error", e.Error.Message).Msg("internal error")
+		telemetry.Log(ctx, d.log.Error()).Str("method", env.Method).Str("error", e.Error.Message).Msg("internal error")
 		return ErrorResponse(env.ID, codeInternalError, "Internal error"), true
 	}
 	return nil, false

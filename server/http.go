@@ -25,6 +25,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/authn"
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // HTTP limits (SECURITY.md "HTTP").
@@ -193,8 +194,22 @@ func MountHTTP(ctx context.Context, d *Dispatcher, o HTTPOptions, loopback bool)
 	if len(o.NamedKeys) > 0 {
 		h.keys = authn.Keys(o.APIKey, o.NamedKeys)
 	}
+	telemetry.ObserveListenStreams(h.openStreams)
 	go h.expireIdle(ctx)
 	return h
+}
+
+// openStreams counts the listening streams open now (telemetry).
+func (h *HTTPHandler) openStreams() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.listens)
+	for _, s := range h.sessions {
+		if s.streaming {
+			n++
+		}
+	}
+	return n
 }
 
 // CloseSessions ends every HTTP session (their in-flight calls are
@@ -625,6 +640,7 @@ func (h *HTTPHandler) newSession(client, credential string) (*httpSession, error
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &httpSession{Session: NewSession(hex.EncodeToString(b[:])), client: client, lastUsed: time.Now(), ctx: ctx, cancel: cancel}
 	s.Session.client, s.Session.credential = client, credential
+	s.ended = telemetry.SessionStarted("tcp")
 	h.mu.Lock()
 	victims, ok := h.evictionsFor(client)
 	if ok {
@@ -637,6 +653,7 @@ func (h *HTTPHandler) newSession(client, credential string) (*httpSession, error
 	}
 	if !ok {
 		cancel()
+		s.ended("")
 		return nil, errTooManySessions
 	}
 	if err := h.d.mcp.RegisterSession(ctx, s.Session); err != nil {
@@ -671,6 +688,7 @@ func (h *HTTPHandler) endSession(s *httpSession) {
 	if !present {
 		return
 	}
+	s.ended(s.protocolVersion())
 	h.d.CancelSession(s.Session)
 	s.cancel()
 	h.d.mcp.UnregisterSession(context.Background(), s.SessionID())

@@ -33,6 +33,10 @@ type Session struct {
 	// the session, and a 2026-07-28 confirmation is bound to it.
 	credential  string
 	initialized atomic.Bool
+	// protocol is the version initialize agreed on, for telemetry.
+	protocol atomic.Pointer[string]
+	// ended records the session's duration when it closes (telemetry).
+	ended       func(protocol string)
 	unsolicited chan mcp.JSONRPCNotification
 
 	mu           sync.RWMutex

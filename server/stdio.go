@@ -8,6 +8,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // MaxMessageBytes caps one JSON-RPC line on stdio. A longer line is discarded
@@ -42,6 +44,8 @@ func ServeStdio(ctx context.Context, d *Dispatcher, in io.Reader, out io.Writer)
 		return err
 	}
 	defer d.mcp.UnregisterSession(context.Background(), sess.SessionID())
+	ended := telemetry.SessionStarted("pipe")
+	defer func() { ended(sess.protocolVersion()) }()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -12,6 +12,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -691,6 +692,7 @@ func (s *watchState) look() (probed bool, snap Fingerprint, err error) {
 	began := s.clk.Now()
 	if s.last != nil && s.last.Probe != "" && w.events == nil && began.Sub(s.lastSnap) < s.recheck() {
 		token, err := w.m.src.Probe(sctx, w.class, s.last.Basis)
+		telemetry.SubscriptionPoll("probe")
 		s.pollCost = s.clk.Now().Sub(began)
 		probed = err == nil && token == s.last.Probe
 		if err != nil {
@@ -702,6 +704,7 @@ func (s *watchState) look() (probed bool, snap Fingerprint, err error) {
 	}
 	began = s.clk.Now()
 	snap, err = w.m.src.Snapshot(sctx, w.class)
+	telemetry.SubscriptionPoll("fingerprint")
 	s.snapCost = s.clk.Now().Sub(began)
 	w.m.log.Debug().Str("class", w.class).Dur("took", s.snapCost).Bool("baseline", s.last == nil).Msg("subscription fingerprint taken")
 	if s.last == nil || s.last.Probe == "" || w.events != nil {

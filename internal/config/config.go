@@ -88,6 +88,11 @@ type Config struct {
 	LimitsURI   Secret `envconfig:"PARSE_MCP_LIMITS_URI"`                    // with `PARSE_MCP_LIMITS_STORE=mongodb`: the MongoDB connection string of the limits store (its path names the database, else the app's database name is used); refused without the `mongodb` store; unreachable at start-up → exit 1, malformed → exit 2, neither message quoting the password. Default: the app's database.
 	LogLevel    string `envconfig:"PARSE_MCP_LOG_LEVEL" default:"info"`      // `debug` \| `info` \| `warn` \| `error`
 	LogFile     string `envconfig:"PARSE_MCP_LOG_FILE"`                      // also append logs to this file (must be writable by the user the client runs the server as; desktop clients already keep the server's stderr, e.g. Claude Desktop in `~/Library/Logs/Claude/`); `~/` as for the policy file. Default: stderr only.
+	// MetricsAddr is the Prometheus endpoint's own listener, GET /metrics,
+	// in stdio mode too; "" serves none. A non-loopback address needs
+	// MetricsPublic: the metrics name the app's tools and classes.
+	MetricsAddr   string `envconfig:"PARSE_MCP_METRICS_ADDR"`   // host:port of the Prometheus endpoint `GET /metrics` ([Observability](observability.md)), its own listener, in stdio mode too; loopback unless `PARSE_MCP_METRICS_PUBLIC`, never `PARSE_MCP_HTTP_ADDR`; a port in use → exit 2. Default: no listener.
+	MetricsPublic bool   `envconfig:"PARSE_MCP_METRICS_PUBLIC"` // `true` lets `PARSE_MCP_METRICS_ADDR` bind a non-loopback address (the metrics carry no secret, but name the app's tools and classes). Default: loopback only.
 	// Workers bounds how many tool calls run at once; other requests (ping,
 	// lists) never wait for a worker.
 	Workers int `envconfig:"PARSE_MCP_WORKERS" default:"16"` // tool calls executed at once (ping and lists never wait)
@@ -315,7 +320,7 @@ func Truthy(v string) bool {
 func (c *Config) Validate() error {
 	for _, check := range []func() error{
 		c.validateDatabase, c.validateIdentity, c.validateBridge, c.validateJWT, c.validateFilesURL,
-		c.validateRuntime, c.validateHTTPAddr, c.validateEmbeddings, c.validateAPIKeys, c.validateHTTPCaps,
+		c.validateRuntime, c.validateHTTPAddr, c.validateMetrics, c.validateEmbeddings, c.validateAPIKeys, c.validateHTTPCaps,
 		c.validateHTTPAuth, c.validateConfirmSecret, c.validateLimits,
 	} {
 		if err := check(); err != nil {
@@ -555,6 +560,25 @@ func RedactedURI(uri string) string {
 		out += "/" + path
 	}
 	return out
+}
+
+// validateMetrics checks PARSE_MCP_METRICS_ADDR: host:port, loopback unless
+// PARSE_MCP_METRICS_PUBLIC says otherwise, and not the MCP listener.
+func (c *Config) validateMetrics() error {
+	if c.MetricsAddr == "" {
+		return nil
+	}
+	host, port, err := net.SplitHostPort(c.MetricsAddr)
+	if err != nil {
+		return &Error{"PARSE_MCP_METRICS_ADDR", fmt.Sprintf("%q is not host:port", c.MetricsAddr), "use e.g. 127.0.0.1:9464"}
+	}
+	if !IsLoopbackHost(host) && !c.MetricsPublic {
+		return &Error{"PARSE_MCP_METRICS_ADDR", fmt.Sprintf("%q is not a loopback address", c.MetricsAddr), "bind 127.0.0.1, or set PARSE_MCP_METRICS_PUBLIC=true to serve the metrics to the network"}
+	}
+	if c.MetricsAddr == c.HTTPAddr && port != "0" { // port 0: two different free ports
+		return &Error{"PARSE_MCP_METRICS_ADDR", "is the MCP listener's address (PARSE_MCP_HTTP_ADDR)", "give the metrics their own port, e.g. 127.0.0.1:9464"}
+	}
+	return nil
 }
 
 // IsLoopbackHost reports whether host (no port) is a loopback name or address.

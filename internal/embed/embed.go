@@ -22,6 +22,7 @@ import (
 	"unicode"
 
 	"github.com/parse-mcp/parse-mcp/internal/scrub"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // Embedder turns texts into vectors, one per text, in order.
@@ -185,7 +186,7 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 		cfg.Window = time.Minute
 	}
 	if cfg.HTTP == nil {
-		cfg.HTTP = &http.Client{}
+		cfg.HTTP = &http.Client{Transport: telemetry.Transport("embeddings", nil)}
 	}
 	return &Client{cfg: cfg, url: u, budget: &budget{max: cfg.Budget, window: cfg.Window}}, nil
 }

@@ -12,6 +12,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // Store is a connection to one Parse app's database.
@@ -34,6 +36,9 @@ func Connect(ctx context.Context, uri, database, prefix string) (*Store, error) 
 		SetServerSelectionTimeout(ConnectTimeout).
 		SetConnectTimeout(ConnectTimeout).
 		SetAppName("parse-mcp")
+	if m := telemetry.CommandMonitor(); m != nil {
+		opts.SetMonitor(m)
+	}
 	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, err

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -99,7 +100,8 @@ func New(cfg Config) (*Client, error) {
 		identity:   cfg.Identity,
 		noIdentity: cfg.NoIdentity,
 		http: &http.Client{
-			Timeout: timeout,
+			Timeout:   timeout,
+			Transport: telemetry.Transport("parse_server", nil),
 			// Never follow a redirect: the master key or session token would
 			// go to wherever the redirect points.
 			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
