@@ -116,11 +116,6 @@ func read(t *testing.T, rel string) string {
 	return string(b)
 }
 
-// pending are documents other changes of this release add (the generated
-// tool reference, observability, views): a link to one is accepted while it
-// is absent. Delete each entry once its file is in the tree.
-var pending = map[string]bool{"docs/observability.md": true}
-
 // TestRelativeLinksResolve: every relative link of the documents names a
 // file or directory that exists, and every #anchor a heading of its file.
 func TestRelativeLinksResolve(t *testing.T) {
@@ -145,10 +140,6 @@ func TestRelativeLinksResolve(t *testing.T) {
 				if path != "" {
 					rel = filepath.ToSlash(filepath.Clean(filepath.Join(filepath.Dir(doc), path)))
 					if _, err := os.Stat(filepath.Join(root, rel)); err != nil {
-						if pending[rel] {
-							t.Logf("%s:%d: link %q: %s is not in this tree yet", doc, n+1, target, rel)
-							continue
-						}
 						t.Errorf("%s:%d: link %q: %s does not exist", doc, n+1, target, rel)
 						continue
 					}
