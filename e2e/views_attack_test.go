@@ -123,6 +123,9 @@ func TestViewConfirmTokenAttacks(t *testing.T) {
 			t.Errorf("%d of three concurrent calls with one token wrote; n = %v, want exactly one write", ok, n())
 		}
 	})
+	if strings.Contains(r.stderr.String(), "parse-mcp.confirm") {
+		t.Errorf("a confirmation token in the server's log")
+	}
 }
 
 // TestViewResourceReads: a ui:// URI that is not one of the views (another
@@ -134,6 +137,104 @@ func TestViewResourceReads(t *testing.T) {
 		resp := r.rpc(fmt.Sprint("r", i), "resources/read", fmt.Sprintf(`{"uri":%q}`, uri))
 		if resp["error"] == nil || strings.Contains(fmt.Sprint(resp), "<!doctype") {
 			t.Errorf("%s: %v", uri, resp)
+		}
+	}
+}
+
+// TestViewConfirmTokenOverHTTP: 2026-07-28 over HTTP, two callers (named
+// API keys), two processes on one database and a third acting as another
+// user. Alice's token is refused to Bob and to the other identity; honoured
+// once on the other process (one ledger on the database); three concurrent
+// calls with one token, spread over both processes, write once. A caller
+// that does not declare the extension gets no token.
+func TestViewConfirmTokenOverHTTP(t *testing.T) {
+	db, uri := writeDB(t, attackSchemas()...)
+	ctx := context.Background()
+	if _, err := db.Collection("Memo").InsertOne(ctx, bson.D{{Key: "_id", Value: "memo000001"}, {Key: "title", Value: "t0"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Collection("_User").InsertOne(ctx, bson.D{{Key: "_id", Value: "someoneElse"}, {Key: "username", Value: "else"}}); err != nil {
+		t.Fatal(err)
+	}
+	const alice, bob = "alice-view-key-0123456789", "bob-view-key-0123456789"
+	serverEnv := append(append([]string{}, writeEnv...), uri, "PARSE_MCP_API_KEYS=alice:"+alice+",bob:"+bob,
+		policyEnv(t, "settings: {confirm_writes: always, rate_limit: {requests: 1000, window: 60s}}\n"))
+	a, b := startHTTP(t, serverEnv...), startHTTP(t, serverEnv...)
+	other := startHTTP(t, append(append([]string{}, serverEnv...), "PARSE_MCP_ACL_USER=someoneElse")...)
+	title := func() string {
+		var doc bson.M
+		if err := db.Collection("Memo").FindOne(ctx, bson.D{{Key: "_id", Value: "memo000001"}}).Decode(&doc); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(doc["title"])
+	}
+	call := func(h *httpServer, key, caps, args, token string) map[string]any {
+		t.Helper()
+		extra := ""
+		if token != "" {
+			extra = fmt.Sprintf(`,%q:%q`, tools.ViewConfirmationKey, token)
+		}
+		meta := strings.Replace(statelessMeta("", extra), `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":`+caps, 1)
+		body := fmt.Sprintf(`{"jsonrpc":"2.0","id":"c","method":"tools/call","params":{"name":"update_object","arguments":%s,"_meta":%s}}`, args, meta)
+		hdr := statelessHeaders("tools/call", "update_object")
+		hdr["X-MCP-API-Key"] = key
+		resp, raw := h.request("POST", "/mcp", body, hdr)
+		return lastResult(t, decodeAnswer(t, resp, raw))
+	}
+	set := func(v string) string {
+		return fmt.Sprintf(`{"class_name":"Memo","object_id":"memo000001","fields":{"title":%q}}`, v)
+	}
+	dry := func(v string) string { return strings.TrimSuffix(set(v), "}") + `,"dry_run":true}` }
+	tokenOf := func(res map[string]any) string {
+		t.Helper()
+		tok, _ := obj(res["_meta"])[tools.ViewConfirmationKey].(string)
+		if tok == "" {
+			t.Fatalf("no token: %v", res)
+		}
+		return tok
+	}
+	refused := func(what string, res map[string]any) {
+		t.Helper()
+		if res["isError"] != true || title() != "t0" {
+			t.Errorf("%s: %v, title %q", what, res, title())
+		}
+	}
+
+	if res := call(a, alice, "{}", dry("t1"), ""); obj(res["_meta"])[tools.ViewConfirmationKey] != nil {
+		t.Errorf("a client without the extension got a token: %v", res)
+	}
+	tok := tokenOf(call(a, alice, appsCaps, dry("t1"), ""))
+	refused("Bob with Alice's token", call(a, bob, appsCaps, set("t1"), tok))
+	refused("another identity with Alice's token", call(other, alice, appsCaps, set("t1"), tok))
+	if res := call(b, alice, "{}", set("t1"), tok); res["isError"] == true || title() != "t1" {
+		t.Fatalf("Alice's token on the other process: %v, title %q", res, title())
+	}
+	refused2 := func(what string, res map[string]any, want string) {
+		t.Helper()
+		if res["isError"] != true || title() != want {
+			t.Errorf("%s: %v, title %q", what, res, title())
+		}
+	}
+	refused2("the spent token again", call(a, alice, appsCaps, set("t1"), tok), "t1")
+
+	// Three calls at once with one token, on both processes: one write.
+	tok = tokenOf(call(a, alice, appsCaps, dry("t2"), ""))
+	results := make(chan map[string]any, 3)
+	for _, h := range []*httpServer{a, b, a} {
+		go func() { results <- call(h, alice, appsCaps, set("t2"), tok) }()
+	}
+	wrote := 0
+	for range 3 {
+		if res := <-results; res["isError"] != true {
+			wrote++
+		}
+	}
+	if wrote != 1 || title() != "t2" {
+		t.Errorf("%d of three concurrent calls with one token wrote (title %q), want exactly one", wrote, title())
+	}
+	for _, h := range []*httpServer{a, b, other} {
+		if strings.Contains(h.stderr.String(), "parse-mcp.confirm") {
+			t.Errorf("a confirmation token in the server's log")
 		}
 	}
 }
