@@ -123,6 +123,24 @@ func TestViewConfirmTokenAttacks(t *testing.T) {
 			t.Errorf("%d of three concurrent calls with one token wrote; n = %v, want exactly one write", ok, n())
 		}
 	})
+	t.Run("create and delete", func(t *testing.T) {
+		// The view's other writes: each token confirms its write once.
+		const create = `{"class_name":"Memo","fields":{"title":"made in the view"}}`
+		tok := viewTokenOf(t, r.callLine("dc", "create_object", strings.TrimSuffix(create, "}")+`,"dry_run":true}`, ""))
+		for i, want := range []bool{true, false} {
+			if resp := r.callLine(fmt.Sprint("c", i), "create_object", create, meta(tok)); refused(resp) == want {
+				t.Errorf("create %d with the token: %v", i, resp)
+			}
+		}
+		const del = `{"class_name":"Memo","object_id":"memo000001"}`
+		tok = viewTokenOf(t, r.callLine("dd", "delete_object", strings.TrimSuffix(del, "}")+`,"dry_run":true}`, ""))
+		if resp := r.callLine("d", "delete_object", del, meta(tok)); refused(resp) {
+			t.Errorf("delete with the token: %v", resp)
+		}
+		if n, err := db.Collection("Memo").CountDocuments(ctx, bson.D{}); err != nil || n != 1 {
+			t.Errorf("%d objects after one create and one delete, want 1 (%v)", n, err)
+		}
+	})
 	if strings.Contains(r.stderr.String(), "parse-mcp.confirm") {
 		t.Errorf("a confirmation token in the server's log")
 	}
