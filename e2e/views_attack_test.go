@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -254,5 +255,88 @@ func TestViewConfirmTokenOverHTTP(t *testing.T) {
 		if strings.Contains(h.stderr.String(), "parse-mcp.confirm") {
 			t.Errorf("a confirmation token in the server's log")
 		}
+	}
+}
+
+// TestViewsNoLeakAcrossClients: one server, Apps and plain clients at once
+// (sessions and 2026-07-28 requests, interleaved and concurrent): the views'
+// _meta, resources and tokens reach only the Apps requests, so nothing an
+// Apps client's list or call adds stays in state another client reads.
+func TestViewsNoLeakAcrossClients(t *testing.T) {
+	db, uri := writeDB(t, bson.D{{Key: "_id", Value: "Memo"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}})
+	if _, err := db.Collection("Memo").InsertOne(context.Background(), bson.D{{Key: "_id", Value: "memo000001"}, {Key: "title", Value: "a"}}); err != nil {
+		t.Fatal(err)
+	}
+	h := startHTTP(t, append(append([]string{}, writeEnv...), uri, policyEnv(t, "settings: {confirm_writes: always, rate_limit: {requests: 10000, window: 60s}}\n"))...)
+	apps := h.session(nil)
+	plain := h.session(nil)
+	// Re-initialize the first as an Apps client.
+	resp, b := h.request("POST", "/mcp", strings.Replace(initBody, `"capabilities":{}`, `"capabilities":`+appsCaps, 1), nil)
+	if resp.StatusCode != 200 {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, b)
+	}
+	apps.id = resp.Header.Get("Mcp-Session-Id")
+	apps.headers["Mcp-Session-Id"] = apps.id
+	if resp, b := h.request("POST", "/mcp", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, apps.headers); resp.StatusCode != 202 {
+		t.Fatalf("initialized: %d %s", resp.StatusCode, b)
+	}
+	const dry = `{"name":"update_object","arguments":{"class_name":"Memo","object_id":"memo000001","fields":{"title":"b"},"dry_run":true}}`
+	requests := [][2]string{{"tools/list", "{}"}, {"resources/list", "{}"}, {"tools/call", dry}}
+	stateless := func(caps, method, params string) string {
+		body := strings.Replace(statelessBody("s", method, params, ""), `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":`+caps, 1)
+		name := ""
+		if method == "tools/call" {
+			name = "update_object"
+		}
+		resp, raw := h.request("POST", "/mcp", body, statelessHeaders(method, name))
+		out, _ := json.Marshal(decodeAnswer(t, resp, raw))
+		return string(out)
+	}
+	var seq atomic.Int64
+	session := func(s *mcpSession, method, params string) string {
+		out, _ := json.Marshal(s.rpc(fmt.Sprint("x", seq.Add(1)), method, params))
+		return string(out)
+	}
+	viewsIn := func(s string) bool {
+		return strings.Contains(s, "ui://parse-mcp/") || strings.Contains(s, tools.ViewConfirmationKey)
+	}
+	errs := make(chan string, 400)
+	done := make(chan struct{})
+	var workers int
+	for i := range 10 {
+		for _, rq := range requests {
+			workers += 4
+			go func() {
+				defer func() { done <- struct{}{} }()
+				if got := session(plain, rq[0], rq[1]); viewsIn(got) {
+					errs <- fmt.Sprintf("plain session %s (%d): %.300s", rq[0], i, got)
+				}
+			}()
+			go func() {
+				defer func() { done <- struct{}{} }()
+				if got := stateless("{}", rq[0], rq[1]); viewsIn(got) {
+					errs <- fmt.Sprintf("plain 2026-07-28 %s (%d): %.300s", rq[0], i, got)
+				}
+			}()
+			go func() {
+				defer func() { done <- struct{}{} }()
+				if got := session(apps, rq[0], rq[1]); !viewsIn(got) {
+					errs <- fmt.Sprintf("Apps session %s (%d) without views: %.300s", rq[0], i, got)
+				}
+			}()
+			go func() {
+				defer func() { done <- struct{}{} }()
+				if got := stateless(appsCaps, rq[0], rq[1]); !viewsIn(got) {
+					errs <- fmt.Sprintf("Apps 2026-07-28 %s (%d) without views: %.300s", rq[0], i, got)
+				}
+			}()
+		}
+	}
+	for range workers {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }
