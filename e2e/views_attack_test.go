@@ -236,6 +236,16 @@ func TestViewConfirmTokenOverHTTP(t *testing.T) {
 	}
 	refused2("the spent token again", call(a, alice, appsCaps, set("t1"), tok), "t1")
 
+	// A 2026-07-28 requestState (the question an elicitation asks, signed
+	// like the view's token) is not the person's answer: presented as the
+	// view's token it confirms nothing.
+	elicit := call(a, alice, `{"elicitation":{}}`, set("t1b"), "")
+	state, _ := elicit["requestState"].(string)
+	if elicit["resultType"] != "input_required" || state == "" {
+		t.Fatalf("an elicitation client's write: %v", elicit)
+	}
+	refused2("a requestState as the view's token", call(a, alice, appsCaps, set("t1b"), state), "t1")
+
 	// Three calls at once with one token, on both processes: one write.
 	tok = tokenOf(call(a, alice, appsCaps, dry("t2"), ""))
 	results := make(chan map[string]any, 3)
