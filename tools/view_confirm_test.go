@@ -43,7 +43,7 @@ func TestViewConfirmationAttacks(t *testing.T) {
 		if !ok {
 			t.Fatal("withoutDryRun failed")
 		}
-		token, err := issue(ctx, d.confirmScopeFor(ctx, &write), question)
+		token, err := issue(ctx, d.confirmScopeFor(ctx, &write), viewQuestion(question))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,6 +61,13 @@ func TestViewConfirmationAttacks(t *testing.T) {
 		return a
 	}
 	token := issueFor(dry)
+	// A 2026-07-28 requestState for the write itself: the question, not an
+	// answer.
+	wctx := call("alice", "update_object", write, "")
+	requestState, err := issue(wctx, d.confirmScopeOf(wctx), question)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name, credential, tool, args, question, token string
 	}{
@@ -71,6 +78,7 @@ func TestViewConfirmationAttacks(t *testing.T) {
 		{"other caller", "mallory", "update_object", write, question, token},
 		{"other change", "alice", "update_object", write, "update Memo m1 differently?", token},
 		{"forged", "alice", "update_object", write, question, token[:len(token)-2] + "AA"},
+		{"a requestState", "alice", "update_object", write, question, requestState},
 	} {
 		if got := answer(call(c.credential, c.tool, c.args, c.token), c.question); got != ConfirmUnsupported {
 			t.Errorf("%s: %v, want no answer", c.name, got)

@@ -113,9 +113,14 @@ function parseCSV(text) {
   return rows;
 }
 
+// csvOf is what Copy CSV puts on the clipboard, for a spreadsheet: a cell
+// (or a field's name) that a spreadsheet would run as a formula — starting
+// with =, +, -, @, a tab or CR, and not a plain number — gets a leading ',
+// so a stored =HYPERLINK(…) stays text (docs/views.md).
 function csvOf(columns, rows) {
   const q = (s) => (/[",\n\r]/.test(s) ? '"' + s.replace(/"/g, '""') + '"' : s);
-  return [columns, ...rows.map((r) => r.map(cellText))].map((r) => r.map((c) => q(String(c))).join(",")).join("\n") + "\n";
+  const inert = (s) => (/^[=+\-@\t\r]/.test(s) && !/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(s) ? "'" + s : s);
+  return [columns, ...rows.map((r) => r.map(cellText))].map((r) => r.map((c) => q(inert(String(c)))).join(",")).join("\n") + "\n";
 }
 
 function compare(a, b) {
@@ -385,7 +390,11 @@ async function renderConfirm(result) {
     if (res.isError) settle(errorText(res), "error");
     else settle("Confirmed: written.", "written");
   });
-  show(el("h3", {}, "Confirm: " + what), diff, el("div", { class: "actions" }, yes, no), status);
+  // The diff shows the fields the person can read; the exact change (what
+  // an elicitation would ask about) shows also what they cannot see there,
+  // such as an ACL.
+  const exact = el("pre", { class: "change" }, JSON.stringify(data.change, null, 2));
+  show(el("h3", {}, "Confirm: " + what), diff, el("p", { class: "muted" }, "Exactly this will change in the database:"), exact, el("div", { class: "actions" }, yes, no), status);
 }
 
 function renderTableOf(data) {

@@ -191,6 +191,10 @@ try {
     // The same call with the same token again: the token is spent.
     const replay = await sessions.write.call(calls[0]?.name, calls[0]?.arguments, calls[0]?._meta);
     report.steps.confirm = { diffDecline, declineStatus, declineCalls, diff, confirmStatus, calls, replay, tokenPrefix: String(token || "").slice(0, 21) };
+    // A change the diff of readable fields cannot show (the ACL): the view
+    // must still show it before the person confirms.
+    const acl = await mount("write", cfg.confirm.tool, cfg.confirm.aclArgs);
+    report.steps.confirmACL = { text: await acl.frame.evaluate(() => document.body.innerText) };
   }
 
   // attacks: stored payloads, a hidden reference and a protected field on
@@ -206,6 +210,10 @@ try {
       images: document.images.length,
     }));
     await shot("attack-rows");
+    // What Copy CSV puts on the clipboard (the page's clipboard, caught).
+    await frame.evaluate(() => Object.defineProperty(navigator, "clipboard", { configurable: true, value: { writeText: async (s) => void (window.copiedCSV = s) } }));
+    await frame.click("button.copy");
+    const csv = await frame.evaluate(() => window.copiedCSV);
     const fromView = async (args) =>
       frame.evaluate((a) => new Promise((resolve) => {
         const id = "probe-" + Math.random();
@@ -221,7 +229,7 @@ try {
     const hidden = await fromView({ class_name: cfg.attack.hiddenClass, object_id: cfg.attack.hiddenId });
     const missing = await fromView({ class_name: cfg.attack.missingClass, object_id: cfg.attack.hiddenId });
     const global = await frame.evaluate(() => document.title);
-    report.steps.attack = { dom, hidden, missing, global, html };
+    report.steps.attack = { dom, hidden, missing, global, html, csv };
   }
 } finally {
   await browser.close();
