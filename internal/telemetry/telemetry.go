@@ -12,9 +12,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -86,11 +88,15 @@ func Start(ctx context.Context, o Options) (stop func(context.Context), err erro
 	var stops []func(context.Context) error
 	st := &state{}
 	if traces {
+		sampler, err := samplerFromEnv(getenv)
+		if err != nil {
+			return stop, err
+		}
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
 			return stop, fmt.Errorf("OTLP trace exporter: %w", err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(sampler))
 		st.tracer = tp.Tracer(scope, trace.WithInstrumentationVersion(version.Version))
 		stops = append(stops, tp.Shutdown)
 	}
@@ -132,6 +138,50 @@ func exporterWanted(getenv func(string) string, signal string) (bool, error) {
 	}
 	return true, nil
 }
+
+// samplerFromEnv is OTEL_TRACES_SAMPLER's sampler with the caller's say
+// taken out (SECURITY.md "Telemetry"): a span whose parent came from
+// params._meta is sampled as a new trace would be, by the server's own
+// coin rather than the caller's sampled flag or trace id, so a caller can
+// neither hide its requests nor force the export of ones the operator's
+// ratio drops; spans under the server's own spans follow them. The
+// parentbased_ variants are therefore the same as the plain ones.
+func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	ratio := 1.0
+	switch strings.TrimPrefix(name, "parentbased_") {
+	case "", "always_on":
+	case "always_off":
+		ratio = 0
+	case "traceidratio":
+		if arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+			r, err := strconv.ParseFloat(arg, 64)
+			if err != nil || r < 0 || r > 1 {
+				return nil, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q is not a ratio between 0 and 1", arg)
+			}
+			ratio = r
+		}
+	default:
+		return nil, fmt.Errorf("OTEL_TRACES_SAMPLER=%q is not supported: use always_on, always_off or traceidratio (parentbased_ or not)", name)
+	}
+	own := ownCoin(ratio)
+	return sdktrace.ParentBased(own, sdktrace.WithRemoteParentSampled(own), sdktrace.WithRemoteParentNotSampled(own)), nil
+}
+
+// ownCoin samples a fraction of the traces it is asked about by a random
+// draw of its own, not by the trace id (a caller's choice when the trace
+// continues its traceparent).
+type ownCoin float64
+
+func (c ownCoin) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	d := sdktrace.Drop
+	if c >= 1 || rand.Float64() < float64(c) {
+		d = sdktrace.RecordAndSample
+	}
+	return sdktrace.SamplingResult{Decision: d, Tracestate: trace.SpanContextFromContext(p.ParentContext).TraceState()}
+}
+
+func (c ownCoin) Description() string { return fmt.Sprintf("OwnCoin{%g}", float64(c)) }
 
 func envResource(getenv func(string) string) *resource.Resource {
 	var kvs []attribute.KeyValue
