@@ -2,6 +2,11 @@ package e2e
 
 import (
 	"encoding/hex"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,5 +64,57 @@ func TestTelemetryCallerCannotSteerSampling(t *testing.T) {
 				t.Errorf("the server span does not continue the caller's trace: parent %x", got.ParentSpanId)
 			}
 		})
+	}
+}
+
+// TestTelemetryExportErrorsAreLogLines: a collector that refuses the
+// export and echoes the request's credentials back. The exporter's error
+// goes to stderr as a JSON log line through the scrubber, never as the
+// SDK's plain-text line, and never with the OTEL_EXPORTER_OTLP_HEADERS
+// credential.
+func TestTelemetryExportErrorsAreLogLines(t *testing.T) {
+	const secret = "HEADERSECRET3xyz"
+	refused := make(chan struct{}, 16)
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		http.Error(w, "bad credentials: "+r.Header.Get("Authorization"), http.StatusUnauthorized)
+		select {
+		case refused <- struct{}{}:
+		default:
+		}
+	}))
+	t.Cleanup(collector.Close)
+	srv := startRaw(t, "OTEL_EXPORTER_OTLP_ENDPOINT="+collector.URL, "OTEL_BSP_SCHEDULE_DELAY=50",
+		"OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20"+secret)
+	srv.initialize()
+	srv.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"}}}`)
+	srv.next()
+	select {
+	case <-refused:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the collector was never called")
+	}
+	_ = srv.stdin.Close()
+	select {
+	case <-srv.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not exit")
+	}
+	logged := srv.stderr.String()
+	if strings.Contains(logged, secret) {
+		t.Errorf("stderr carries the OTLP header credential:\n%s", logged)
+	}
+	sawExport := false
+	for line := range strings.Lines(logged) {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		if !json.Valid([]byte(line)) {
+			t.Errorf("stderr line is not a JSON log line: %q", line)
+		}
+		sawExport = sawExport || strings.Contains(line, "401")
+	}
+	if !sawExport {
+		t.Errorf("the refused export is not logged:\n%s", logged)
 	}
 }

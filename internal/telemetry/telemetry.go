@@ -15,6 +15,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -88,6 +90,16 @@ func Start(ctx context.Context, o Options) (stop func(context.Context), err erro
 	var stops []func(context.Context) error
 	st := &state{}
 	if traces {
+		// The SDK's own errors (a refused or failed export, with the
+		// collector's answer) are log lines like any other: JSON on the
+		// scrubbed stderr, cut short, not the SDK's plain-text default.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			msg := err.Error()
+			if len(msg) > 512 {
+				msg = msg[:512] + "…"
+			}
+			o.Log.Warn().Str("error", msg).Msg("telemetry export failed")
+		}))
 		sampler, err := samplerFromEnv(getenv)
 		if err != nil {
 			return stop, err
@@ -182,6 +194,32 @@ func (c ownCoin) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingRe
 }
 
 func (c ownCoin) Description() string { return fmt.Sprintf("OwnCoin{%g}", float64(c)) }
+
+// HeaderSecrets are the values of the OTLP exporter's headers
+// (OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS), each also
+// without its scheme word ("Bearer x" and x): collector credentials, for
+// the scrubber, since a collector refusing them may echo them back into the
+// exporter's error.
+func HeaderSecrets(getenv func(string) string) []string {
+	var out []string
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		for pair := range strings.SplitSeq(getenv(v), ",") {
+			_, value, ok := strings.Cut(pair, "=")
+			if !ok {
+				continue
+			}
+			if dec, err := url.PathUnescape(value); err == nil {
+				value = dec
+			}
+			value = strings.TrimSpace(value)
+			out = append(out, value)
+			if _, token, ok := strings.Cut(value, " "); ok {
+				out = append(out, strings.TrimSpace(token))
+			}
+		}
+	}
+	return out
+}
 
 func envResource(getenv func(string) string) *resource.Resource {
 	var kvs []attribute.KeyValue
