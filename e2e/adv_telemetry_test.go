@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -116,5 +117,34 @@ func TestTelemetryExportErrorsAreLogLines(t *testing.T) {
 	}
 	if !sawExport {
 		t.Errorf("the refused export is not logged:\n%s", logged)
+	}
+}
+
+// TestTelemetryTraceStateBounded: a caller's tracestate (32 members of 250
+// characters, valid) would be copied into every exported span of the
+// request, database spans included, and into the requests to Parse Server
+// and the embeddings endpoint. It is cut to the 512 characters W3C trace
+// context asks to be carried, dropping long members first.
+func TestTelemetryTraceStateBounded(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	srv := startRaw(t, rcv.env()...)
+	srv.initialize()
+	members := []string{"short=kept"}
+	for i := range 31 {
+		members = append(members, fmt.Sprintf("v%d=%s", i, strings.Repeat("x", 250)))
+	}
+	const traceID = "abf92f3577b34da6a3ce929d0e0e4736"
+	srv.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"count_objects","arguments":{"class_name":"Song"},"_meta":{"traceparent":"00-` + traceID + `-00f067aa0ba902b7-01","tracestate":"` + strings.Join(members, ",") + `"}}}`)
+	if m := srv.next(); m["result"] == nil {
+		t.Fatalf("count_objects: %v", m)
+	}
+	span := rcv.waitSpan(t, "tools/call count_objects", func(s *tracepb.Span) bool {
+		return hex.EncodeToString(s.TraceId) == traceID && s.Kind == tracepb.Span_SPAN_KIND_SERVER
+	})
+	if len(span.TraceState) > 512 {
+		t.Errorf("server span carries a %d-character tracestate", len(span.TraceState))
+	}
+	if span.TraceState != "short=kept" {
+		t.Errorf("tracestate %q, want the short member kept", span.TraceState[:min(len(span.TraceState), 80)])
 	}
 }
