@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -146,5 +147,28 @@ func TestTelemetryTraceStateBounded(t *testing.T) {
 	}
 	if span.TraceState != "short=kept" {
 		t.Errorf("tracestate %q, want the short member kept", span.TraceState[:min(len(span.TraceState), 80)])
+	}
+}
+
+// TestTelemetryHTTPTraceHeadersIgnored: over HTTP only params._meta
+// carries trace context; traceparent, tracestate and baggage HTTP headers
+// from a stranger's request change nothing and are exported nowhere.
+func TestTelemetryHTTPTraceHeadersIgnored(t *testing.T) {
+	rcv := newOTLPReceiver(t)
+	h := startHTTP(t, rcv.env()...)
+	s := h.session(nil)
+	const headerTrace, metaTrace = "cbf92f3577b34da6a3ce929d0e0e4736", "dbf92f3577b34da6a3ce929d0e0e4736"
+	s.headers["traceparent"] = "00-" + headerTrace + "-00f067aa0ba902b7-01"
+	s.headers["tracestate"] = "hdr=HEADERSTATE77"
+	s.headers["baggage"] = "user=HEADERBAGGAGE77"
+	s.rpc("1", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Artist"}}`)
+	s.rpc("2", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Artist"},"_meta":{"traceparent":"00-`+metaTrace+`-00f067aa0ba902b7-01"}}`)
+	rcv.waitSpan(t, "the _meta call", func(sp *tracepb.Span) bool { return hex.EncodeToString(sp.TraceId) == metaTrace })
+	raw := rcv.allBytes()
+	id, _ := hex.DecodeString(headerTrace)
+	for _, leak := range [][]byte{id, []byte("HEADERSTATE77"), []byte("HEADERBAGGAGE77")} {
+		if bytes.Contains(raw, leak) {
+			t.Errorf("the exported spans carry the HTTP header's %q", leak)
+		}
 	}
 }
