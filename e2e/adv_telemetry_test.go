@@ -13,6 +13,8 @@ import (
 	"time"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/parse-mcp/parse-mcp/internal/embed"
 )
 
 // TestTelemetryCallerCannotSteerSampling attacks the sampling decision
@@ -169,6 +171,48 @@ func TestTelemetryHTTPTraceHeadersIgnored(t *testing.T) {
 	for _, leak := range [][]byte{id, []byte("HEADERSTATE77"), []byte("HEADERBAGGAGE77")} {
 		if bytes.Contains(raw, leak) {
 			t.Errorf("the exported spans carry the HTTP header's %q", leak)
+		}
+	}
+}
+
+// TestTelemetryEmbeddingsSpanLeaksNothing: a semantic_search traced to
+// the embeddings endpoint has its client span, but neither the spans nor
+// /metrics carry the endpoint's URL, its API key or the search text.
+func TestTelemetryEmbeddingsSpanLeaksNothing(t *testing.T) {
+	const key, text = "sk-e2e-telemetry-KEY0042", "harbor SEARCHTEXT0042"
+	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var in struct {
+			Input []string `json:"input"`
+		}
+		_ = json.NewDecoder(req.Body).Decode(&in)
+		var data []map[string]any
+		for i, s := range in.Input {
+			data = append(data, map[string]any{"index": i, "embedding": embed.FixtureVector(s)})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	t.Cleanup(endpoint.Close)
+	rcv := newOTLPReceiver(t)
+	addr := freeAddr(t)
+	srv := startRaw(t, append(rcv.env(), policyFile(t, "demo"), "PARSE_MCP_METRICS_ADDR="+addr,
+		"PARSE_MCP_EMBEDDINGS_URL="+endpoint.URL+"/v1", "PARSE_MCP_EMBEDDINGS_MODEL=test-model", "PARSE_MCP_EMBEDDINGS_API_KEY="+key)...)
+	srv.initialize()
+	const traceID = "fbf92f3577b34da6a3ce929d0e0e4736"
+	srv.send(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"semantic_search","arguments":{"query":"` + text + `","k":2},"_meta":{"traceparent":"00-` + traceID + `-00f067aa0ba902b7-01"}}}`)
+	if m := srv.next(); m["result"] == nil {
+		t.Fatalf("semantic_search: %v", m)
+	}
+	rcv.waitSpan(t, "embeddings", func(s *tracepb.Span) bool {
+		peer, _ := spanAttr(s, "parse_mcp.peer")
+		return hex.EncodeToString(s.TraceId) == traceID && peer == "embeddings"
+	})
+	metrics, _ := scrape(t, addr)
+	host := strings.TrimPrefix(endpoint.URL, "http://")
+	for where, b := range map[string][]byte{"spans": rcv.allBytes(), "metrics": []byte(metrics)} {
+		for _, leak := range []string{key, "SEARCHTEXT0042", host, "/v1/embeddings"} {
+			if bytes.Contains(b, []byte(leak)) {
+				t.Errorf("%s carry %q", where, leak)
+			}
 		}
 	}
 }
