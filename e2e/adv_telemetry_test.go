@@ -216,3 +216,44 @@ func TestTelemetryEmbeddingsSpanLeaksNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestTelemetryMetricsRefuseRebinding: a web page that rebinds its own
+// name to 127.0.0.1 could read a loopback /metrics (tool and class names,
+// traffic) from the operator's browser. Like the MCP listener, a loopback
+// metrics listener answers only a loopback Host; browsers' cross-origin
+// requests from other origins are refused too.
+func TestTelemetryMetricsRefuseRebinding(t *testing.T) {
+	addr := freeAddr(t)
+	startRaw(t, "PARSE_MCP_METRICS_ADDR="+addr).initialize()
+	scrape(t, addr) // waits for the listener
+	_, port, _ := strings.Cut(addr, ":")
+	for _, tc := range []struct {
+		name, host, origin string
+		want               int
+	}{
+		{"loopback address", addr, "", http.StatusOK},
+		{"localhost", "localhost:" + port, "", http.StatusOK},
+		{"rebound name", "rebind.example:" + port, "", http.StatusForbidden},
+		{"foreign origin", addr, "http://evil.example", http.StatusForbidden},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+			req.Host = tc.host
+			if tc.origin != "" {
+				req.Header.Set("Origin", tc.origin)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tc.want {
+				t.Errorf("GET /metrics with Host %s: %d, want %d", tc.host, resp.StatusCode, tc.want)
+			}
+			if tc.want != http.StatusOK && bytes.Contains(body, []byte("parse_mcp_")) {
+				t.Errorf("the refusal carries the metrics")
+			}
+		})
+	}
+}

@@ -32,6 +32,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/version"
 )
 
@@ -238,7 +239,7 @@ func envResource(getenv func(string) string) *resource.Resource {
 // serveMetrics serves GET /metrics on l, and nothing else.
 func serveMetrics(l net.Listener, h http.Handler, log zerolog.Logger) func(context.Context) error {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
+	mux.Handle("GET /metrics", notRebound(l, h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -246,6 +247,31 @@ func serveMetrics(l net.Listener, h http.Handler, log zerolog.Logger) func(conte
 		}
 	}()
 	return srv.Shutdown
+}
+
+// notRebound defeats DNS rebinding as the MCP listener does (SECURITY.md
+// "Telemetry"): on a loopback listener the Host must name a loopback host,
+// and a browser's request must come from a loopback origin, so a web page
+// the operator opens cannot read the metrics through its own name.
+func notRebound(l net.Listener, h http.Handler) http.Handler {
+	addr, _ := l.Addr().(*net.TCPAddr)
+	loopback := addr != nil && addr.IP.IsLoopback()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		origin := true
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			origin = err == nil && config.IsLoopbackHost(u.Hostname())
+		}
+		if (loopback && !config.IsLoopbackHost(host)) || !origin {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // metricsHandler writes the registry in Prometheus's text format. It is
