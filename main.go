@@ -142,7 +142,9 @@ func run(argv []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	// The chat's settings are read apart from the configuration: its key and
 	// its base URL's password are secrets too (a server without a key gets
 	// that password as Basic auth, and may echo it).
-	scrubber := scrub.New(append(append(cfg.Secrets(), llmEnv("LLM_API_KEY")), config.URIPassword(llmEnv("LLM_BASE_URL"))...))
+	// So are the OTLP exporter's headers (a collector's credential).
+	secrets := append(append(cfg.Secrets(), llmEnv("LLM_API_KEY")), config.URIPassword(llmEnv("LLM_BASE_URL"))...)
+	scrubber := scrub.New(append(secrets, telemetry.HeaderSecrets(os.Getenv)...))
 	rawStdout, stderrTTY := stdout, isTerminal(stderr)
 	stdout, stderr, flush := scrubOutputs(scrubber, cmd, stdout, stderr)
 	defer flush()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -105,8 +106,8 @@ func StartRequest(ctx context.Context, ri RequestInfo) (context.Context, *Reques
 	if on.tracer != nil {
 		if ri.TraceParent != "" {
 			carrier := propagation.MapCarrier{"traceparent": ri.TraceParent}
-			if ri.TraceState != "" {
-				carrier["tracestate"] = ri.TraceState
+			if ts := boundedTraceState(ri.TraceState); ts != "" {
+				carrier["tracestate"] = ts
 			}
 			ctx = propagator.Extract(ctx, carrier)
 		}
@@ -130,6 +131,43 @@ func StartRequest(ctx context.Context, ri RequestInfo) (context.Context, *Reques
 		ctx, r.span = on.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
 	}
 	return context.WithValue(ctx, requestKey{}, r), r
+}
+
+// maxTraceState is how much of a caller's tracestate is carried: the 512
+// characters W3C trace context asks every vendor to propagate. More would be
+// copied into every exported span of the request and every request to
+// Parse Server and the embeddings endpoint (SECURITY.md "Telemetry").
+const maxTraceState = 512
+
+// boundedTraceState cuts a caller's tracestate to maxTraceState as W3C
+// trace context says: members longer than 128 characters go first, then
+// members from the end. An invalid tracestate is dropped.
+func boundedTraceState(raw string) string {
+	if raw == "" {
+		return ""
+	}
+	ts, err := trace.ParseTraceState(raw)
+	if err != nil {
+		return ""
+	}
+	if s := ts.String(); len(s) <= maxTraceState {
+		return s
+	}
+	var out []string
+	n := 0
+	ts.Walk(func(k, v string) bool {
+		m := k + "=" + v
+		if len(m) > 128 {
+			return true
+		}
+		if n+len(m)+len(out) > maxTraceState { // len(out): the commas
+			return false
+		}
+		out = append(out, m)
+		n += len(m)
+		return true
+	})
+	return strings.Join(out, ",")
 }
 
 // End records the request's duration and ends its span. rpcCode is the

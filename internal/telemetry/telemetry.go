@@ -12,15 +12,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/propagation"
@@ -28,6 +32,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/version"
 )
 
@@ -86,11 +91,25 @@ func Start(ctx context.Context, o Options) (stop func(context.Context), err erro
 	var stops []func(context.Context) error
 	st := &state{}
 	if traces {
+		// The SDK's own errors (a refused or failed export, with the
+		// collector's answer) are log lines like any other: JSON on the
+		// scrubbed stderr, cut short, not the SDK's plain-text default.
+		otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+			msg := err.Error()
+			if len(msg) > 512 {
+				msg = msg[:512] + "…"
+			}
+			o.Log.Warn().Str("error", msg).Msg("telemetry export failed")
+		}))
+		sampler, err := samplerFromEnv(getenv)
+		if err != nil {
+			return stop, err
+		}
 		exp, err := otlptracehttp.New(ctx)
 		if err != nil {
 			return stop, fmt.Errorf("OTLP trace exporter: %w", err)
 		}
-		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
+		tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res), sdktrace.WithSampler(sampler))
 		st.tracer = tp.Tracer(scope, trace.WithInstrumentationVersion(version.Version))
 		stops = append(stops, tp.Shutdown)
 	}
@@ -133,6 +152,76 @@ func exporterWanted(getenv func(string) string, signal string) (bool, error) {
 	return true, nil
 }
 
+// samplerFromEnv is OTEL_TRACES_SAMPLER's sampler with the caller's say
+// taken out (SECURITY.md "Telemetry"): a span whose parent came from
+// params._meta is sampled as a new trace would be, by the server's own
+// coin rather than the caller's sampled flag or trace id, so a caller can
+// neither hide its requests nor force the export of ones the operator's
+// ratio drops; spans under the server's own spans follow them. The
+// parentbased_ variants are therefore the same as the plain ones.
+func samplerFromEnv(getenv func(string) string) (sdktrace.Sampler, error) {
+	name := strings.ToLower(strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER")))
+	ratio := 1.0
+	switch strings.TrimPrefix(name, "parentbased_") {
+	case "", "always_on":
+	case "always_off":
+		ratio = 0
+	case "traceidratio":
+		if arg := strings.TrimSpace(getenv("OTEL_TRACES_SAMPLER_ARG")); arg != "" {
+			r, err := strconv.ParseFloat(arg, 64)
+			if err != nil || r < 0 || r > 1 {
+				return nil, fmt.Errorf("OTEL_TRACES_SAMPLER_ARG=%q is not a ratio between 0 and 1", arg)
+			}
+			ratio = r
+		}
+	default:
+		return nil, fmt.Errorf("OTEL_TRACES_SAMPLER=%q is not supported: use always_on, always_off or traceidratio (parentbased_ or not)", name)
+	}
+	own := ownCoin(ratio)
+	return sdktrace.ParentBased(own, sdktrace.WithRemoteParentSampled(own), sdktrace.WithRemoteParentNotSampled(own)), nil
+}
+
+// ownCoin samples a fraction of the traces it is asked about by a random
+// draw of its own, not by the trace id (a caller's choice when the trace
+// continues its traceparent).
+type ownCoin float64
+
+func (c ownCoin) ShouldSample(p sdktrace.SamplingParameters) sdktrace.SamplingResult {
+	d := sdktrace.Drop
+	if c >= 1 || rand.Float64() < float64(c) {
+		d = sdktrace.RecordAndSample
+	}
+	return sdktrace.SamplingResult{Decision: d, Tracestate: trace.SpanContextFromContext(p.ParentContext).TraceState()}
+}
+
+func (c ownCoin) Description() string { return fmt.Sprintf("OwnCoin{%g}", float64(c)) }
+
+// HeaderSecrets are the values of the OTLP exporter's headers
+// (OTEL_EXPORTER_OTLP_HEADERS, OTEL_EXPORTER_OTLP_TRACES_HEADERS), each also
+// without its scheme word ("Bearer x" and x): collector credentials, for
+// the scrubber, since a collector refusing them may echo them back into the
+// exporter's error.
+func HeaderSecrets(getenv func(string) string) []string {
+	var out []string
+	for _, v := range []string{"OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS"} {
+		for pair := range strings.SplitSeq(getenv(v), ",") {
+			_, value, ok := strings.Cut(pair, "=")
+			if !ok {
+				continue
+			}
+			if dec, err := url.PathUnescape(value); err == nil {
+				value = dec
+			}
+			value = strings.TrimSpace(value)
+			out = append(out, value)
+			if _, token, ok := strings.Cut(value, " "); ok {
+				out = append(out, strings.TrimSpace(token))
+			}
+		}
+	}
+	return out
+}
+
 func envResource(getenv func(string) string) *resource.Resource {
 	var kvs []attribute.KeyValue
 	for pair := range strings.SplitSeq(getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
@@ -150,7 +239,7 @@ func envResource(getenv func(string) string) *resource.Resource {
 // serveMetrics serves GET /metrics on l, and nothing else.
 func serveMetrics(l net.Listener, h http.Handler, log zerolog.Logger) func(context.Context) error {
 	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", h)
+	mux.Handle("GET /metrics", notRebound(l, h))
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go func() {
 		if err := srv.Serve(l); err != nil && !errors.Is(err, http.ErrServerClosed) {
@@ -158,6 +247,31 @@ func serveMetrics(l net.Listener, h http.Handler, log zerolog.Logger) func(conte
 		}
 	}()
 	return srv.Shutdown
+}
+
+// notRebound defeats DNS rebinding as the MCP listener does (SECURITY.md
+// "Telemetry"): on a loopback listener the Host must name a loopback host,
+// and a browser's request must come from a loopback origin, so a web page
+// the operator opens cannot read the metrics through its own name.
+func notRebound(l net.Listener, h http.Handler) http.Handler {
+	addr, _ := l.Addr().(*net.TCPAddr)
+	loopback := addr != nil && addr.IP.IsLoopback()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		host := r.Host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			host = hh
+		}
+		origin := true
+		if o := r.Header.Get("Origin"); o != "" {
+			u, err := url.Parse(o)
+			origin = err == nil && config.IsLoopbackHost(u.Hostname())
+		}
+		if (loopback && !config.IsLoopbackHost(host)) || !origin {
+			http.Error(w, "forbidden", http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }
 
 // metricsHandler writes the registry in Prometheus's text format. It is
