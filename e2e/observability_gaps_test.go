@@ -2,11 +2,18 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+
+	"github.com/parse-mcp/parse-mcp/internal/embed"
 )
 
 // TestTelemetryRowsReturned: parse_mcp_tool_result_rows_total moves by
@@ -108,5 +115,66 @@ func TestAskTracesTheModelRequests(t *testing.T) {
 		if bytes.Contains(raw, []byte(secret)) {
 			t.Errorf("the exported spans contain %q", secret)
 		}
+	}
+}
+
+// TestTelemetryEmbeddingsCalls: embeddings requests are counted by outcome
+// and the budget's remaining calls are a gauge: a budget of 2 lets two
+// requests reach the endpoint and refuses the next one unsent.
+func TestTelemetryEmbeddingsCalls(t *testing.T) {
+	sent := 0
+	var mu sync.Mutex
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		var in struct {
+			Input []string `json:"input"`
+		}
+		_ = json.NewDecoder(req.Body).Decode(&in)
+		mu.Lock()
+		sent++
+		mu.Unlock()
+		var data []map[string]any
+		for i, s := range in.Input {
+			data = append(data, map[string]any{"index": i, "embedding": embed.FixtureVector(s)})
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"data": data})
+	}))
+	defer srv.Close()
+	addr := freeAddr(t)
+	c := stdioClient(t, policyFile(t, "demo"), "PARSE_MCP_METRICS_ADDR="+addr, "PARSE_MCP_EMBEDDINGS_BUDGET=2",
+		"PARSE_MCP_EMBEDDINGS_URL="+srv.URL+"/v1", "PARSE_MCP_EMBEDDINGS_MODEL=test-model")
+	gauge := func() float64 {
+		t.Helper()
+		_, fam := scrape(t, addr)
+		m := sample(fam, "parse_mcp_embeddings_budget_remaining", nil)
+		if m == nil {
+			t.Fatal("no parse_mcp_embeddings_budget_remaining")
+		}
+		return m.GetGauge().GetValue()
+	}
+	if got := gauge(); got != 2 {
+		t.Fatalf("budget remaining before any call: %v, want 2", got)
+	}
+	// A call may embed more than its query (rows without vectors yet):
+	// call until the budget refuses one.
+	refused := false
+	for i := 0; i < 4 && !refused; i++ {
+		refused = call(t, c, "semantic_search", map[string]any{"query": fmt.Sprintf("harbor %d", i), "k": 1}).IsError
+	}
+	if !refused {
+		t.Fatal("four semantic_search calls within a budget of 2 per minute all succeeded")
+	}
+	_, fam := scrape(t, addr)
+	mu.Lock()
+	defer mu.Unlock()
+	for outcome, want := range map[string]float64{"ok": float64(sent), "budget_spent": 1, "error": 0} {
+		if got := counterValue(fam, "parse_mcp_embeddings_calls_total", map[string]string{"outcome": outcome}); got != want {
+			t.Errorf("embeddings calls %s: %v, want %v", outcome, got, want)
+		}
+	}
+	if sent != 2 {
+		t.Errorf("%d requests reached the endpoint, want the budget's 2", sent)
+	}
+	if got := gauge(); got != 0 {
+		t.Errorf("budget remaining after two calls: %v, want 0", got)
 	}
 }
