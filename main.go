@@ -357,10 +357,12 @@ func listenReason(err error) string {
 
 // serverListeners binds PARSE_MCP_HTTP_ADDR (when set) and
 // PARSE_MCP_METRICS_ADDR and starts what the OTEL_* variables ask for
-// (docs/observability.md), when the server is to run (no command). The
+// (docs/observability.md), when the server is to run (no command); chat
+// and ask start the traces only. The
 // returned function flushes the last spans and closes the listeners.
 func serverListeners(ctx context.Context, cfg *config.Config, cmd []string, log zerolog.Logger) (net.Listener, func(), error) {
-	if len(cmd) > 0 {
+	conversational := len(cmd) > 0 && (cmd[0] == "chat" || cmd[0] == "ask")
+	if len(cmd) > 0 && !conversational {
 		return nil, func() {}, nil
 	}
 	var httpListener, metrics net.Listener
@@ -372,12 +374,14 @@ func serverListeners(ctx context.Context, cfg *config.Config, cmd []string, log 
 		}
 	}
 	var err error
-	if cfg.HTTPAddr != "" {
+	// chat and ask trace (their model requests and tool calls) but
+	// serve nothing: no MCP port, no metrics listener.
+	if cfg.HTTPAddr != "" && !conversational {
 		if httpListener, err = listenHTTP(cfg.HTTPAddr); err != nil {
 			return nil, nil, err
 		}
 	}
-	if cfg.MetricsAddr != "" {
+	if cfg.MetricsAddr != "" && !conversational {
 		if metrics, err = net.Listen("tcp", cfg.MetricsAddr); err != nil {
 			closeAll()
 			return nil, nil, fmt.Errorf("PARSE_MCP_METRICS_ADDR: cannot listen on %s: %s", cfg.MetricsAddr, listenReason(err))

@@ -31,7 +31,8 @@ func promMetrics(expr string) []string {
 // dashboard (deploy/grafana/parse-mcp.json) names metrics the server
 // really exports, read from a /metrics scrape of the binary over HTTP with
 // the real Parse Server, after the calls that make each family appear (a
-// tool call, a bridge write, a rate-limit refusal, an ended session).
+// tool call, a bridge write, a read returning a row, a rate-limit refusal,
+// an ended session).
 func TestDashboardQueriesExist(t *testing.T) {
 	raw, err := os.ReadFile(filepath.Join("..", "deploy", "grafana", "parse-mcp.json"))
 	if err != nil {
@@ -56,7 +57,7 @@ func TestDashboardQueriesExist(t *testing.T) {
 	s := h.session(nil)
 	s.rpc("1", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Note"}}`)
 	s.rpc("2", "tools/call", `{"name":"create_object","arguments":{"class_name":"Note","fields":{"title":"dashboard"}}}`)
-	s.rpc("3", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Note"}}`)
+	s.rpc("3", "tools/call", `{"name":"query_class","arguments":{"class_name":"Note","limit":1}}`)
 	if r := s.rpc("4", "tools/call", `{"name":"count_objects","arguments":{"class_name":"Note"}}`); !strings.Contains(mustJSON(t, r), "rate_limited") {
 		t.Fatalf("the fourth call is not rate limited: %v", r)
 	}

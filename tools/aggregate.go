@@ -47,6 +47,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/pipelinestage"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 )
@@ -488,6 +489,7 @@ func aggregateTool(ctx context.Context, d *Deps, in aggregateIn) (Dynamic, error
 		}
 		objects = append(objects, b...)
 	}
+	telemetry.ToolRows(ctx, len(rows))
 	out := map[string]any{
 		"class_name":      plan.cls.Name,
 		"pipeline_stages": stageNames(plan.pipeline),

@@ -18,6 +18,8 @@ import (
 	"fmt"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // distinctPipeline builds the distinct pipeline.
@@ -117,6 +119,7 @@ func distinctTool(ctx context.Context, d *Deps, in distinctIn) (Dynamic, error) 
 		}
 		values = append(values, it.key)
 	}
+	telemetry.ToolRows(ctx, len(values))
 	out := map[string]any{
 		"class_name": cls.Name,
 		"field":      g.name,

@@ -13,6 +13,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/policy"
 )
 
@@ -112,6 +113,7 @@ func exportData(ctx context.Context, d *Deps, args exportIn) (*exportOut, error)
 		return nil, tooLarge(d, "export_data", "columns", tp.sizes, "(or lower row_cap).")
 	}
 	ProgressFrom(ctx).Report(float64(len(rows)), float64(len(rows)), fmt.Sprintf("exported %d rows", len(rows)))
+	telemetry.ToolRows(ctx, len(rows))
 	o := &exportOut{ClassName: p.target.Class.Name, Format: format, Headers: headers, RowCount: len(rows), Output: out}
 	if tp.hasMore && (limit == 0 || limit > want) {
 		total, err := d.Store.Count(ctx, p.target.Class.Name, p.target.Filter)
@@ -330,6 +332,7 @@ func exportPipeline(ctx context.Context, d *Deps, pipeline []any, name, format s
 		return nil, tooLarge(d, "export_data", "columns", sizes, "(or lower row_cap, or $project fewer fields).")
 	}
 	prog.Report(float64(len(cells)), float64(len(cells)), fmt.Sprintf("exported %d rows", len(cells)))
+	telemetry.ToolRows(ctx, len(cells))
 	o := &exportOut{ClassName: name, Format: format, Headers: headers, RowCount: len(cells), Output: out}
 	if len(rows) > len(cells) {
 		o.Truncated, o.RowCap = true, rowCap

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -89,6 +90,7 @@ func getObject(ctx context.Context, d *Deps, args getObjectIn) (*getObjectOut, e
 	}
 	// The object carries its id and dates: the envelope does not repeat
 	// them.
+	telemetry.ToolRows(ctx, 1)
 	return &getObjectOut{ClassName: p.target.Class.Name, TruncatedIncludes: p.truncatedIncludes, RowLegend: rowLegendOf(p.rowLegend()), Object: obj}, nil
 }
 
@@ -201,6 +203,7 @@ func getObjects(ctx context.Context, d *Deps, args getObjectsIn) (*getObjectsOut
 		rows = append(rows, row...)
 		objs.raw(id, row)
 	}
+	telemetry.ToolRows(ctx, len(ids)-len(missing))
 	out := &getObjectsOut{ClassName: p.target.Class.Name, Found: len(ids) - len(missing), TruncatedIncludes: p.truncatedIncludes, RowLegend: rowLegendOf(p.rowLegend())}
 	if len(missing) > 0 {
 		out.Missing = missing
@@ -265,6 +268,7 @@ func getSampleObjects(ctx context.Context, d *Deps, args samplesIn) (*samplesOut
 	}
 	// The untrusted-data note is the envelope's (one per response); this
 	// note is only there when it says something the rows do not.
+	telemetry.ToolRows(ctx, n)
 	out := &samplesOut{ClassName: p.target.Class.Name, SampleCount: n, RowLegend: rowLegendOf(p.rowLegend())}
 	if large := d.Policy.LargeFields(p.target.Class.Name); len(large) > 0 {
 		out.Note = "Newest first. Large fields left out: " + strings.Join(large, ", ") + " (read them with get_object)."

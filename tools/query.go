@@ -15,6 +15,7 @@ import (
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 )
@@ -255,6 +256,7 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 			o.TruncatedNote = fmt.Sprintf("rows shows the first %d of the %d rows of this page (JSON display cap %d); next_call continues at skip %d. For more rows per call use format csv, markdown or table, or export_data.", pg.kept, pg.n, DisplayCap, skip+pg.kept)
 		}
 		o.setRows(p, pg.rows)
+		telemetry.ToolRows(ctx, pg.kept)
 		return o, nil
 	}
 	// Over the byte cap: drop the heaviest field, then trim rows.
@@ -271,6 +273,7 @@ func (p *readPlan) queryJSON(ctx context.Context, args Args, skip, limit, budget
 	more := pg2.hasMore || pg2.kept < pg2.n
 	o.HasMore, o.Truncation = &more, p.truncation(dropped, pg2.kept, pg2.n, skip, more)
 	o.setRows(p2, pg2.rows)
+	telemetry.ToolRows(ctx, pg2.kept)
 	return o, nil
 }
 
@@ -385,6 +388,7 @@ func (p *readPlan) queryText(ctx context.Context, args Args, format string, skip
 	out, rows, trimmed := fitText(format, headers, tp.rows, budget)
 	over := tp.over || trimmed
 	n := len(rows)
+	telemetry.ToolRows(ctx, n)
 	o := &queryClassOut{ClassName: p.target.Class.Name, Format: format, Headers: headers, RowCount: &n, TruncatedIncludes: p.truncatedIncludes, Output: &out}
 	if over {
 		more := tp.hasMore || len(rows) < tp.n

@@ -28,6 +28,7 @@ import (
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
 	"github.com/parse-mcp/parse-mcp/internal/parsedb"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 	"github.com/parse-mcp/parse-mcp/policy"
 )
@@ -447,6 +448,7 @@ func atlasTextSearch(ctx context.Context, d *Deps, in textSearchIn) (*searchRows
 	if snippets != nil {
 		res.Snippets = snippets[:min(len(snippets), res.ResultCount)]
 	}
+	telemetry.ToolRows(ctx, res.ResultCount)
 	return res, nil
 }
 
@@ -839,7 +841,9 @@ func findSimilar(ctx context.Context, d *Deps, in findSimilarIn) (*searchRows, e
 	if err != nil {
 		return nil, err
 	}
-	return rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve), nil
+	res := rowsEnvelope(d, p, cls, engine, rows, kept, shape, d.Policy.MaxResponseBytes()-envelopeReserve)
+	telemetry.ToolRows(ctx, res.ResultCount)
+	return res, nil
 }
 
 // vectorArg is find_similar's vector: 1 to maxVectorDims finite numbers

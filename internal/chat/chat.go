@@ -20,10 +20,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
+
+	"go.opentelemetry.io/otel/attribute"
+
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // Role is who a message is from.
@@ -276,6 +281,31 @@ type Answer struct {
 	CutOff bool
 }
 
+// stream is one model call under its client span (docs/observability.md
+// "Traces"): the provider kind, the model and the token counts, never the
+// prompt, the answer, the key or the endpoint.
+func (s *Session) stream(ctx context.Context, req Request, onText func(string)) (Reply, error) {
+	model := s.Provider.Model()
+	ctx, span := telemetry.StartClient(ctx, "chat "+model,
+		attribute.String("gen_ai.operation.name", "chat"),
+		attribute.String("gen_ai.provider.name", s.Provider.Name()),
+		attribute.String("gen_ai.request.model", model))
+	reply, err := s.Provider.Stream(ctx, req, onText)
+	errType := ""
+	if err != nil {
+		errType = "provider_error"
+		if e, ok := errors.AsType[*APIError](err); ok && e.Status != 0 {
+			errType = strconv.Itoa(e.Status)
+		} else if ctx.Err() != nil {
+			errType = "cancelled"
+		}
+	}
+	span.End(errType,
+		attribute.Int("gen_ai.usage.input_tokens", reply.Usage.In),
+		attribute.Int("gen_ai.usage.output_tokens", reply.Usage.Out))
+	return reply, err
+}
+
 // Ask runs one question: model calls and tool rounds until the model answers
 // without asking for tools, the round cap is hit (ErrRoundLimit) or ctx is
 // cancelled. On an error the question and its partial turn are dropped from
@@ -301,7 +331,7 @@ func (s *Session) Ask(ctx context.Context, question string) (Answer, error) {
 	}
 	for round := 0; ; round++ {
 		endsInNewline := true
-		reply, err := s.Provider.Stream(ctx, Request{System: s.systemPrompt(), Messages: s.history, Tools: s.tools}, func(t string) {
+		reply, err := s.stream(ctx, Request{System: s.systemPrompt(), Messages: s.history, Tools: s.tools}, func(t string) {
 			if t == "" || s.FinalOnly {
 				return
 			}
@@ -403,7 +433,7 @@ func (s *Session) Compact(ctx context.Context) (before, after int, err error) {
 	}
 	msgs := append(append([]Message(nil), s.history...), Message{Role: RoleUser, Text: "Summarize our conversation so far for your own later use, without calling tools: " +
 		"the questions asked and the facts found (with the exact figures, class names and objectIds). No preamble."})
-	reply, err := s.Provider.Stream(ctx, Request{System: s.systemPrompt(), Messages: msgs, Tools: s.tools}, func(string) {})
+	reply, err := s.stream(ctx, Request{System: s.systemPrompt(), Messages: msgs, Tools: s.tools}, func(string) {})
 	s.Total.add(reply.Usage)
 	if err != nil {
 		return 0, 0, err

@@ -188,7 +188,11 @@ func NewClient(cfg ClientConfig) (*Client, error) {
 	if cfg.HTTP == nil {
 		cfg.HTTP = &http.Client{Transport: telemetry.Transport("embeddings", nil)}
 	}
-	return &Client{cfg: cfg, url: u, budget: &budget{max: cfg.Budget, window: cfg.Window}}, nil
+	c := &Client{cfg: cfg, url: u, budget: &budget{max: cfg.Budget, window: cfg.Window}}
+	if cfg.Budget > 0 {
+		telemetry.ObserveEmbeddingsBudget(func() int { return c.budget.remaining(time.Now()) })
+	}
+	return c, nil
 }
 
 // Name implements Embedder: the model name.
@@ -260,12 +264,15 @@ func (c *Client) batch(ctx context.Context, texts []string) ([][]float64, error)
 			}
 		}
 		if !c.budget.take(time.Now()) {
+			telemetry.EmbeddingsCall("budget_spent")
 			return nil, ErrBudget
 		}
 		vecs, err := c.post(ctx, body, len(texts))
 		if err == nil {
+			telemetry.EmbeddingsCall("ok")
 			return vecs, nil
 		}
+		telemetry.EmbeddingsCall("error")
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
@@ -387,14 +394,27 @@ func (b *budget) take(now time.Time) bool {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	cut := 0
-	for cut < len(b.calls) && now.Sub(b.calls[cut]) >= b.window {
-		cut++
-	}
-	b.calls = b.calls[cut:]
+	b.expire(now)
 	if len(b.calls) >= b.max {
 		return false
 	}
 	b.calls = append(b.calls, now)
 	return true
+}
+
+// remaining is the calls the window still allows at now.
+func (b *budget) remaining(now time.Time) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.expire(now)
+	return b.max - len(b.calls)
+}
+
+// expire drops the calls that left the window; b.mu is held.
+func (b *budget) expire(now time.Time) {
+	cut := 0
+	for cut < len(b.calls) && now.Sub(b.calls[cut]) >= b.window {
+		cut++
+	}
+	b.calls = b.calls[cut:]
 }

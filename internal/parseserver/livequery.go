@@ -11,8 +11,10 @@ import (
 
 	"github.com/coder/websocket"
 	"github.com/rs/zerolog"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 )
 
 // LiveQuery subscribes to Parse LiveQuery (Parse's WebSocket protocol) with
@@ -152,13 +154,23 @@ func send(ctx context.Context, ch chan<- Event, e Event) {
 }
 
 // open connects, authenticates and subscribes to class.
-func (l *LiveQuery) open(ctx context.Context, class string) (*websocket.Conn, error) {
+// Its client span names the peer only (docs/observability.md "Traces"):
+// the URL, the class and the credentials stay out.
+func (l *LiveQuery) open(ctx context.Context, class string) (conn *websocket.Conn, err error) {
+	ctx, span := telemetry.StartClient(ctx, "livequery connect", attribute.String("parse_mcp.peer", "livequery"))
+	defer func() {
+		errType := ""
+		if err != nil {
+			errType = "livequery_error"
+		}
+		span.End(errType)
+	}()
 	dctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	// The master key or session token is sent after the handshake: a
 	// redirected handshake would hand it to another server, so none is
 	// followed.
-	conn, _, err := websocket.Dial(dctx, l.url, &websocket.DialOptions{HTTPClient: &http.Client{
+	conn, _, err = websocket.Dial(dctx, l.url, &websocket.DialOptions{HTTPClient: &http.Client{
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}})
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -27,6 +28,7 @@ import (
 type instruments struct {
 	operation, session, db, bridge *prometheus.HistogramVec
 	calls, refusals, resultBytes   *prometheus.CounterVec
+	resultRows, embeddingsCalls    *prometheus.CounterVec
 	activeSessions                 *prometheus.GaugeVec
 	subscriptionPolls              *prometheus.CounterVec
 	reg                            prometheus.Registerer
@@ -65,9 +67,11 @@ func newInstruments(reg prometheus.Registerer) *instruments {
 			"db_operation_name", lErrorType),
 		bridge: h("parse_mcp_bridge_request_duration_seconds", "Duration of one HTTP request to Parse Server or the embeddings endpoint.", dbBuckets,
 			"parse_mcp_peer", "http_request_method", "http_response_status_code"),
-		calls:       c("parse_mcp_tool_calls_total", "Tool calls by tool, class and outcome (ok or the error code).", lTool, lClass, "outcome"),
-		refusals:    c("parse_mcp_policy_refusals_total", "Tool calls the policy refused, by kind (rate_limited among them).", lTool, "kind"),
-		resultBytes: c("parse_mcp_tool_result_bytes_total", "Bytes of tool results sent to the model.", lTool),
+		calls:           c("parse_mcp_tool_calls_total", "Tool calls by tool, class and outcome (ok or the error code).", lTool, lClass, "outcome"),
+		refusals:        c("parse_mcp_policy_refusals_total", "Tool calls the policy refused, by kind (rate_limited among them).", lTool, "kind"),
+		resultBytes:     c("parse_mcp_tool_result_bytes_total", "Bytes of tool results sent to the model.", lTool),
+		resultRows:      c("parse_mcp_tool_result_rows_total", "Rows (objects, groups, distinct values) in successful tool results.", lTool),
+		embeddingsCalls: c("parse_mcp_embeddings_calls_total", "Embeddings requests by outcome: ok, error, or budget_spent (refused by the call budget, not sent).", "outcome"),
 		activeSessions: f.NewGaugeVec(prometheus.GaugeOpts{Name: "parse_mcp_sessions_active", Help: "Open MCP sessions (stdio counts as one)."},
 			[]string{lTransport}),
 		subscriptionPolls: c("parse_mcp_subscription_polls_total", "Subscription polls by what they read: probe (the cheap change token) or fingerprint (the scoped read).", "kind"),
@@ -91,6 +95,7 @@ type Request struct {
 	span    trace.Span
 	info    RequestInfo
 	errType string
+	rows    atomic.Int64
 }
 
 type requestKey struct{}
@@ -251,6 +256,73 @@ func RecordToolCall(ctx context.Context, c ToolCall) {
 	if c.ResultBytes > 0 {
 		in.resultBytes.WithLabelValues(tool).Add(float64(c.ResultBytes))
 	}
+	if r, _ := ctx.Value(requestKey{}).(*Request); r != nil && c.Code == "" {
+		if n := r.rows.Swap(0); n > 0 {
+			in.resultRows.WithLabelValues(tool).Add(float64(n))
+		}
+	}
+}
+
+// ToolRows notes the rows a tool call's result holds (objects, groups,
+// distinct values), counted with the call by RecordToolCall when it
+// succeeds.
+func ToolRows(ctx context.Context, n int) {
+	if on == nil || on.inst == nil {
+		return
+	}
+	if r, _ := ctx.Value(requestKey{}).(*Request); r != nil {
+		r.rows.Add(int64(n))
+	}
+}
+
+// EmbeddingsCall counts one embeddings request: outcome "ok", "error" or
+// "budget_spent" (the call budget refused it before it was sent).
+func EmbeddingsCall(outcome string) {
+	if on == nil || on.inst == nil {
+		return
+	}
+	on.inst.embeddingsCalls.WithLabelValues(outcome).Inc()
+}
+
+// ObserveEmbeddingsBudget reports the embeddings calls the budget still
+// allows in its current window, as counted by remaining at scrape time.
+func ObserveEmbeddingsBudget(remaining func() int) {
+	if on == nil || on.inst == nil {
+		return
+	}
+	_ = on.inst.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "parse_mcp_embeddings_budget_remaining", Help: "Embeddings requests the call budget still allows in its sliding window."},
+		func() float64 { return float64(remaining()) }))
+}
+
+// ClientSpan is a client span of an outgoing call that is not one of the
+// bridge's HTTP requests: an LLM request of chat/ask, a LiveQuery
+// connect. Every method of a nil *ClientSpan does nothing.
+type ClientSpan struct{ span trace.Span }
+
+// StartClient starts a client span named name, a child of ctx's span or
+// a root span without one; nil when tracing is off. attrs must be bounded
+// operator configuration or the server's own names: never a prompt, an
+// answer, a key, a URL or row data.
+func StartClient(ctx context.Context, name string, attrs ...attribute.KeyValue) (context.Context, *ClientSpan) {
+	if on == nil || on.tracer == nil {
+		return ctx, nil
+	}
+	ctx, span := on.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return ctx, &ClientSpan{span: span}
+}
+
+// End ends the span; errType non-empty marks it failed with that
+// error.type (one of the caller's own bounded kinds).
+func (s *ClientSpan) End(errType string, attrs ...attribute.KeyValue) {
+	if s == nil {
+		return
+	}
+	s.span.SetAttributes(attrs...)
+	if errType != "" {
+		s.span.SetAttributes(attribute.String("error.type", errType))
+		s.span.SetStatus(codes.Error, "")
+	}
+	s.span.End()
 }
 
 // SessionStarted counts an open session; the returned function, called
