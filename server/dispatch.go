@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -104,16 +105,19 @@ func ErrorResponse(id json.RawMessage, code int, message string) []byte {
 // cancelled request). emit is never called concurrently for one Handle call.
 func (d *Dispatcher) Handle(ctx context.Context, sess *Session, raw []byte, emit func([]byte)) []byte {
 	raw = bytes.TrimSpace(raw)
-	if !json.Valid(raw) {
+	// json.Unmarshal checks the whole message before decoding any of it: a
+	// syntax error is its answer to invalid JSON, so no json.Valid pass first.
+	var env envelope
+	err := json.Unmarshal(raw, &env)
+	if _, invalid := errors.AsType[*json.SyntaxError](err); invalid {
 		return ErrorResponse(nil, codeParseError, "Parse error")
 	}
-	if len(raw) == 0 || raw[0] != '{' {
+	if raw[0] != '{' {
 		// Batches were removed from MCP in 2025-06-18; anything but an object is
 		// not a request.
 		return ErrorResponse(nil, codeInvalidRequest, "Invalid Request: expected a single JSON-RPC object")
 	}
-	var env envelope
-	if err := json.Unmarshal(raw, &env); err != nil {
+	if err != nil {
 		return ErrorResponse(nil, codeInvalidRequest, "Invalid Request")
 	}
 	if env.JSONRPC != "2.0" {
