@@ -60,9 +60,12 @@ import (
 // Claude Desktop and MCP Inspector do.
 const ProtocolVersion = "2025-06-18"
 
-// buildTags are the Makefile's BUILD_TAGS: the binary under test is the one
-// `make build` produces (TestBuildTagsAsMakefile).
-const buildTags = "ferretdb_no_postgresql"
+// buildTags and buildEnv are the Makefile's BUILD_TAGS and BUILD_ENV: the
+// binary under test is the one `make build` produces (TestBuildTagsAsMakefile).
+const (
+	buildTags = "ferretdb_no_postgresql"
+	buildEnv  = "CGO_ENABLED=0"
+)
 
 // The engines the suite runs on (PARSE_MCP_TEST_ENGINE, or "mongodb" when
 // PARSE_MCP_TEST_MONGODB_URI is set).
@@ -99,6 +102,7 @@ func runMain(m *testing.M) int {
 
 	binary = filepath.Join(tmp, "parse-mcp")
 	build := exec.Command("go", "build", "-tags", buildTags, "-o", binary, "..")
+	build.Env = append(os.Environ(), buildEnv)
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "building parse-mcp:", err)

@@ -29,6 +29,8 @@ func TestValidateJWT(t *testing.T) {
 		{"auth provider", func(c *Config) { c.JWTAuthProvider = "google" }, ""},
 		{"auth provider with a dot", func(c *Config) { c.JWTAuthProvider = "google.id" }, "PARSE_MCP_JWT_AUTH_PROVIDER"},
 		{"auth provider with $", func(c *Config) { c.JWTAuthProvider = "$where" }, "PARSE_MCP_JWT_AUTH_PROVIDER"},
+		{"auth provider of 64", func(c *Config) { c.JWTAuthProvider = strings.Repeat("g", 64) }, ""},
+		{"auth provider too long", func(c *Config) { c.JWTAuthProvider = strings.Repeat("g", 65) }, "PARSE_MCP_JWT_AUTH_PROVIDER"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := valid()

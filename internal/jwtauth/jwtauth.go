@@ -14,7 +14,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -281,16 +280,17 @@ func (a *Authenticator) principal(ctx context.Context, std jwt.Claims, extra map
 }
 
 var (
-	// printableRe is what a claim copied into a Principal may hold.
-	printableRe = regexp.MustCompile(`^[\x21-\x7e]{1,256}$`)
+	// printableRe is what a claim copied into a Principal may hold: 1 to
+	// 256 printable ASCII characters ([\x21-\x7e]).
+	printableRe = parsedb.NewNamePattern("", "!-~", "!-~", 256)
 	// clientIDRe is what azp/client_id may be: it names the party in audit
 	// events and rate windows.
-	clientIDRe = regexp.MustCompile(`^[A-Za-z0-9._:/@+-]{1,128}$`)
+	clientIDRe = parsedb.NewNamePattern("", "A-Za-z0-9._:/@+-", "A-Za-z0-9._:/@+-", 128)
 )
 
 // stringClaim reads a string claim ("" when absent). A claim of another
 // type, or with characters re refuses, refuses the token.
-func stringClaim(extra map[string]json.RawMessage, name string, re *regexp.Regexp) (string, error) {
+func stringClaim(extra map[string]json.RawMessage, name string, re *parsedb.NamePattern) (string, error) {
 	raw, ok := extra[name]
 	if !ok || string(raw) == "null" {
 		return "", nil

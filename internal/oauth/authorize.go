@@ -5,16 +5,18 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
-	"regexp"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
 
 // A PKCE S256 challenge is 43 base64url characters (a SHA-256).
-var challengeRe = regexp.MustCompile(`^[A-Za-z0-9_-]{43}$`)
+var challengeRe = parsedb.NewNamePattern("", "A-Za-z0-9_-", "A-Za-z0-9_-", 43)
+
+func validChallenge(c string) bool { return len(c) == 43 && challengeRe.MatchString(c) }
 
 const (
 	csrfCookiePrefix = "parse_mcp_csrf_"
@@ -76,7 +78,7 @@ func (s *Server) authorizeStart(w http.ResponseWriter, r *http.Request) {
 		back("unsupported_response_type", "only the authorization code flow (response_type=code) is supported")
 	case q.Get("code_challenge_method") != "S256":
 		back("invalid_request", "PKCE with code_challenge_method=S256 is required")
-	case !challengeRe.MatchString(q.Get("code_challenge")):
+	case !validChallenge(q.Get("code_challenge")):
 		back("invalid_request", "code_challenge must be a base64url SHA-256 (43 characters)")
 	case q.Has("resource") && s.canonicalResource(q["resource"]) == "":
 		back("invalid_target", "tokens here are for "+s.resource+" only")

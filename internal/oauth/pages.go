@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"sync"
 )
 
 // pageStyle is the pages' only styling, allowed by its hash: the pages
@@ -19,7 +20,14 @@ var styleHash = func() string {
 	return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 }()
 
-var pages = template.Must(template.New("").Parse(`
+// pages are parsed on the first sign-in page rather than at start-up: a
+// server that never serves one does not keep them (docs/performance.md
+// "Idle memory").
+var pages = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New("").Parse(pageTemplates))
+})
+
+const pageTemplates = `
 {{define "head"}}<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>{{.Title}}</title><style>{{.Style}}</style></head><body>{{end}}
 {{define "client"}}<p><strong>{{if .ClientName}}{{.ClientName}}{{else}}An unnamed application{{end}}</strong>{{if .ClientURI}} (<a href="{{.ClientURI}}" rel="noopener noreferrer">{{.ClientURI}}</a>){{end}} asks to use this Parse app's data as you.</p><p class="note">After you approve, you are sent to <code>{{.RedirectURI}}</code></p>{{end}}
 {{define "login"}}{{template "head" .}}<h1>Sign in to the Parse app</h1>{{template "client" .}}
@@ -35,7 +43,7 @@ var pages = template.Must(template.New("").Parse(`
 <form method="post" action="{{.Action}}"><input type="hidden" name="request" value="{{.Request}}"><input type="hidden" name="csrf" value="{{.CSRF}}"><input type="hidden" name="step" value="consent">
 <button type="submit" name="decision" value="approve">Allow</button><button type="submit" name="decision" value="deny">Deny</button></form></body></html>{{end}}
 {{define "error"}}{{template "head" .}}<h1>This sign-in cannot continue</h1><p class="error">{{.Error}}</p><p class="note">Go back to the application and start again.</p></body></html>{{end}}
-`))
+`
 
 // page is what the templates show. Every field a client or the app chose
 // is escaped by html/template; the client_uri is https only.
@@ -70,7 +78,7 @@ func render(w http.ResponseWriter, status int, name string, p page, formTarget s
 	h.Set("Cache-Control", "no-store")
 	h.Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
-	_ = pages.ExecuteTemplate(w, name, p)
+	_ = pages().ExecuteTemplate(w, name, p)
 }
 
 func errorPage(w http.ResponseWriter, status int, msg string) {

@@ -7,16 +7,18 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"regexp"
 	"strings"
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/config"
+	"github.com/parse-mcp/parse-mcp/internal/parsedb"
 	"github.com/parse-mcp/parse-mcp/internal/parseserver"
 )
 
 // A PKCE code_verifier: 43 to 128 unreserved characters.
-var verifierRe = regexp.MustCompile(`^[A-Za-z0-9._~-]{43,128}$`)
+var verifierRe = parsedb.NewNamePattern("", "A-Za-z0-9._~-", "A-Za-z0-9._~-", 128)
+
+func validVerifier(v string) bool { return len(v) >= 43 && verifierRe.MatchString(v) }
 
 // Mount serves the metadata documents and the authorization server's
 // endpoints beside /mcp. /authorize, /token and /register are also the
@@ -121,7 +123,7 @@ func (s *Server) exchangeCode(w http.ResponseWriter, r *http.Request, c *clientI
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the authorization code was issued to another client")
 	case r.PostForm.Get("redirect_uri") != g.RedirectURI:
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "redirect_uri does not match the authorization request")
-	case !verifierRe.MatchString(verifier) || subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(g.Challenge)) != 1:
+	case !validVerifier(verifier) || subtle.ConstantTimeCompare([]byte(s256(verifier)), []byte(g.Challenge)) != 1:
 		oauthError(w, http.StatusBadRequest, "invalid_grant", "the PKCE code_verifier does not match the code_challenge")
 	default:
 		session, err := open(code, g.Session)

@@ -26,6 +26,12 @@ var namePatternCases = []struct {
 	{"prompt name", NewNamePattern("", "A-Za-z", "A-Za-z0-9_-", 64), `^[A-Za-z][A-Za-z0-9_-]{0,63}$`},
 	{"storage pointer id", NewNamePattern("", "A-Za-z0-9_-", "A-Za-z0-9_-", 64), `^[A-Za-z0-9_-]{1,64}$`},
 	{"resource kind", NewNamePattern("", "a-z", "a-z", 0), `^[a-z]+$`},
+	{"authProviderRe", authProviderRe, `^[A-Za-z0-9_-]{1,64}$`},
+	// The JWT claims' and the PKCE values' shapes (internal/jwtauth,
+	// internal/oauth; the PKCE lower bounds are checked apart).
+	{"printable claim", NewNamePattern("", "!-~", "!-~", 256), `^[\x21-\x7e]{1,256}$`},
+	{"client id claim", NewNamePattern("", "A-Za-z0-9._:/@+-", "A-Za-z0-9._:/@+-", 128), `^[A-Za-z0-9._:/@+-]{1,128}$`},
+	{"PKCE verifier", NewNamePattern("", "A-Za-z0-9._~-", "A-Za-z0-9._~-", 128), `^[A-Za-z0-9._~-]{1,128}$`},
 	{"ACL entry", NameChoice{Literals: []string{"*"}, Patterns: []*NamePattern{ObjectIDRe, aclRoleRe}}, `^(\*|[A-Za-z0-9_-]{1,32}|role:[A-Za-z0-9_ -]{1,128})$`},
 	{"protected audience", NameChoice{Literals: []string{"*", "authenticated"}, Patterns: []*NamePattern{aclRoleRe,
 		NewNamePattern("userField:", "A-Za-z", "A-Za-z0-9_", 128), NewNamePattern("", "A-Za-z0-9", "A-Za-z0-9", 64)}},
@@ -36,7 +42,7 @@ var namePatternCases = []struct {
 // classes draw their edges from, and strings around every length bound,
 // with and without the literal prefixes, with one character changed.
 func nameCorpus() []string {
-	alphabet := []string{"", "A", "Z", "a", "z", "0", "9", "_", "-", " ", ".", "$", ":", "*", "\n", "é", "\x00", "`", "{", "@", "[", "/"}
+	alphabet := []string{"", "A", "Z", "a", "z", "0", "9", "_", "-", " ", ".", "$", ":", "*", "\n", "é", "\x00", "`", "{", "@", "[", "/", "!", "~", "+", "\x7f"}
 	var out []string
 	for _, a := range alphabet {
 		for _, b := range alphabet {
@@ -46,8 +52,8 @@ func nameCorpus() []string {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	fill := "Aa0_-z9Z "
-	for _, n := range []int{1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200} {
+	fill := "Aa0_-z9Z ~.!"
+	for _, n := range []int{1, 2, 31, 32, 33, 63, 64, 65, 127, 128, 129, 200, 255, 256, 257} {
 		for range 20 {
 			var sb strings.Builder
 			for range n {

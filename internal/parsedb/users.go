@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
@@ -12,7 +11,7 @@ import (
 
 // authProviderRe is what an auth provider name may be: a plain name, so that
 // "_auth_data_<provider>.id" is one field path (no dots, no $).
-var authProviderRe = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+var authProviderRe = NewNamePattern("", "A-Za-z0-9_-", "A-Za-z0-9_-", 64)
 
 // ErrAmbiguousUser: more than one _User carries the same authData id.
 var ErrAmbiguousUser = errors.New("more than one _User has this authData id")
