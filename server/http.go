@@ -13,7 +13,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -286,12 +285,12 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.NotFound(w, r)
 		return
 	}
-	if !h.hostAllowed(r) || !originAllowed(r) {
+	if !config.RequestNotRebound(r, h.loopback) {
 		http.Error(w, "forbidden: Host or Origin not allowed", http.StatusForbidden)
 		return
 	}
 	// Browser clients on a loopback origin (MCP Inspector in direct mode)
-	// need CORS; only origins originAllowed accepted get here.
+	// need CORS; only origins config.RequestNotRebound accepted get here.
 	if o := r.Header.Get("Origin"); o != "" {
 		w.Header().Set("Access-Control-Allow-Origin", o)
 		w.Header().Set("Vary", "Origin")
@@ -388,33 +387,6 @@ func (h *HTTPHandler) credential(r *http.Request) (string, bool) {
 	}
 	p, err := h.keys.Authenticate(r)
 	return p.ClientID, err == nil
-}
-
-// hostAllowed defeats DNS rebinding: on a loopback bind the Host header must
-// name a loopback host.
-func (h *HTTPHandler) hostAllowed(r *http.Request) bool {
-	if !h.loopback {
-		return true
-	}
-	host := r.Host
-	if hh, _, err := net.SplitHostPort(host); err == nil {
-		host = hh
-	}
-	return config.IsLoopbackHost(host)
-}
-
-// originAllowed accepts requests without Origin (non-browser clients) and
-// browser requests from loopback origins only.
-func originAllowed(r *http.Request) bool {
-	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	u, err := url.Parse(o)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		return false
-	}
-	return config.IsLoopbackHost(u.Hostname())
 }
 
 func writeJSONRPCError(w http.ResponseWriter, status int, code int, msg string) {

@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"net/url"
 	"os"
@@ -588,6 +589,30 @@ func IsLoopbackHost(host string) bool {
 	}
 	ip := net.ParseIP(strings.Trim(host, "[]"))
 	return ip != nil && ip.IsLoopback()
+}
+
+// RequestNotRebound defeats DNS rebinding on a listener (SECURITY.md
+// "HTTP"): on a loopback bind the Host header must name a loopback
+// host, and a browser's request (one with an Origin; other clients send
+// none) must come from an http(s) loopback origin. The MCP listener and the
+// metrics listener both ask it.
+func RequestNotRebound(r *http.Request, loopbackBind bool) bool {
+	host := r.Host
+	if hh, _, err := net.SplitHostPort(host); err == nil {
+		host = hh
+	}
+	if loopbackBind && !IsLoopbackHost(host) {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	u, err := url.Parse(o)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return false
+	}
+	return IsLoopbackHost(u.Hostname())
 }
 
 // Identity describes which identity scope is configured, for logs and describe.

@@ -257,16 +257,7 @@ func notRebound(l net.Listener, h http.Handler) http.Handler {
 	addr, _ := l.Addr().(*net.TCPAddr)
 	loopback := addr != nil && addr.IP.IsLoopback()
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		host := r.Host
-		if hh, _, err := net.SplitHostPort(host); err == nil {
-			host = hh
-		}
-		origin := true
-		if o := r.Header.Get("Origin"); o != "" {
-			u, err := url.Parse(o)
-			origin = err == nil && config.IsLoopbackHost(u.Hostname())
-		}
-		if (loopback && !config.IsLoopbackHost(host)) || !origin {
+		if !config.RequestNotRebound(r, loopback) {
 			http.Error(w, "forbidden", http.StatusForbidden)
 			return
 		}
