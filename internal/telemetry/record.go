@@ -417,9 +417,10 @@ func (m *dbMonitor) failed(_ context.Context, e *event.CommandFailedEvent) {
 }
 
 // Transport wraps an outgoing HTTP client's transport (the Parse Server
-// bridge, the embeddings endpoint, the LLM provider) with a client span
-// and the bridge duration metric, named by peer ("parse_server",
-// "embeddings", "llm"); rt itself when telemetry is off. The span carries
+// bridge, the embeddings endpoint) with a client span and the bridge
+// duration metric, named by peer ("parse_server", "embeddings"); rt itself
+// when telemetry is off. The LLM provider's requests get their own span
+// (StartClient), with no trace context sent to the provider. The span carries
 // the method and status only: a URL holds class names, object ids and
 // where clauses.
 func Transport(peer string, rt http.RoundTripper) http.RoundTripper {
