@@ -7,7 +7,7 @@ func TestDistinctPipelineGolden(t *testing.T) {
 	cases := []struct{ args, want string }{
 		{`{"field":"genre"}`, `[` + matchAnd(archivedFilter, notHiddenRef("genre")) + `,{"$group":{"_id":"$genre"}},{"$sort":{"_id":1}},{"$limit":1001}]`},
 		{`{"field":"tags","sort":"desc","limit":10}`, `[` + matchAnd(archivedFilter, notHiddenRef("tags+")) + `,{"$unwind":"$tags"},{"$group":{"_id":"$tags"}},{"$sort":{"_id":-1}},{"$limit":11}]`},
-		{`{"field":"artist","sort":"none","where":{"genre":"rock"}}`, `[` + matchAnd(`{"$and":[{"genre":"rock"},{"archived":{"$ne":true}}]}`, notHiddenRef("_p_artist")) + `,{"$group":{"_id":"$_p_artist"}},{"$limit":1001}]`},
+		{`{"field":"artist","sort":"none","where":{"genre":"rock"}}`, `[` + matchAnd(`{"$and":[{"genre":"rock","$and":[{"genre":`+groupHiddenRe+`}]},{"archived":{"$ne":true}}]}`, notHiddenRef("_p_artist")) + `,{"$group":{"_id":"$_p_artist"}},{"$limit":1001}]`},
 	}
 	for _, c := range cases {
 		args := `{"class_name":"Song","dry_run":true,` + c.args[1:]

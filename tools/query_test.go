@@ -88,7 +88,7 @@ func TestPlanFindCommandGolden(t *testing.T) {
 		{"canonical filter off", planInput{}, 0, 100,
 			`{"find":"Song","filter":{},"sort":{"_id":1},"limit":101,"batchSize":101}`},
 		{"where AND canonical filter", planInput{applyCanonical: true, where: map[string]any{"genre": "rock", "artist": "a1"}}, 0, 10,
-			`{"find":"Song","filter":{"$and":[{"_p_artist":"Artist$a1","genre":"rock"},{"archived":{"$ne":true}}]},"sort":{"_id":1},"limit":11,"batchSize":11}`},
+			`{"find":"Song","filter":{"$and":[{"_p_artist":"Artist$a1","genre":"rock","$and":[{"genre":{"$not":{"$regularExpression":{"pattern":"^(?:VaultSecret|_Audience|_GlobalConfig|_GraphQLConfig|_Hooks|_Idempotency|_JobSchedule|_JobStatus|_Product|_PushStatus|_SCHEMA)\\$[A-Za-z0-9_-]{10,32}\\z","options":""}}}}]},{"archived":{"$ne":true}}]},"sort":{"_id":1},"limit":11,"batchSize":11}`},
 		{"keys", planInput{keys: []string{"title", "artist", "meta.importedAt"}}, 0, 5,
 			`{"find":"Song","filter":{},"projection":{"_created_at":1,"_updated_at":1,"title":1,"_p_artist":1,"meta":1},"sort":{"_id":1},"limit":6,"batchSize":6}`},
 		{"keys + include: included pointer projected, sub-keys routed, an include outside keys not followed", planInput{keys: []string{"title", "artist.name"}, include: []string{"artist", "album"}}, 0, 5,
