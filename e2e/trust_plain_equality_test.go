@@ -11,7 +11,7 @@ import (
 // and not equal to "x", and an $in operand that matches nothing does not
 // change which rows match.
 func TestTrustPlainEqualityComplement(t *testing.T) {
-	r := advLateServer(t)
+	r := plainEqualityServer(t)
 	ids := regexp.MustCompile(`\\"(r[0-9])\\"`)
 	match := func(id, where string) string {
 		a := answer(aggRPC(r, id, "query_class", `{"class_name":"Memo","keys":["objectId"],"where":`+where+`}`))

@@ -17,7 +17,7 @@ import (
 // Rows come in pairs: body "ref" holds Vault$v1secret00 where body "plain"
 // holds "zzz"; group_by body must count both alike.
 func TestTrustPlainEqualityRedacted(t *testing.T) {
-	r := advLateServer(t)
+	r := plainEqualityServer(t)
 	wheres := []string{
 		`{"title":"x"}`, `{"title":{"$eq":"x"}}`, `{"title":{"$in":["x",1,true]}}`, `{"title":{"$in":["x",{"k":"q"}]}}`,
 		`{"title":{"$ne":"x"}}`, `{"title":{"$nin":["x",1]}}`, `{"title":{"$eq":["x"]}}`, `{"title":{"$eq":{"k":"q"}}}`,
@@ -72,10 +72,10 @@ func TestTrustPlainEqualityRedacted(t *testing.T) {
 	}
 }
 
-// advLateServer: Memo rows in twins, body "ref" holding Vault$v1secret00
+// plainEqualityServer: Memo rows in twins, body "ref" holding Vault$v1secret00
 // (Vault hidden) where body "plain" holds "zzz", as a string, inside
 // drifted arrays and objects.
-func advLateServer(t *testing.T) *rawServer {
+func plainEqualityServer(t *testing.T) *rawServer {
 	t.Helper()
 	db, uri := writeDB(t, attackSchemas()...)
 	ctx := context.Background()
