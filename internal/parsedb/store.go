@@ -7,6 +7,7 @@ package parsedb
 import (
 	"context"
 	"fmt"
+	"github.com/parse-mcp/parse-mcp/internal/devtime"
 	"strings"
 	"time"
 
@@ -35,9 +36,13 @@ func Connect(ctx context.Context, uri, database, prefix string) (*Store, error) 
 	opts := options.Client().ApplyURI(uri).
 		SetServerSelectionTimeout(ConnectTimeout).
 		SetConnectTimeout(ConnectTimeout).
-		SetAppName("parse-mcp")
+		SetAppName("parse-mcp").
+		SetRegistry(commandRegistry)
 	if m := telemetry.CommandMonitor(); m != nil {
 		opts.SetMonitor(m)
+	}
+	if devtime.On {
+		opts.SetMonitor(devtime.Monitor())
 	}
 	client, err := mongo.Connect(opts)
 	if err != nil {

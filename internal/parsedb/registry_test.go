@@ -1,0 +1,49 @@
+package parsedb
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// The command registry writes the bytes the driver's default registry
+// writes, for every shape of value this package puts in a command.
+func TestCommandRegistryEncodesAsDefault(t *testing.T) {
+	when := time.Date(2026, 11, 27, 23, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		doc  any
+	}{
+		{"filter with $and and a regex", bson.D{{Key: "$and", Value: bson.A{
+			bson.D{{Key: "genre", Value: "rock"}, {Key: "$and", Value: bson.A{bson.D{{Key: "genre", Value: bson.D{{Key: "$not", Value: bson.Regex{Pattern: `^(?:A|B)\$[A-Za-z0-9_-]{10,32}\z`}}}}}}}},
+			bson.D{{Key: "archived", Value: bson.D{{Key: "$ne", Value: true}}}},
+		}}}},
+		{"pipeline as []bson.D", bson.D{{Key: "aggregate", Value: "Song"}, {Key: "pipeline", Value: []bson.D{
+			{{Key: "$match", Value: bson.D{{Key: "n", Value: int64(3)}}}},
+			{{Key: "$group", Value: bson.D{{Key: "_id", Value: 1}, {Key: "n", Value: bson.D{{Key: "$sum", Value: 1}}}}}},
+		}}, {Key: "cursor", Value: bson.D{}}}},
+		{"[]any with nil, numbers, dates, nested slices", bson.D{{Key: "v", Value: []any{nil, 1, int32(2), int64(3), 4.5, "x", true, when, bson.DateTime(7), bson.A{"a", nil}, []string{"b", "c"}, bson.D{{Key: "k", Value: []any{}}}, bson.M{"m": 1}, []byte("bin"), bson.Binary{Subtype: 4, Data: []byte{1}}}}}},
+		{"$in of strings", bson.D{{Key: "_rperm", Value: bson.D{{Key: "$in", Value: []string{"*", "role:admin", "u1"}}}}}},
+		{"nil and empty slices", bson.D{{Key: "a", Value: bson.A(nil)}, {Key: "b", Value: []any(nil)}, {Key: "c", Value: []string(nil)}, {Key: "d", Value: bson.A{}}, {Key: "e", Value: []string{}}, {Key: "f", Value: []bson.D(nil)}}},
+		{"a bson.D inside a bson.A inside a bson.D", bson.D{{Key: "x", Value: bson.A{bson.D{{Key: "y", Value: bson.A{bson.D{{Key: "z", Value: bson.A{1}}}}}}}}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, err := bson.Marshal(tt.doc)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var buf bytes.Buffer
+			enc := bson.NewEncoder(bson.NewDocumentWriter(&buf))
+			enc.SetRegistry(commandRegistry)
+			if err := enc.Encode(tt.doc); err != nil {
+				t.Fatal(err)
+			}
+			if !bytes.Equal(buf.Bytes(), want) {
+				t.Fatalf("bytes differ:\n got %s\nwant %s", bson.Raw(buf.Bytes()), bson.Raw(want))
+			}
+		})
+	}
+}
