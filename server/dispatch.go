@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/parse-mcp/parse-mcp/internal/devtime"
 	"slices"
 	"strings"
 	"sync"
@@ -255,7 +254,6 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 		}
 	}
 	b, err := encodeResponse(resp)
-	devtime.Mark("encoded")
 	if err != nil {
 		d.log.Error().Err(err).Str("method", env.Method).Msg("encoding response")
 		return ErrorResponse(env.ID, codeInternalError, "Internal error")
@@ -329,9 +327,7 @@ func (d *Dispatcher) handle(ctx context.Context, sess *Session, raw []byte, emit
 			}
 		}
 	})
-	devtime.Mark("mcp-in")
 	resp := d.mcp.HandleMessage(hctx, raw)
-	devtime.Mark("mcp-out")
 	if forwarder.Stop() {
 		lastEmit = d.drainNotifications(rs, emit, lastEmit)
 	} else {

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"github.com/parse-mcp/parse-mcp/internal/devtime"
 	"io"
 	"os"
 	"sync"
@@ -80,14 +79,11 @@ func ServeStdio(ctx context.Context, d *Dispatcher, in io.Reader, out io.Writer)
 		// Each line is handed to a goroutine of its own straight from the
 		// reader: no hop through a second goroutine on the way to it.
 		readErr <- readLines(ctx, pollable(in), func(line []byte) bool {
-			devtime.Mark("read")
 			if !accepting.add(&wg) {
 				return false
 			}
 			workers.run(func() {
 				defer wg.Done()
-				devtime.Mark("goroutine")
-				defer devtime.Record()
 				if resp := d.Handle(ctx, sess, line, w.write); resp != nil {
 					w.write(resp)
 				}
@@ -98,7 +94,6 @@ func ServeStdio(ctx context.Context, d *Dispatcher, in io.Reader, out io.Writer)
 		})
 	}()
 
-	defer devtime.Dump()
 	var err error
 	select {
 	case err = <-readErr:

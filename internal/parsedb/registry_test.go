@@ -47,3 +47,27 @@ func TestCommandRegistryEncodesAsDefault(t *testing.T) {
 		})
 	}
 }
+
+// NewObjectID draws each of its ten characters uniformly from A-Za-z0-9.
+func TestNewObjectIDUniform(t *testing.T) {
+	counts := map[rune]int{}
+	const ids = 20000
+	for range ids {
+		id := NewObjectID()
+		if len(id) != 10 {
+			t.Fatalf("id %q: want 10 characters", id)
+		}
+		for _, r := range id {
+			counts[r]++
+		}
+	}
+	want := ids * 10 / len(objectIDAlphabet)
+	for _, r := range objectIDAlphabet {
+		if c := counts[r]; c < want*85/100 || c > want*115/100 {
+			t.Errorf("%q drawn %d times, want about %d", r, c, want)
+		}
+	}
+	if len(counts) != len(objectIDAlphabet) {
+		t.Errorf("%d distinct characters, want %d", len(counts), len(objectIDAlphabet))
+	}
+}

@@ -7,7 +7,6 @@ package parsedb
 import (
 	"context"
 	"fmt"
-	"github.com/parse-mcp/parse-mcp/internal/devtime"
 	"strings"
 	"time"
 
@@ -40,9 +39,6 @@ func Connect(ctx context.Context, uri, database, prefix string) (*Store, error) 
 		SetRegistry(commandRegistry)
 	if m := telemetry.CommandMonitor(); m != nil {
 		opts.SetMonitor(m)
-	}
-	if devtime.On {
-		opts.SetMonitor(devtime.Monitor())
 	}
 	client, err := mongo.Connect(opts)
 	if err != nil {
