@@ -6,10 +6,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/telemetry"
@@ -179,25 +177,6 @@ func readLines(ctx context.Context, in io.Reader, out func([]byte) bool, tooLong
 			return err
 		}
 	}
-}
-
-// pollable returns in read through the runtime's poller when it is a pipe or
-// a socket: a blocking read parks a thread in the kernel, and every request
-// then costs a thread hand-off before a goroutine can run it.
-func pollable(in io.Reader) io.Reader {
-	f, ok := in.(*os.File)
-	if !ok {
-		return in
-	}
-	fi, err := f.Stat()
-	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
-		return in // a terminal or a file: left as it is
-	}
-	fd := int(f.Fd())
-	if err := syscall.SetNonblock(fd, true); err != nil {
-		return in
-	}
-	return os.NewFile(uintptr(fd), f.Name())
 }
 
 // keptWorkers is how many idle request goroutines ServeStdio keeps.
