@@ -72,11 +72,13 @@ func ServeStdio(ctx context.Context, d *Dispatcher, in io.Reader, out io.Writer)
 	var accepting gate
 	workers := newIdleWorkers(keptWorkers)
 	defer workers.close()
+	in, restoreIn := pollable(in, out)
+	defer restoreIn()
 	readErr := make(chan error, 1)
 	go func() {
 		// Each line is handed to a goroutine of its own straight from the
 		// reader: no hop through a second goroutine on the way to it.
-		readErr <- readLines(ctx, pollable(in), func(line []byte) bool {
+		readErr <- readLines(ctx, in, func(line []byte) bool {
 			if !accepting.add(&wg) {
 				return false
 			}

@@ -26,7 +26,9 @@ func TestPollable(t *testing.T) {
 	if r.SetReadDeadline(time.Time{}) == nil {
 		t.Fatal("the test pipe should start outside the poller")
 	}
-	in, ok := pollable(r).(*os.File)
+	pr0, restore := pollable(r, nil)
+	defer restore()
+	in, ok := pr0.(*os.File)
 	if !ok {
 		t.Fatal("a pipe: want an *os.File")
 	}
@@ -49,7 +51,7 @@ func TestPollable(t *testing.T) {
 	}
 	defer pr.Close()
 	defer pw.Close()
-	if got := pollable(pr); got != io.Reader(pr) || pr.SetReadDeadline(time.Time{}) != nil {
+	if got, _ := pollable(pr, nil); got != io.Reader(pr) || pr.SetReadDeadline(time.Time{}) != nil {
 		t.Fatal("a file already read through the poller must be left as it is")
 	}
 	f, err := os.CreateTemp(t.TempDir(), "in")
@@ -57,10 +59,10 @@ func TestPollable(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	if got := pollable(f); got != io.Reader(f) {
+	if got, _ := pollable(f, nil); got != io.Reader(f) {
 		t.Fatal("a regular file must be left as it is")
 	}
-	if got := pollable(io.Reader(nil)); got != nil {
+	if got, _ := pollable(io.Reader(nil), nil); got != nil {
 		t.Fatal("a reader that is not a file must be left as it is")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
 // The command registry writes the bytes the driver's default registry
@@ -27,6 +28,12 @@ func TestCommandRegistryEncodesAsDefault(t *testing.T) {
 		{"[]any with nil, numbers, dates, nested slices", bson.D{{Key: "v", Value: []any{nil, 1, int32(2), int64(3), 4.5, "x", true, when, bson.DateTime(7), bson.A{"a", nil}, []string{"b", "c"}, bson.D{{Key: "k", Value: []any{}}}, bson.M{"m": 1}, []byte("bin"), bson.Binary{Subtype: 4, Data: []byte{1}}}}}},
 		{"$in of strings", bson.D{{Key: "_rperm", Value: bson.D{{Key: "$in", Value: []string{"*", "role:admin", "u1"}}}}}},
 		{"nil and empty slices", bson.D{{Key: "a", Value: bson.A(nil)}, {Key: "b", Value: []any(nil)}, {Key: "c", Value: []string(nil)}, {Key: "d", Value: bson.A{}}, {Key: "e", Value: []string{}}, {Key: "f", Value: []bson.D(nil)}}},
+		{"slices the registry leaves to the default codec, inside registered ones", bson.D{{Key: "a", Value: []any{[]int{1}, []float64{1.5}, [][]string{{"x"}, nil}, []bson.E{{Key: "k", Value: 1}}, []bson.M{{"m": []any{nil}}, nil}, []*bson.D{nil, {{Key: "q", Value: 1}}}, mongo.Pipeline{{{Key: "$match", Value: bson.D{}}}}}}}},
+		{"nil typed values inside []any", bson.D{{Key: "a", Value: bson.A{[]bson.D(nil), bson.A(nil), []string(nil), []byte(nil), (*bson.D)(nil), map[string]any(nil)}}}},
+		{"structs with slices", bson.D{{Key: "a", Value: []any{struct {
+			A []string `bson:"a,omitempty"`
+			B bson.A
+		}{B: bson.A{[]string{}}}}}}},
 		{"a bson.D inside a bson.A inside a bson.D", bson.D{{Key: "x", Value: bson.A{bson.D{{Key: "y", Value: bson.A{bson.D{{Key: "z", Value: bson.A{1}}}}}}}}}},
 	}
 	for _, tt := range tests {
