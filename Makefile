@@ -114,10 +114,12 @@ bench:
 	$(GO) test -run '^$$' -bench . -skip DriverFloor -benchtime 20x ./e2e/ ./internal/parsedb/ ./policy/ ./tools/
 	$(MAKE) bench-floor
 
+# BASELINE=path/to/another/parse-mcp measures that build too, interleaved in
+# the same rounds (a before-and-after table from one run).
 bench-floor:
-	$(GO) test -run '^$$' -bench DriverFloor -benchtime 1x -timeout 60m ./e2e/
+	PARSE_MCP_BENCH_BASELINE=$(BASELINE) $(GO) test -run '^$$' -bench DriverFloor -benchtime 1x -timeout 60m ./e2e/
 	@if [ -n "$$PARSE_MCP_TEST_MONGODB_URI" ]; then echo "bench-floor: PARSE_MCP_TEST_MONGODB_URI is set: measured on that MongoDB" >&2; \
-	else PARSE_MCP_TEST_ENGINE=documentdb $(GO) test -run '^$$' -bench DriverFloor -benchtime 1x -timeout 60m ./e2e/; fi
+	else PARSE_MCP_BENCH_BASELINE=$(BASELINE) PARSE_MCP_TEST_ENGINE=documentdb $(GO) test -run '^$$' -bench DriverFloor -benchtime 1x -timeout 60m ./e2e/; fi
 
 # A short fuzzing session on every fuzz target, found in the test sources so
 # that a new Fuzz function is fuzzed without editing this recipe; FUZZTIME is

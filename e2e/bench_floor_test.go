@@ -25,14 +25,24 @@ import (
 //
 //	make bench-floor    (or: go test ./e2e -run '^$' -bench DriverFloor -benchtime 1x)
 //
-// Calls are interleaved (one call through the binary, then the driver's),
-// in PARSE_MCP_BENCH_ROUNDS rounds (default 7) of floorCalls calls each; a
+// Calls are interleaved (one call through the binary, one by the driver, the
+// order turning with each call), in PARSE_MCP_BENCH_ROUNDS rounds (default 7) of floorCalls calls each; a
 // round's ratio is the binary's total time over the driver's, and the table
 // gives the median ratio and its spread (lowest–highest round). Only ratios
 // compare across runs: the absolute times depend on the machine and its
 // load. The binary runs the demo policy without rate limit, with the write
 // tools on, on its own copy of the demo app (prefix fbench_); a second copy
 // (fbenchix_) has a text index for the indexed search.
+//
+// The driver is given the demo policy's canonical filter on Song
+// (archived ≠ true) wherever the binary applies it: it is the app's meaning
+// (the two answer the same count and the same rows), not parse-mcp's cost.
+// What the policy adds for security — the not-a-hidden-reference conjunct
+// on a where, the shown object's checks — stays on the binary's side.
+//
+// PARSE_MCP_BENCH_BASELINE=path/to/another/parse-mcp (make bench-floor
+// BASELINE=…) measures that binary too, in the same rounds, each call
+// interleaved with the others: a before-and-after table from one run.
 
 const (
 	floorPrefix        = "fbench_"
@@ -74,10 +84,15 @@ type floorOp struct {
 	indexed bool
 }
 
-// floorRow is a measured row.
+// floorRow is a measured row: per binary measured, its time and ratio.
 type floorRow struct {
-	name                    string
-	serverMS, driverMS      float64 // medians of the rounds' per-call means
+	name     string
+	driverMS float64 // median of the rounds' per-call means
+	bins     []floorRatio
+}
+
+type floorRatio struct {
+	serverMS                float64 // median of the rounds' per-call means
 	ratio, ratioLo, ratioHi float64
 }
 
@@ -96,12 +111,25 @@ func envInt(name string, def int) int {
 
 func BenchmarkDriverFloor(b *testing.B) {
 	seedFloor(b)
-	rows := measureFloor(b, floorRounds())
+	baseline := os.Getenv("PARSE_MCP_BENCH_BASELINE")
+	bins := []string{binary}
+	if baseline != "" {
+		bins = append(bins, baseline)
+	}
+	rows := measureFloor(b, floorRounds(), bins)
 	fmt.Printf("\ndriver floor on %s, %d rounds of %d interleaved calls (median, lowest–highest round)\n", engine, floorRounds(), floorCalls)
-	fmt.Printf("%-26s %10s %10s %7s %15s\n", "operation", "server ms", "driver ms", "ratio", "spread")
+	head := fmt.Sprintf("%-26s %10s %10s %7s %15s", "operation", "server ms", "driver ms", "ratio", "spread")
+	if baseline != "" {
+		head += fmt.Sprintf(" | %12s %7s %15s   (baseline %s)", "baseline ms", "ratio", "spread", baseline)
+	}
+	fmt.Println(head)
 	for _, r := range rows {
-		fmt.Printf("%-26s %10.2f %10.2f %7.2f %7.2f–%-7.2f\n", r.name, r.serverMS, r.driverMS, r.ratio, r.ratioLo, r.ratioHi)
-		b.ReportMetric(r.ratio, strings.ReplaceAll(r.name, " ", "_")+"-ratio")
+		line := fmt.Sprintf("%-26s %10.2f %10.2f %7.2f %7.2f–%-7.2f", r.name, r.bins[0].serverMS, r.driverMS, r.bins[0].ratio, r.bins[0].ratioLo, r.bins[0].ratioHi)
+		if len(r.bins) > 1 {
+			line += fmt.Sprintf(" | %12.2f %7.2f %7.2f–%-7.2f", r.bins[1].serverMS, r.bins[1].ratio, r.bins[1].ratioLo, r.bins[1].ratioHi)
+		}
+		fmt.Println(line)
+		b.ReportMetric(r.bins[0].ratio, strings.ReplaceAll(r.name, " ", "_")+"-ratio")
 	}
 	hop := measurePing(b, 200)
 	fmt.Printf("%-26s %10.2f %10s (the stdio hand-off alone: JSON-RPC ping through the binary, median)\n", "ping", ms(hop), "")
@@ -114,9 +142,9 @@ func BenchmarkDriverFloor(b *testing.B) {
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
-// floorServer starts the binary on a copy of the demo app.
-func floorServer(tb testing.TB, prefix string) *pipeServer {
-	p := spawnPipe(tb, append(append([]string{}, writeEnv...), policyFile(tb, "driver_floor"), "PARSE_MCP_COLLECTION_PREFIX="+prefix)...)
+// floorServer starts the binary bin on a copy of the demo app.
+func floorServer(tb testing.TB, bin, prefix string) *pipeServer {
+	p := spawnBinary(tb, bin, append(append([]string{}, writeEnv...), policyFile(tb, "driver_floor"), "PARSE_MCP_COLLECTION_PREFIX="+prefix)...)
 	p.roundTrip(tb, initLine)
 	return p
 }
@@ -130,9 +158,15 @@ func (p *pipeServer) toolCall(tb testing.TB, params string) string {
 	return resp
 }
 
-func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
+// created holds the objects create_object made in a round: call i's of
+// binary b at i*(servers+1)+b, the driver's at i*(servers+1)+servers; its
+// delete_object and DeleteOne remove them.
+func floorOps(tb testing.TB, ids []string, created []string, servers int) []floorOp {
+	driverCreated := 0
 	coll := testDB.Collection(floorPrefix + "Song")
-	rock := bson.D{{Key: "genre", Value: "rock"}}
+	// The demo policy's canonical filter on Song (see the top of the file).
+	active := bson.E{Key: "archived", Value: bson.D{{Key: "$ne", Value: true}}}
+	rock := bson.D{{Key: "genre", Value: "rock"}, active}
 	drain := func(cur *mongo.Cursor, err error) error {
 		if err != nil {
 			return err
@@ -144,7 +178,7 @@ func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
 	// The honest baseline of an in-process search: one export of the rows
 	// it reads (the same fields, one cursor).
 	searchScan := func(ctx context.Context, _ int) error {
-		return drain(coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "title", Value: 1}, {Key: "lyrics", Value: 1}, {Key: "_rperm", Value: 1}})))
+		return drain(coll.Find(ctx, bson.D{active}, options.Find().SetProjection(bson.D{{Key: "title", Value: 1}, {Key: "lyrics", Value: 1}, {Key: "_rperm", Value: 1}})))
 	}
 	ops := []floorOp{
 		{name: "count (small)", call: func(int) string {
@@ -156,12 +190,12 @@ func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
 		{name: "find 20 rows", call: func(int) string {
 			return `{"name":"query_class","arguments":{"class_name":"Song","limit":20}}`
 		}, driver: func(ctx context.Context, _ int) error {
-			return drain(coll.Find(ctx, bson.D{}, options.Find().SetLimit(20).SetSort(bson.D{{Key: "_id", Value: 1}})))
+			return drain(coll.Find(ctx, bson.D{active}, options.Find().SetLimit(20).SetSort(bson.D{{Key: "_id", Value: 1}})))
 		}},
 		{name: "get_object", call: func(i int) string {
 			return `{"name":"get_object","arguments":{"class_name":"Song","object_id":"` + ids[i%len(ids)] + `"}}`
 		}, driver: func(ctx context.Context, i int) error {
-			return coll.FindOne(ctx, bson.D{{Key: "_id", Value: ids[i%len(ids)]}}).Err()
+			return coll.FindOne(ctx, bson.D{{Key: "_id", Value: ids[i%len(ids)]}}).Err() // a get by id ignores the canonical filter
 		}},
 		{name: "aggregate $group", call: func(int) string {
 			return `{"name":"aggregate","arguments":{"class_name":"Song","pipeline":[{"$match":{"genre":"rock"}},{"$group":{"_id":"$year","n":{"$sum":1}}}]}}`
@@ -172,8 +206,9 @@ func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
 			return fmt.Sprintf(`{"name":"create_object","arguments":{"class_name":"Song","fields":{"title":"floor %d","plays":%d}}}`, i, i)
 		}, driver: func(ctx context.Context, i int) error {
 			now := time.Now()
-			id := fmt.Sprintf("fd%08d", len(*created))
-			*created = append(*created, id)
+			driverCreated++
+			id := fmt.Sprintf("fd%08d", driverCreated)
+			created[i*(servers+1)+servers] = id
 			_, err := coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "title", Value: fmt.Sprintf("floor %d", i)}, {Key: "plays", Value: i}, {Key: "_created_at", Value: now}, {Key: "_updated_at", Value: now}})
 			return err
 		}},
@@ -184,9 +219,9 @@ func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
 			return err
 		}},
 		{name: "delete_object", call: func(i int) string {
-			return fmt.Sprintf(`{"name":"delete_object","arguments":{"class_name":"Song","object_id":%q}}`, (*created)[2*i])
+			return fmt.Sprintf(`{"name":"delete_object","arguments":{"class_name":"Song","object_id":%q}}`, created[(servers+1)*(i/servers)+i%servers])
 		}, driver: func(ctx context.Context, i int) error {
-			_, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: (*created)[2*i+1]}})
+			_, err := coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: created[(servers+1)*i+servers]}})
 			return err
 		}},
 		{name: "text search (no index)", call: func(int) string {
@@ -195,7 +230,7 @@ func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
 		{name: "find_similar (no index)", call: func(i int) string {
 			return `{"name":"find_similar","arguments":{"class_name":"Song","object_id":"` + ids[i%len(ids)] + `","k":10}}`
 		}, driver: func(ctx context.Context, _ int) error {
-			return drain(coll.Find(ctx, bson.D{}, options.Find().SetProjection(bson.D{{Key: "lyricsEmbedding", Value: 1}, {Key: "_rperm", Value: 1}})))
+			return drain(coll.Find(ctx, bson.D{active}, options.Find().SetProjection(bson.D{{Key: "lyricsEmbedding", Value: 1}, {Key: "_rperm", Value: 1}})))
 		}},
 	}
 	if !ferretDB1 {
@@ -203,23 +238,28 @@ func floorOps(tb testing.TB, ids []string, created *[]string) []floorOp {
 		ops = append(ops, floorOp{name: "text search (text index)", indexed: true, call: func(int) string {
 			return `{"name":"atlas_text_search","arguments":{"class_name":"Song","query":"` + searchWords + `","limit":10}}`
 		}, driver: func(ctx context.Context, _ int) error {
-			return drain(ixColl.Find(ctx, bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: searchWords}}}},
+			return drain(ixColl.Find(ctx, bson.D{{Key: "$text", Value: bson.D{{Key: "$search", Value: searchWords}}}, active},
 				options.Find().SetLimit(10).SetProjection(bson.D{{Key: "score", Value: bson.D{{Key: "$meta", Value: "textScore"}}}}).SetSort(bson.D{{Key: "score", Value: bson.D{{Key: "$meta", Value: "textScore"}}}})))
 		}})
 	}
 	return ops
 }
 
-// measureFloor runs every operation in rounds, each call through the binary
-// followed by the driver's.
-func measureFloor(tb testing.TB, rounds int) []floorRow {
+// measureFloor runs every operation in rounds, each call through each
+// binary and the driver's, in an order that turns with every call. An op's call gets the number of the call
+// across binaries (call i of binary b is i*len(bins)+b), its driver i.
+func measureFloor(tb testing.TB, rounds int, bins []string) []floorRow {
 	ctx := context.Background()
-	p := floorServer(tb, floorPrefix)
-	defer p.close()
-	px := p
-	if !ferretDB1 {
-		px = floorServer(tb, floorIndexedPrefix)
-		defer px.close()
+	servers := make([]*pipeServer, len(bins))
+	indexed := make([]*pipeServer, len(bins))
+	for b, bin := range bins {
+		servers[b] = floorServer(tb, bin, floorPrefix)
+		defer servers[b].close()
+		indexed[b] = servers[b]
+		if !ferretDB1 {
+			indexed[b] = floorServer(tb, bin, floorIndexedPrefix)
+			defer indexed[b].close()
+		}
 	}
 	coll := testDB.Collection(floorPrefix + "Song")
 	var ids []string
@@ -233,47 +273,62 @@ func measureFloor(tb testing.TB, rounds int) []floorRow {
 	if len(ids) == 0 {
 		tb.Fatal("no public Song in the driver-floor app")
 	}
-	var created []string
-	ops := floorOps(tb, ids, &created)
-	// The binary's created objects are deleted by delete_object, the
-	// driver's by DeleteOne: created interleaves them (server, driver).
-	ratios := make([][]float64, len(ops))
-	server := make([][]float64, len(ops))
+	created := make([]string, floorCalls*(len(bins)+1))
+	ops := floorOps(tb, ids, created, len(bins))
+	ratios := make([][][]float64, len(ops))
+	server := make([][][]float64, len(ops))
 	driver := make([][]float64, len(ops))
-	for r := range rounds + 1 { // round 0 warms both paths up and is not counted
-		created = created[:0]
+	for k := range ops {
+		ratios[k] = make([][]float64, len(bins))
+		server[k] = make([][]float64, len(bins))
+	}
+	for r := range rounds + 1 { // round 0 warms all paths up and is not counted
 		for k, op := range ops {
-			srv := p
-			if op.indexed {
-				srv = px
-			}
-			var ts, td time.Duration
+			ts := make([]time.Duration, len(bins))
+			var td time.Duration
 			for i := range floorCalls {
-				params := op.call(i)
-				t0 := time.Now()
-				resp := srv.toolCall(tb, params)
-				ts += time.Since(t0)
-				if op.name == "create_object" {
-					created = append(created, createdID(tb, resp))
+				// The order of the binaries and the driver turns with
+				// each call: no one always goes first after the other.
+				for j := range len(bins) + 1 {
+					b := (i + j) % (len(bins) + 1)
+					if b == len(bins) {
+						t1 := time.Now()
+						if err := op.driver(ctx, i); err != nil {
+							tb.Fatalf("%s (driver): %v", op.name, err)
+						}
+						td += time.Since(t1)
+						continue
+					}
+					srv := servers[b]
+					if op.indexed {
+						srv = indexed[b]
+					}
+					params := op.call(i*len(bins) + b)
+					t0 := time.Now()
+					resp := srv.toolCall(tb, params)
+					ts[b] += time.Since(t0)
+					if op.name == "create_object" {
+						created[i*(len(bins)+1)+b] = createdID(tb, resp)
+					}
 				}
-				t1 := time.Now()
-				if err := op.driver(ctx, i); err != nil {
-					tb.Fatalf("%s (driver): %v", op.name, err)
-				}
-				td += time.Since(t1)
 			}
-			fmt.Fprintf(os.Stderr, "driver floor: round %d %s: %.2f ms / %.2f ms\n", r, op.name, ms(ts)/float64(floorCalls), ms(td)/float64(floorCalls))
+			fmt.Fprintf(os.Stderr, "driver floor: round %d %s: %.2f ms / %.2f ms\n", r, op.name, ms(ts[0])/float64(floorCalls), ms(td)/float64(floorCalls))
 			if r > 0 {
-				ratios[k] = append(ratios[k], float64(ts)/float64(td))
-				server[k] = append(server[k], ms(ts)/float64(floorCalls))
+				for b := range bins {
+					ratios[k][b] = append(ratios[k][b], float64(ts[b])/float64(td))
+					server[k][b] = append(server[k][b], ms(ts[b])/float64(floorCalls))
+				}
 				driver[k] = append(driver[k], ms(td)/float64(floorCalls))
 			}
 		}
 	}
 	out := make([]floorRow, len(ops))
 	for k, op := range ops {
-		rs := slices.Sorted(slices.Values(ratios[k]))
-		out[k] = floorRow{name: op.name, serverMS: median(server[k]), driverMS: median(driver[k]), ratio: median(rs), ratioLo: rs[0], ratioHi: rs[len(rs)-1]}
+		out[k] = floorRow{name: op.name, driverMS: median(driver[k])}
+		for b := range bins {
+			rs := slices.Sorted(slices.Values(ratios[k][b]))
+			out[k].bins = append(out[k].bins, floorRatio{serverMS: median(server[k][b]), ratio: median(rs), ratioLo: rs[0], ratioHi: rs[len(rs)-1]})
+		}
 	}
 	return out
 }
@@ -305,7 +360,7 @@ func createdID(tb testing.TB, resp string) string {
 // the part of every call that is the process hop (pipe, framing, dispatch)
 // and no database work.
 func measurePing(tb testing.TB, n int) time.Duration {
-	p := floorServer(tb, floorPrefix)
+	p := floorServer(tb, binary, floorPrefix)
 	defer p.close()
 	d := make([]float64, n)
 	for i := range d {
@@ -331,7 +386,7 @@ func measureServerCPU(tb testing.TB, op string, n int) float64 {
 		return fmt.Sprintf(`{"name":"create_object","arguments":{"class_name":"Song","fields":{"title":"cpu %d","plays":%d}}}`, i, i)
 	}
 	cpu := func(calls int) time.Duration {
-		p := floorServer(tb, floorPrefix)
+		p := floorServer(tb, binary, floorPrefix)
 		for i := range calls {
 			p.toolCall(tb, params(i))
 		}
@@ -347,7 +402,7 @@ func measureServerCPU(tb testing.TB, op string, n int) float64 {
 // notification arrives.
 func measureSubscriptionLatency(tb testing.TB, n int) []time.Duration {
 	ctx := context.Background()
-	p := floorServer(tb, floorPrefix)
+	p := floorServer(tb, binary, floorPrefix)
 	defer p.close()
 	if resp := p.roundTrip(tb, `{"jsonrpc":"2.0","id":"sub","method":"resources/subscribe","params":{"uri":"parse://Song/count"}}`); !strings.Contains(resp, `"result"`) {
 		tb.Fatalf("subscribe: %s", resp)

@@ -35,7 +35,13 @@ type pipeServer struct {
 }
 
 func spawnPipe(tb testing.TB, extraEnv ...string) *pipeServer {
-	cmd := exec.Command(binary)
+	return spawnBinary(tb, binary, extraEnv...)
+}
+
+// spawnBinary is spawnPipe of another build of parse-mcp (the driver
+// floor's baseline).
+func spawnBinary(tb testing.TB, bin string, extraEnv ...string) *pipeServer {
+	cmd := exec.Command(bin)
 	cmd.Env = env(extraEnv...)
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()

@@ -107,7 +107,7 @@ func (e *Engine) finish(tool string, info ToolInfo, res *mcp.CallToolResult) *mc
 		if !ok {
 			continue
 		}
-		marked, ok := markUntrusted([]byte(tc.Text))
+		marked, ok := markUntrusted(tc.Text)
 		if !ok {
 			continue
 		}
@@ -131,7 +131,8 @@ var notePrefix = func() []byte {
 }()
 
 // markUntrusted inserts the note as the first key of a JSON object text.
-func markUntrusted(b []byte) ([]byte, bool) {
+// It reads the text as it is (no copy of a result that may be megabytes).
+func markUntrusted(b string) ([]byte, bool) {
 	i := 0
 	for i < len(b) && (b[i] == ' ' || b[i] == '\n' || b[i] == '\t' || b[i] == '\r') {
 		i++

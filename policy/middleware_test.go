@@ -215,12 +215,12 @@ func TestMarkUntrusted(t *testing.T) {
 		` { "a":1}`: `{"_note":"` + UntrustedNote + `", "a":1}`,
 		`{"a":1}`:   `{"_note":"` + UntrustedNote + `","a":1}`,
 	} {
-		got, ok := markUntrusted([]byte(in))
+		got, ok := markUntrusted(in)
 		if !ok || string(got) != want || !json.Valid(got) {
 			t.Errorf("%q → %q", in, got)
 		}
 	}
-	if _, ok := markUntrusted([]byte(`[1]`)); ok {
+	if _, ok := markUntrusted(`[1]`); ok {
 		t.Error("array marked")
 	}
 }

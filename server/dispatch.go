@@ -302,12 +302,16 @@ func (d *Dispatcher) handle(ctx context.Context, sess *Session, raw []byte, emit
 	rs := &requestSession{Session: sess, ch: make(chan mcp.JSONRPCNotification, 64), requests: make(chan []byte), ctx: ctx}
 	hctx := d.mcp.WithContext(ctx, rs)
 
-	// Forward the request's notifications while it runs; after it returns,
-	// drain what is left so every notification precedes the response.
+	// The request's notifications are forwarded while it runs by a
+	// goroutine started only once it has run for forwardAfter: most calls
+	// end well before, and then what they queued (at most the channel's 64)
+	// is written here, in order, before the response — without a goroutine
+	// started and joined on every call. A request to the client (an
+	// elicitation) waits for the forwarder, at most forwardAfter.
+	var lastEmit time.Time // written by the forwarder, read after it ended
 	stop := make(chan struct{})
 	drained := make(chan struct{})
-	var lastEmit time.Time // written by the forwarder, read after drained
-	go func() {
+	forwarder := time.AfterFunc(forwardAfter, func() {
 		defer close(drained)
 		for {
 			select {
@@ -318,21 +322,18 @@ func (d *Dispatcher) handle(ctx context.Context, sess *Session, raw []byte, emit
 				emit(m)
 				lastEmit = time.Now()
 			case <-stop:
-				for {
-					select {
-					case n := <-rs.ch:
-						d.emitNotification(n, emit)
-						lastEmit = time.Now()
-					default:
-						return
-					}
-				}
+				lastEmit = d.drainNotifications(rs, emit, lastEmit)
+				return
 			}
 		}
-	}()
+	})
 	resp := d.mcp.HandleMessage(hctx, raw)
-	close(stop)
-	<-drained
+	if forwarder.Stop() {
+		lastEmit = d.drainNotifications(rs, emit, lastEmit)
+	} else {
+		close(stop)
+		<-drained
+	}
 	// A response right behind a notification can reach the client in the
 	// same read, and some clients handle the notification only after the
 	// response (retiring its progress token first, or tearing the
@@ -372,6 +373,24 @@ func (d *Dispatcher) mapError(ctx context.Context, sess *Session, env envelope, 
 		return ErrorResponse(env.ID, codeInternalError, "Internal error"), true
 	}
 	return nil, false
+}
+
+// forwardAfter is how long a request runs before its notifications are
+// forwarded while it runs (see handle).
+const forwardAfter = time.Millisecond
+
+// drainNotifications writes the notifications rs has queued, in order, and
+// returns when the last one was written (last if none).
+func (d *Dispatcher) drainNotifications(rs *requestSession, emit func([]byte), last time.Time) time.Time {
+	for {
+		select {
+		case n := <-rs.ch:
+			d.emitNotification(n, emit)
+			last = time.Now()
+		default:
+			return last
+		}
+	}
 }
 
 // encodeResponse is json.Marshal(resp) without its second pass over a tool

@@ -33,7 +33,7 @@ func FuzzStdioFraming(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		lines := make(chan []byte, 1024)
 		tooLong := 0
-		err := readLines(context.Background(), bytes.NewReader(data), lines, func() { tooLong++ })
+		err := readLines(context.Background(), bytes.NewReader(data), func(l []byte) bool { lines <- l; return true }, func() { tooLong++ })
 		close(lines)
 		if err != io.EOF {
 			t.Fatalf("readLines: %v", err)

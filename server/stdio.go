@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/parse-mcp/parse-mcp/internal/telemetry"
@@ -67,39 +68,47 @@ func ServeStdio(ctx context.Context, d *Dispatcher, in io.Reader, out io.Writer)
 		}
 	}()
 
-	lines := make(chan []byte)
+	var wg sync.WaitGroup
+	var accepting gate
+	workers := newIdleWorkers(keptWorkers)
+	defer workers.close()
+	in, restoreIn := pollable(in, out)
+	defer restoreIn()
 	readErr := make(chan error, 1)
 	go func() {
-		readErr <- readLines(ctx, in, lines, func() {
-			w.write(ErrorResponse(nil, codeInvalidRequest, "Invalid Request: message exceeds 4 MiB"))
-		})
-	}()
-
-	var wg sync.WaitGroup
-	var err error
-loop:
-	for {
-		select {
-		case line := <-lines:
-			wg.Go(func() {
+		// Each line is handed to a goroutine of its own straight from the
+		// reader: no hop through a second goroutine on the way to it.
+		readErr <- readLines(ctx, in, func(line []byte) bool {
+			if !accepting.add(&wg) {
+				return false
+			}
+			workers.run(func() {
+				defer wg.Done()
 				if resp := d.Handle(ctx, sess, line, w.write); resp != nil {
 					w.write(resp)
 				}
 			})
-		case err = <-readErr:
-			break loop
-		case <-ctx.Done():
-			break loop
-		}
+			return true
+		}, func() {
+			w.write(ErrorResponse(nil, codeInvalidRequest, "Invalid Request: message exceeds 4 MiB"))
+		})
+	}()
+
+	var err error
+	select {
+	case err = <-readErr:
+	case <-ctx.Done():
 	}
 	// EOF: the client is gone or done writing. Requests that finish within a
 	// short grace period still get their answers (so `printf … | parse-mcp`
 	// works); then in-flight work is cancelled and given a bounded time to
 	// unwind. A signal cancels at once.
 	if errors.Is(err, io.EOF) && ctx.Err() == nil {
+		accepting.shut()
 		waitTimeout(&wg, eofGrace)
 	}
 	cancel()
+	accepting.shut()
 	waitTimeout(&wg, drainTimeout)
 	<-unsolicitedDone
 	if errors.Is(err, io.EOF) {
@@ -126,7 +135,7 @@ func waitTimeout(wg *sync.WaitGroup, d time.Duration) {
 // readLines splits in into lines of at most MaxMessageBytes and sends the
 // non-blank ones to out. A longer line is skipped through its newline and
 // reported with tooLong. It returns io.EOF at end of input.
-func readLines(ctx context.Context, in io.Reader, out chan<- []byte, tooLong func()) error {
+func readLines(ctx context.Context, in io.Reader, out func([]byte) bool, tooLong func()) error {
 	r := bufio.NewReaderSize(in, 64<<10)
 	var buf []byte
 	skipping := false
@@ -149,9 +158,7 @@ func readLines(ctx context.Context, in io.Reader, out chan<- []byte, tooLong fun
 				} else if line := bytes.TrimSpace(buf); len(line) > 0 {
 					msg := make([]byte, len(line))
 					copy(msg, line)
-					select {
-					case out <- msg:
-					case <-ctx.Done():
+					if !out(msg) {
 						return ctx.Err()
 					}
 				}
@@ -165,14 +172,83 @@ func readLines(ctx context.Context, in io.Reader, out chan<- []byte, tooLong fun
 			if skipping {
 				tooLong()
 			} else if line := bytes.TrimSpace(buf); len(line) > 0 {
-				select {
-				case out <- line:
-				case <-ctx.Done():
-				}
+				out(line)
 			}
 			return io.EOF
 		default:
 			return err
 		}
 	}
+}
+
+// keptWorkers is how many idle request goroutines ServeStdio keeps.
+const keptWorkers = 4
+
+// idleWorkers runs each request on a goroutine, reusing one that finished
+// an earlier request when one is idle. A new goroutine starts on a small
+// stack that a tool call grows several times over (mcp-go, the policy, the
+// driver: a few percent of a call's CPU spent copying stacks); a kept one
+// has grown already. At most max are kept idle, so a burst of concurrent
+// calls leaves no crowd of goroutines behind.
+type idleWorkers struct {
+	jobs chan func()
+	done chan struct{}
+	idle atomic.Int32
+	max  int32
+}
+
+func newIdleWorkers(max int32) *idleWorkers {
+	return &idleWorkers{jobs: make(chan func()), done: make(chan struct{}), max: max}
+}
+
+// run runs f on an idle worker, or on a new goroutine.
+func (w *idleWorkers) run(f func()) {
+	select {
+	case w.jobs <- f:
+	default:
+		go w.work(f)
+	}
+}
+
+func (w *idleWorkers) work(f func()) {
+	for {
+		f()
+		if w.idle.Add(1) > w.max {
+			w.idle.Add(-1)
+			return
+		}
+		select {
+		case f = <-w.jobs:
+			w.idle.Add(-1)
+		case <-w.done:
+			return
+		}
+	}
+}
+
+// close ends the idle workers (a later run starts a goroutine).
+func (w *idleWorkers) close() { close(w.done) }
+
+// gate lets requests in until shut: a request is counted in the wait group
+// before shutdown waits on it, never after (sync.WaitGroup forbids an Add
+// racing a Wait), and none is started once shutdown began.
+type gate struct {
+	mu     sync.Mutex
+	closed bool
+}
+
+func (g *gate) add(wg *sync.WaitGroup) bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return false
+	}
+	wg.Add(1)
+	return true
+}
+
+func (g *gate) shut() {
+	g.mu.Lock()
+	g.closed = true
+	g.mu.Unlock()
 }

@@ -26,7 +26,7 @@ func TestReadLines(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			out := make(chan []byte, 16)
 			n := 0
-			err := readLines(context.Background(), strings.NewReader(tt.in), out, func() { n++ })
+			err := readLines(context.Background(), strings.NewReader(tt.in), func(l []byte) bool { out <- l; return true }, func() { n++ })
 			close(out)
 			if err != io.EOF {
 				t.Fatalf("err = %v", err)

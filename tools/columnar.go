@@ -10,6 +10,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 
 	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
@@ -81,6 +82,10 @@ func columnarRows(objects []byte) (columns []string, rows []byte, n int, err err
 			}
 			cells = append(cells, cell{col, vStart, vEnd})
 			i = vEnd
+		}
+		if len(rowEnds) == 0 {
+			// Room for every row's cells at the first row's count and size.
+			cells = slices.Grow(cells, len(cells)*(len(objects)/max(i, 1)+1))
 		}
 		rowEnds = append(rowEnds, len(cells))
 	}

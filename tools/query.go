@@ -358,6 +358,10 @@ func (p *readPlan) jsonPage(ctx context.Context, skip, limit, shown, budget int,
 		}
 		if pg.kept > 0 {
 			pg.rows = append(pg.rows, ',')
+		} else {
+			// Room for the page at the first row's size (within the
+			// budget), instead of growing through every power of two.
+			pg.rows = slices.Grow(pg.rows, min(budget, (len(row)+1)*min(shown, limit)))
 		}
 		pg.rows = append(pg.rows, row...)
 		pg.kept++

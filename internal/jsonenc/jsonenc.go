@@ -9,16 +9,33 @@ package jsonenc
 import (
 	"bytes"
 	"encoding/json"
+	"sync"
 )
 
 // Marshal is json.Marshal with HTML escaping off (json.RawMessage values
 // included), without the encoder's trailing newline.
+//
+// The encoding is written to a pooled buffer and copied out at its size:
+// a fresh buffer grows through every power of two on the way to a page of
+// rows, which is most of the garbage of a read (docs/performance.md "The
+// driver floor, third pass"). Buffers over maxPooled are not kept.
 func Marshal(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
+	buf := buffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooled {
+			buf.Reset()
+			buffers.Put(buf)
+		}
+	}()
+	buf.Reset()
+	enc := json.NewEncoder(buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err
 	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+	return bytes.Clone(bytes.TrimRight(buf.Bytes(), "\n")), nil
 }
+
+const maxPooled = 1 << 20
+
+var buffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}

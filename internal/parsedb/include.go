@@ -130,32 +130,42 @@ type RowField struct {
 // RowFields lists the top-level members of a JSON object produced by
 // RowEncoder (compact, no whitespace). It returns nil for anything else.
 func RowFields(row []byte) []RowField {
-	if len(row) < 2 || row[0] != '{' {
+	var out []RowField
+	if !eachRowField(row, func(f RowField) { out = append(out, f) }) {
 		return nil
 	}
-	var out []RowField
+	return out
+}
+
+// eachRowField calls f with each top-level member of row, in order; false
+// when row is not a JSON object produced by RowEncoder (f may have been
+// called for the members before the fault).
+func eachRowField(row []byte, f func(RowField)) bool {
+	if len(row) < 2 || row[0] != '{' {
+		return false
+	}
 	i := 1
 	for i < len(row) && row[i] != '}' {
 		if row[i] == ',' {
 			i++
 		}
 		if i >= len(row) || row[i] != '"' {
-			return nil
+			return false
 		}
 		ks := i + 1
 		ke := skipString(row, i)
 		if ke < 0 || ke >= len(row) || row[ke] != ':' {
-			return nil
+			return false
 		}
 		vs := ke + 1
 		ve := skipValue(row, vs)
 		if ve < 0 {
-			return nil
+			return false
 		}
-		out = append(out, RowField{Key: row[ks : ke-1], Start: vs, End: ve, KeyStart: i})
+		f(RowField{Key: row[ks : ke-1], Start: vs, End: ve, KeyStart: i})
 		i = ve
 	}
-	return out
+	return true
 }
 
 // skipString returns the index after the JSON string starting at b[i]=='"'.
@@ -253,10 +263,12 @@ type FieldSize struct {
 
 // AddFieldSizes adds the encoded size of each top-level member of row
 // (name + value) to sizes.
+// Rows come from RowEncoder; of a row that was not an object, the members
+// before the fault would be counted. Nothing is allocated per row.
 func AddFieldSizes(sizes map[string]int, row []byte) {
-	for _, f := range RowFields(row) {
+	eachRowField(row, func(f RowField) {
 		sizes[string(f.Key)] += len(f.Key) + 3 + f.End - f.Start
-	}
+	})
 }
 
 // HeaviestFields sorts sizes by bytes, heaviest first (ties by name).

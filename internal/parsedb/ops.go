@@ -146,19 +146,16 @@ func (s *Store) CountUpTo(ctx context.Context, class string, filter bson.D, upTo
 	if !cur.Next(ctx) {
 		return 0, cur.Err()
 	}
-	var res struct {
-		N any `bson:"n"`
+	// Read straight from the reply's bytes: decoding into a struct goes
+	// through the driver's reflection for one number.
+	n := cur.Current.Lookup("n")
+	switch n.Type {
+	case bson.TypeInt32:
+		return int64(n.Int32()), nil
+	case bson.TypeInt64:
+		return n.Int64(), nil
+	case bson.TypeDouble:
+		return int64(n.Double()), nil
 	}
-	if err := cur.Decode(&res); err != nil {
-		return 0, err
-	}
-	switch n := res.N.(type) {
-	case int32:
-		return int64(n), nil
-	case int64:
-		return n, nil
-	case float64:
-		return int64(n), nil
-	}
-	return 0, fmt.Errorf("count: unexpected type %T", res.N)
+	return 0, fmt.Errorf("count: unexpected type %v", n.Type)
 }

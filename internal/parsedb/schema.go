@@ -60,6 +60,20 @@ func (c *Class) FieldNames() []string {
 	return names
 }
 
+// fieldNamesWhere is FieldNames of the fields keep is true of: only those
+// are collected and sorted (a create asks for the few with a default or
+// required, of every field of the class).
+func (c *Class) fieldNamesWhere(keep func(*Field) bool) []string {
+	var names []string
+	for n, f := range c.Fields {
+		if keep(f) {
+			names = append(names, n)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Field returns a field by name, or nil.
 func (c *Class) Field(name string) *Field {
 	if c == nil {

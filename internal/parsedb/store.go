@@ -35,7 +35,8 @@ func Connect(ctx context.Context, uri, database, prefix string) (*Store, error) 
 	opts := options.Client().ApplyURI(uri).
 		SetServerSelectionTimeout(ConnectTimeout).
 		SetConnectTimeout(ConnectTimeout).
-		SetAppName("parse-mcp")
+		SetAppName("parse-mcp").
+		SetRegistry(commandRegistry)
 	if m := telemetry.CommandMonitor(); m != nil {
 		opts.SetMonitor(m)
 	}

@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -348,16 +347,23 @@ const objectIDAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz01
 
 // NewObjectID returns a Parse objectId: 10 characters of A-Za-z0-9.
 func NewObjectID() string {
-	b := make([]byte, 10)
-	n := big.NewInt(int64(len(objectIDAlphabet)))
-	for i := range b {
-		x, err := rand.Int(rand.Reader, n)
-		if err != nil {
-			panic(err) // crypto/rand never fails on supported platforms
+	// Uniform over the alphabet: a random byte is used only below the
+	// largest multiple of 62 (248), as rand.Int would; one read of
+	// random bytes usually covers all ten characters.
+	const limit = 256 - 256%len(objectIDAlphabet)
+	var id [10]byte
+	var random [16]byte
+	n := 0
+	for n < len(id) {
+		_, _ = rand.Read(random[:]) // crypto/rand.Read never returns an error (Go 1.24)
+		for _, r := range random {
+			if int(r) < limit && n < len(id) {
+				id[n] = objectIDAlphabet[int(r)%len(objectIDAlphabet)]
+				n++
+			}
 		}
-		b[i] = objectIDAlphabet[x.Int64()]
 	}
-	return string(b)
+	return string(id[:])
 }
 
 // valueType is a REST type inferred from a value (Parse's getType).

@@ -182,11 +182,8 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 	maps.Copy(fields, req.Fields)
 	// defaultValue of _SCHEMA applies to fields not given (or deleted).
 	var withheld []string
-	for _, name := range cls.FieldNames() {
+	for _, name := range cls.fieldNamesWhere(func(f *Field) bool { return f.DefaultValue != nil }) {
 		f := cls.Fields[name]
-		if f.DefaultValue == nil {
-			continue
-		}
 		if v, given := fields[name]; !given || isDeleteOp(v) {
 			fields[name] = restValue(f.DefaultValue)
 			if req.DefaultShown != nil && !req.DefaultShown(name) {
@@ -206,10 +203,7 @@ func planCreate(req *WriteRequest, now time.Time) (*WritePlan, error) {
 		}
 		doc = append(doc, elems...)
 	}
-	for _, name := range cls.FieldNames() {
-		if !cls.Fields[name].Required {
-			continue
-		}
+	for _, name := range cls.fieldNamesWhere(func(f *Field) bool { return f.Required }) {
 		if v, given := fields[name]; !given || v == nil || isDeleteOp(v) {
 			return nil, ParseErr(ParseValidationError, "%s is required", name)
 		}

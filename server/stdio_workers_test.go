@@ -1,0 +1,120 @@
+package server
+
+import (
+	"context"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	mcpserver "github.com/mark3labs/mcp-go/server"
+	"github.com/rs/zerolog"
+)
+
+// notifyServer has one tool, "notify", that sends n notifications and, with
+// hold, waits for release before it answers.
+func notifyServer(release <-chan struct{}) *Dispatcher {
+	s := mcpserver.NewMCPServer("notify-test", "1", mcpserver.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("notify"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		n := req.GetInt("n", 0)
+		srv := mcpserver.ServerFromContext(ctx)
+		for i := range n {
+			if err := srv.SendNotificationToClient(ctx, "notifications/message", map[string]any{"level": "info", "data": i}); err != nil {
+				return nil, err
+			}
+		}
+		if req.GetBool("hold", false) {
+			select {
+			case <-release:
+			case <-time.After(10 * time.Second):
+				return mcp.NewToolResultError("the notifications were not written while the call ran"), nil
+			}
+		}
+		return mcp.NewToolResultText("done"), nil
+	})
+	return NewDispatcher(s, 4, zerolog.Nop())
+}
+
+// A call shorter than forwardAfter has its notifications written by the
+// request itself after it returns: all of them, in order, before its
+// response. A longer call has them written while it runs.
+func TestNotificationsOfShortAndLongCalls(t *testing.T) {
+	release := make(chan struct{})
+	p := newStdioPeer(t, notifyServer(release))
+	p.send(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	p.next()
+
+	p.send(`{"jsonrpc":"2.0","id":"short","method":"tools/call","params":{"name":"notify","arguments":{"n":5}}}`)
+	for i := range 5 {
+		m := p.next()
+		if m["method"] != "notifications/message" || m["params"].(map[string]any)["data"] != float64(i) {
+			t.Fatalf("message %d: want notification %d, got %v", i, i, m)
+		}
+	}
+	if m := p.next(); m["id"] != "short" || m["result"] == nil {
+		t.Fatalf("want the response after the notifications, got %v", m)
+	}
+
+	p.send(`{"jsonrpc":"2.0","id":"long","method":"tools/call","params":{"name":"notify","arguments":{"n":1,"hold":true}}}`)
+	// The tool waits for release: its notification must arrive first.
+	if m := p.next(); m["method"] != "notifications/message" {
+		t.Fatalf("want the notification while the call runs, got %v", m)
+	}
+	close(release)
+	m := p.next()
+	res, _ := m["result"].(map[string]any)
+	if m["id"] != "long" || res == nil || res["isError"] == true {
+		t.Fatalf("want the long call's result, got %v", m)
+	}
+}
+
+// idleWorkers runs every job, reuses idle workers and keeps at most max of
+// them; close ends them.
+func TestIdleWorkers(t *testing.T) {
+	before := runtime.NumGoroutine()
+	w := newIdleWorkers(3)
+	var wg sync.WaitGroup
+	gate := make(chan struct{})
+	ran := make(chan int, 20)
+	for i := range 20 { // 20 at once: 20 goroutines
+		wg.Add(1)
+		w.run(func() { defer wg.Done(); <-gate; ran <- i })
+	}
+	close(gate)
+	wg.Wait()
+	if len(ran) != 20 {
+		t.Fatalf("%d of 20 jobs ran", len(ran))
+	}
+	waitFor(t, func() bool { return w.idle.Load() == 3 && runtime.NumGoroutine() <= before+3 }, "3 idle workers kept, the rest ended")
+
+	// A job now runs on a kept worker: no new goroutine.
+	started := make(chan struct{})
+	hold := make(chan struct{})
+	w.run(func() { close(started); <-hold })
+	<-started
+	if got := w.idle.Load(); got != 2 {
+		t.Fatalf("idle workers while one runs: %d, want 2", got)
+	}
+	if n := runtime.NumGoroutine(); n > before+3 {
+		t.Fatalf("%d goroutines, want at most %d: the job did not run on a kept worker", n, before+3)
+	}
+	close(hold)
+	waitFor(t, func() bool { return w.idle.Load() == 3 }, "the worker back to idle")
+
+	w.close()
+	waitFor(t, func() bool { return runtime.NumGoroutine() <= before }, "the idle workers ended by close")
+	done := make(chan struct{})
+	w.run(func() { close(done) }) // after close: still runs, on a goroutine of its own
+	<-done
+}
+
+func waitFor(t *testing.T, ok func() bool, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !ok(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
