@@ -52,6 +52,41 @@ type Dispatcher struct {
 
 	mu       sync.Mutex
 	inflight map[string]*inflightCall // sessionID + "\x00" + request id
+	// cancelledEarly holds the cancels that arrived before their request
+	// was registered (same keys, with when): stdio hands every line to a
+	// goroutine of its own, so a cancel read after its request can run
+	// first. MCP forbids reusing a request id within a session, so a
+	// request finding its key here was cancelled and is neither run nor
+	// answered. Bounded: see noteEarlyCancel.
+	cancelledEarly map[string]time.Time
+}
+
+// earlyCancelTTL and maxEarlyCancels bound cancelledEarly: a cancel for a
+// request that already finished (or never existed) is kept this long, and
+// at most this many are kept.
+const (
+	earlyCancelTTL  = 5 * time.Second
+	maxEarlyCancels = 256
+)
+
+// noteEarlyCancel records a cancel for a request not (yet) in flight;
+// d.mu is held.
+func (d *Dispatcher) noteEarlyCancel(key string) {
+	if len(d.cancelledEarly) >= maxEarlyCancels {
+		now := time.Now()
+		for k, at := range d.cancelledEarly {
+			if now.Sub(at) > earlyCancelTTL {
+				delete(d.cancelledEarly, k)
+			}
+		}
+		for k := range d.cancelledEarly {
+			if len(d.cancelledEarly) < maxEarlyCancels {
+				break
+			}
+			delete(d.cancelledEarly, k)
+		}
+	}
+	d.cancelledEarly[key] = time.Now()
 }
 
 type inflightCall struct {
@@ -64,7 +99,7 @@ func NewDispatcher(s *mcpserver.MCPServer, workers int, log zerolog.Logger) *Dis
 	if workers < 1 {
 		workers = 1
 	}
-	return &Dispatcher{mcp: s, log: log, workers: make(chan struct{}, workers), fair: fairSlots{share: sessionShare(workers)}, fairClients: fairSlots{share: clientShare(workers)}, inflight: map[string]*inflightCall{}}
+	return &Dispatcher{mcp: s, log: log, workers: make(chan struct{}, workers), fair: fairSlots{share: sessionShare(workers)}, fairClients: fairSlots{share: clientShare(workers)}, inflight: map[string]*inflightCall{}, cancelledEarly: map[string]time.Time{}}
 }
 
 // MCPServer returns the wrapped server.
@@ -151,8 +186,12 @@ func (d *Dispatcher) notification(ctx context.Context, sess *Session, env envelo
 		}
 		_ = json.Unmarshal(env.Params, &p)
 		if len(p.RequestID) > 0 {
+			key := inflightKey(sess, p.RequestID)
 			d.mu.Lock()
-			call := d.inflight[inflightKey(sess, p.RequestID)]
+			call := d.inflight[key]
+			if call == nil {
+				d.noteEarlyCancel(key)
+			}
 			d.mu.Unlock()
 			if call != nil {
 				call.cancelled.Store(true)
@@ -214,6 +253,13 @@ func (d *Dispatcher) request(ctx context.Context, sess *Session, env envelope, r
 	if _, dup := d.inflight[key]; dup {
 		d.mu.Unlock()
 		return ErrorResponse(env.ID, codeInvalidRequest, "Invalid Request: duplicate id of a request still in flight")
+	}
+	if at, early := d.cancelledEarly[key]; early {
+		delete(d.cancelledEarly, key)
+		if time.Since(at) <= earlyCancelTTL {
+			d.mu.Unlock()
+			return nil // cancelled before it was registered: not run, not answered
+		}
 	}
 	d.inflight[key] = call
 	d.mu.Unlock()

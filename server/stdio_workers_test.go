@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"sync"
 	"testing"
@@ -116,5 +117,51 @@ func waitFor(t *testing.T, ok func() bool, what string) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(time.Millisecond)
+	}
+}
+
+// A cancel that is handled before its request was registered — stdio hands
+// each line to a goroutine of its own, so the cancel read after the request
+// can run first — still cancels it: the request is neither run nor
+// answered. Other requests are untouched, and cancels for ids never seen
+// are bounded.
+func TestCancelBeforeTheRequestIsRegistered(t *testing.T) {
+	ran := make(chan string, 4)
+	s := mcpserver.NewMCPServer("cancel-test", "1", mcpserver.WithToolCapabilities(false))
+	s.AddTool(mcp.NewTool("mark"), func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ran <- req.GetString("as", "")
+		return mcp.NewToolResultText("ran"), nil
+	})
+	d := NewDispatcher(s, 2, zerolog.Nop())
+	sess := NewSession(StdioSessionID)
+	ctx := context.Background()
+	if err := s.RegisterSession(ctx, sess); err != nil {
+		t.Fatal(err)
+	}
+	emit := func([]byte) {}
+	d.Handle(ctx, sess, []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`), emit)
+
+	d.Handle(ctx, sess, []byte(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"c-1"}}`), emit)
+	if resp := d.Handle(ctx, sess, []byte(`{"jsonrpc":"2.0","id":"c-1","method":"tools/call","params":{"name":"mark","arguments":{"as":"c-1"}}}`), emit); resp != nil {
+		t.Fatalf("the cancelled request was answered: %s", resp)
+	}
+	if resp := d.Handle(ctx, sess, []byte(`{"jsonrpc":"2.0","id":"c-2","method":"tools/call","params":{"name":"mark","arguments":{"as":"c-2"}}}`), emit); resp == nil {
+		t.Fatal("a request nobody cancelled got no answer")
+	}
+	if got := <-ran; got != "c-2" {
+		t.Fatalf("the tool ran for %s, want only c-2", got)
+	}
+	if len(ran) != 0 {
+		t.Fatalf("the cancelled request ran: %v", <-ran)
+	}
+
+	for i := range 3 * maxEarlyCancels {
+		d.Handle(ctx, sess, fmt.Appendf(nil, `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"never-%d"}}`, i), emit)
+	}
+	d.mu.Lock()
+	n := len(d.cancelledEarly)
+	d.mu.Unlock()
+	if n > maxEarlyCancels {
+		t.Fatalf("%d cancels for unknown requests kept, want at most %d", n, maxEarlyCancels)
 	}
 }
