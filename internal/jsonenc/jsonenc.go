@@ -27,8 +27,7 @@ func Marshal(v any) ([]byte, error) {
 			buffers.Put(buf)
 		}
 	}()
-	buf.Reset()
-	enc := json.NewEncoder(buf)
+	enc := json.NewEncoder(buf) // empty: buffers are reset before they are put back
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
 		return nil, err

@@ -52,12 +52,7 @@ type Class struct {
 
 // FieldNames are the class's field names, sorted.
 func (c *Class) FieldNames() []string {
-	names := make([]string, 0, len(c.Fields))
-	for n := range c.Fields {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
+	return c.fieldNamesWhere(func(*Field) bool { return true })
 }
 
 // fieldNamesWhere is FieldNames of the fields keep is true of: only those

@@ -101,13 +101,10 @@ func (w *DirectWriter) createObject(ctx context.Context, p *WritePlan) (bson.Raw
 	if err := w.step("object"); err != nil {
 		return nil, err
 	}
-	// The plan holds the document already encoded (its Result): inserting
-	// those bytes spares the driver encoding it a second time.
-	var doc any = p.Document
-	if len(p.Result) > 0 {
-		doc = p.Result
-	}
-	if _, err := w.Store.Collection(p.ClassName).InsertOne(ctx, doc); err != nil {
+	// The plan holds the document already encoded (its Result, built by
+	// planCreate from Document): inserting those bytes spares the driver
+	// encoding it a second time.
+	if _, err := w.Store.Collection(p.ClassName).InsertOne(ctx, p.Result); err != nil {
 		if mongo.IsDuplicateKeyError(err) {
 			return nil, ParseErr(ParseDuplicateValue, "A duplicate value for a field with unique values was provided")
 		}
