@@ -13,7 +13,6 @@ import (
 	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-
 )
 
 func mustRaw(t testing.TB, doc any) bson.Raw {
