@@ -261,26 +261,20 @@ func serve(ctx context.Context, a *app.App, cfg *config.Config, log zerolog.Logg
 		}
 		return exitOK
 	}
-	if n := stdioProcs(cfg.Demo, os.Getenv("GOMAXPROCS")); n > 0 {
-		runtime.GOMAXPROCS(n)
-		log.Debug().Int("gomaxprocs", n).Msg("stdio: one processor (GOMAXPROCS overrides)")
-	}
-	if err := server.ServeStdio(ctx, a.Dispatcher, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+	opts := server.StdioOptions{ProcsWhenAlone: stdioProcs(cfg.Demo, os.Getenv("GOMAXPROCS"))}
+	if err := server.ServeStdio(ctx, a.Dispatcher, stdin, stdout, opts); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error().Err(err).Msg("stdio transport stopped")
 		return exitFailure
 	}
 	return exitOK
 }
 
-// stdioProcs is the GOMAXPROCS to serve stdio with, 0 to keep Go's default.
-// On stdio one client calls, mostly one call at a time, and a call is a
-// database round trip around a little CPU: with a processor per core, every
-// goroutine the call wakes (the line read, the driver's reply) wakes an idle
-// thread too, which spins for work on a core the database or the client
-// wanted. One processor runs the same call 5–20 % faster and with less CPU
-// (docs/performance.md "The driver floor, fourth pass"); calls still overlap
-// while they wait. Not for --demo, whose database runs in this process, nor
-// over HTTP, which serves many people; an operator's GOMAXPROCS wins.
+// stdioProcs is the GOMAXPROCS to serve stdio with while one call runs
+// alone (server.StdioOptions), 0 to keep Go's default throughout: one
+// client at a desk mostly calls one call at a time, and a call is a
+// database round trip around a little CPU (server/stdio.go procGovernor).
+// Not for --demo, whose database runs in this process, nor over HTTP, which
+// serves many people; an operator's GOMAXPROCS wins.
 func stdioProcs(demo bool, gomaxprocs string) int {
 	if demo || gomaxprocs != "" {
 		return 0

@@ -496,14 +496,14 @@ func toolResultSize(res *mcp.CallToolResult) int {
 }
 
 // appendToolResult appends res as MarshalJSON writes it — keys in sorted
-// order (content, isError, resultType, structuredContent), strings HTML
+// order (_meta, content, isError, resultType, structuredContent), strings HTML
 // escaped — for the shape every tool answers: text content without
 // annotations, structured content already encoded (tools.Result encodes it
 // compact with jsonenc; it is copied, not validated again). ok is false for
-// any other shape (metadata, other content, multi-round-trip fields), which
+// any other shape (other content, annotations, multi-round-trip fields), which
 // MarshalJSON writes.
 func appendToolResult(dst []byte, res *mcp.CallToolResult) ([]byte, bool) {
-	if res.Meta != nil || len(res.InputRequests) > 0 || res.RequestState != "" {
+	if len(res.InputRequests) > 0 || res.RequestState != "" {
 		return nil, false
 	}
 	raw := res.RawStructuredContent
@@ -517,7 +517,19 @@ func appendToolResult(dst []byte, res *mcp.CallToolResult) ([]byte, bool) {
 			raw = json.RawMessage("null")
 		}
 	}
-	dst = append(dst, `{"content":[`...)
+	dst = append(dst, '{')
+	if res.Meta != nil {
+		// Every result of the 2026-07-28 era has one (the server's
+		// identity), as has every error result (its error code).
+		meta, err := json.Marshal(res.Meta)
+		if err != nil {
+			return nil, false
+		}
+		dst = append(dst, `"_meta":`...)
+		dst = append(dst, meta...)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"content":[`...)
 	for i, c := range res.Content {
 		tc, ok := c.(mcp.TextContent)
 		if !ok || tc.Annotations != nil || tc.Meta != nil {

@@ -89,6 +89,12 @@ func TestEncodeResponseRandomToolResults(t *testing.T) {
 		if rng.Intn(3) == 0 {
 			res.ResultType = mcp.ResultTypeComplete
 		}
+		switch rng.Intn(3) {
+		case 0: // the 2026-07-28 era's server identity, an error code
+			res.Meta = &mcp.Meta{AdditionalFields: map[string]any{"io.modelcontextprotocol/serverInfo": map[string]any{"name": "parse-mcp", "version": randomString(rng)}, "parse.error_code": randomString(rng)}}
+		case 1:
+			res.Meta = &mcp.Meta{ProgressToken: randomString(rng), AdditionalFields: map[string]any{randomString(rng): randomValue(rng, 1)}}
+		}
 		resp := mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(randomString(rng)), Result: res}
 		want, err := json.Marshal(resp)
 		if err != nil {
