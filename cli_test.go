@@ -110,3 +110,22 @@ func TestEmbedArgs(t *testing.T) {
 		}
 	}
 }
+
+// Over stdio the server runs on one processor unless it is the demo (its
+// database runs in the process) or the operator set GOMAXPROCS.
+func TestStdioProcs(t *testing.T) {
+	for _, tc := range []struct {
+		demo       bool
+		gomaxprocs string
+		want       int
+	}{
+		{false, "", 1},
+		{true, "", 0},
+		{false, "4", 0},
+		{true, "2", 0},
+	} {
+		if got := stdioProcs(tc.demo, tc.gomaxprocs); got != tc.want {
+			t.Errorf("stdioProcs(%v, %q) = %d, want %d", tc.demo, tc.gomaxprocs, got, tc.want)
+		}
+	}
+}

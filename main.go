@@ -261,11 +261,25 @@ func serve(ctx context.Context, a *app.App, cfg *config.Config, log zerolog.Logg
 		}
 		return exitOK
 	}
-	if err := server.ServeStdio(ctx, a.Dispatcher, stdin, stdout); err != nil && !errors.Is(err, context.Canceled) {
+	opts := server.StdioOptions{ProcsWhenAlone: stdioProcs(cfg.Demo, os.Getenv("GOMAXPROCS"))}
+	if err := server.ServeStdio(ctx, a.Dispatcher, stdin, stdout, opts); err != nil && !errors.Is(err, context.Canceled) {
 		log.Error().Err(err).Msg("stdio transport stopped")
 		return exitFailure
 	}
 	return exitOK
+}
+
+// stdioProcs is the GOMAXPROCS to serve stdio with while one call runs
+// alone (server.StdioOptions), 0 to keep Go's default throughout: one
+// client at a desk mostly calls one call at a time, and a call is a
+// database round trip around a little CPU (server/stdio.go procGovernor).
+// Not for --demo, whose database runs in this process, nor over HTTP, which
+// serves many people; an operator's GOMAXPROCS wins.
+func stdioProcs(demo bool, gomaxprocs string) int {
+	if demo || gomaxprocs != "" {
+		return 0
+	}
+	return 1
 }
 
 // commit is the source revision, stamped by `make release`

@@ -249,7 +249,7 @@ func BenchmarkConcurrentCalls8(b *testing.B) {
 				b.Fatal(err)
 			}
 			if strings.Contains(line, `"id":"c-`) {
-				if !strings.Contains(line, `results`) {
+				if !strings.Contains(line, `"rows"`) {
 					b.Fatalf("unexpected response %s", line)
 				}
 				got++

@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/parse-mcp/parse-mcp/internal/callinfo"
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/telemetry"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
@@ -439,28 +440,25 @@ func (d *Dispatcher) drainNotifications(rs *requestSession, emit func([]byte), l
 	}
 }
 
-// encodeResponse is json.Marshal(resp) without its second pass over a tool
-// result: a CallToolResult encodes itself with encoding/json (compact, HTML
-// escaped), and json.Marshal would scan and copy those bytes once more —
-// for a page of rows, the largest part of every response. The bytes are
+// encodeResponse is json.Marshal(resp), written in one pass for a tool
+// result: mcp-go's CallToolResult.MarshalJSON builds a map, encodes it with
+// reflection and scans its json.RawMessage structuredContent to validate and
+// compact it, and json.Marshal would scan and copy those bytes once more —
+// for a page of rows the largest part of a response's cost. The bytes are
 // the same (TestEncodeResponseAsMarshal).
 func encodeResponse(resp mcp.JSONRPCMessage) ([]byte, error) {
 	r, ok := resp.(mcp.JSONRPCResponse)
 	if !ok {
 		return json.Marshal(resp)
 	}
-	var result []byte
-	var err error
-	switch res := r.Result.(type) {
+	var res *mcp.CallToolResult
+	switch t := r.Result.(type) {
 	case *mcp.CallToolResult:
-		result, err = res.MarshalJSON()
+		res = t
 	case mcp.CallToolResult:
-		result, err = res.MarshalJSON()
+		res = &t
 	default:
 		return json.Marshal(resp)
-	}
-	if err != nil {
-		return nil, err
 	}
 	head, err := json.Marshal(struct {
 		JSONRPC string        `json:"jsonrpc"`
@@ -469,11 +467,96 @@ func encodeResponse(resp mcp.JSONRPCMessage) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]byte, 0, len(head)+len(result)+len(`,"result":}`))
-	out = append(out, head[:len(head)-1]...)
+	out := append(make([]byte, 0, len(head)+toolResultSize(res)), head[:len(head)-1]...)
 	out = append(out, `,"result":`...)
+	if b, ok := appendToolResult(out, res); ok {
+		return append(b, '}'), nil
+	}
+	result, err := res.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
 	out = append(out, result...)
 	return append(out, '}'), nil
+}
+
+// toolResultSize is room for a tool result's encoding: its texts and
+// structured content with a little for escapes.
+func toolResultSize(res *mcp.CallToolResult) int {
+	n := 64 + len(res.RawStructuredContent)
+	if raw, ok := res.StructuredContent.(json.RawMessage); ok {
+		n += len(raw)
+	}
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			n += len(tc.Text) + 32
+		}
+	}
+	return n + n/8
+}
+
+// appendToolResult appends res as MarshalJSON writes it — keys in sorted
+// order (_meta, content, isError, resultType, structuredContent), strings HTML
+// escaped — for the shape every tool answers: text content without
+// annotations, structured content already encoded (tools.Result encodes it
+// compact with jsonenc; it is copied, not validated again). ok is false for
+// any other shape (other content, annotations, multi-round-trip fields), which
+// MarshalJSON writes.
+func appendToolResult(dst []byte, res *mcp.CallToolResult) ([]byte, bool) {
+	if len(res.InputRequests) > 0 || res.RequestState != "" {
+		return nil, false
+	}
+	raw := res.RawStructuredContent
+	if len(raw) == 0 && res.StructuredContent != nil {
+		sc, ok := res.StructuredContent.(json.RawMessage)
+		if !ok {
+			return nil, false
+		}
+		raw = sc
+		if len(raw) == 0 {
+			raw = json.RawMessage("null")
+		}
+	}
+	dst = append(dst, '{')
+	if res.Meta != nil {
+		// Every result of the 2026-07-28 era has one (the server's
+		// identity), as has every error result (its error code).
+		meta, err := json.Marshal(res.Meta)
+		if err != nil {
+			return nil, false
+		}
+		dst = append(dst, `"_meta":`...)
+		dst = append(dst, meta...)
+		dst = append(dst, ',')
+	}
+	dst = append(dst, `"content":[`...)
+	for i, c := range res.Content {
+		tc, ok := c.(mcp.TextContent)
+		if !ok || tc.Annotations != nil || tc.Meta != nil {
+			return nil, false
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, `{"type":`...)
+		dst = jsonenc.AppendHTMLString(dst, tc.Type)
+		dst = append(dst, `,"text":`...)
+		dst = jsonenc.AppendHTMLString(dst, tc.Text)
+		dst = append(dst, '}')
+	}
+	dst = append(dst, ']')
+	if res.IsError {
+		dst = append(dst, `,"isError":true`...)
+	}
+	if res.ResultType != "" {
+		dst = append(dst, `,"resultType":`...)
+		dst = jsonenc.AppendHTMLString(dst, res.ResultType)
+	}
+	if raw != nil {
+		dst = append(dst, `,"structuredContent":`...)
+		dst = jsonenc.AppendHTMLEscaped(dst, raw)
+	}
+	return append(dst, '}'), true
 }
 
 func (d *Dispatcher) emitNotification(n mcp.JSONRPCNotification, emit func([]byte)) {

@@ -48,11 +48,15 @@ type stdioPeer struct {
 }
 
 func newStdioPeer(t *testing.T, d *Dispatcher) *stdioPeer {
+	return newStdioPeerWith(t, d, StdioOptions{})
+}
+
+func newStdioPeerWith(t *testing.T, d *Dispatcher, opts StdioOptions) *stdioPeer {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { defer close(done); _ = ServeStdio(ctx, d, inR, outW); outW.Close() }()
+	go func() { defer close(done); _ = ServeStdio(ctx, d, inR, outW, opts); outW.Close() }()
 	p := &stdioPeer{t: t, in: inW, out: make(chan map[string]any, 64)}
 	go func() {
 		sc := bufio.NewScanner(outR)

@@ -16,10 +16,28 @@ func TestEncodeResponseAsMarshal(t *testing.T) {
 	structured := json.RawMessage(`{"rows":[["<b>a&b</b>","x` + "\u2028" + `y",1.5e3]],"note":"\u003c"}`)
 	tool := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(string(structured))}, StructuredContent: structured}
 	failed := mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent(`"quoted" <tag>`)}, IsError: true}
+	// The shapes appendToolResult leaves to MarshalJSON, and the edges of
+	// the ones it writes.
+	withMeta := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("x")}, IsError: true,
+		Result: mcp.Result{Meta: &mcp.Meta{AdditionalFields: map[string]any{"parse.error_code": "invalid_query"}}}}
+	annotated := mcp.NewTextContent("<a>")
+	annotated.Annotations = &mcp.Annotations{Priority: new(1.0)}
+	twoTexts := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("a\u2028\n\t\x00"), annotated}}
+	image := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewImageContent("AAAA", "image/png")}, StructuredContent: map[string]any{"k": "<v>"}}
+	rawField := &mcp.CallToolResult{Content: []mcp.Content{}, RawStructuredContent: json.RawMessage(`{"a":"\u2029 & ` + "\u2029" + `"}`)}
+	rawField.ResultType = "complete"
+	nilRaw := &mcp.CallToolResult{Content: []mcp.Content{mcp.NewTextContent("é" + "\xff")}, StructuredContent: json.RawMessage(nil)}
+	empty := &mcp.CallToolResult{}
 	for _, resp := range []mcp.JSONRPCMessage{
 		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(7)), Result: tool},
 		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId("a<b"), Result: failed},
 		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Result: map[string]any{"x": "<y>"}},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(3)), Result: withMeta},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(4)), Result: twoTexts},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(5)), Result: image},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(6)), Result: rawField},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId("n"), Result: nilRaw},
+		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(8)), Result: empty},
 		mcp.JSONRPCError{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(2))},
 	} {
 		want, err := json.Marshal(resp)

@@ -56,7 +56,7 @@ func TestStdioStdinAndStdoutOneSocket(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- ServeStdio(ctx, bigServer(), in, out) }()
+	go func() { done <- ServeStdio(ctx, bigServer(), in, out, StdioOptions{}) }()
 	defer func() { cancel(); _ = syscall.Shutdown(fds[1], syscall.SHUT_WR); <-done }()
 
 	if _, err := client.WriteString(initializeLine + `{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{"name":"big","arguments":{}}}` + "\n"); err != nil {
@@ -108,7 +108,7 @@ func TestStdioLeavesStdinAsFound(t *testing.T) {
 	}
 	defer outR.Close()
 	go func() { _, _ = io.Copy(io.Discard, outR) }()
-	if err := ServeStdio(context.Background(), bigServer(), in, outW); err != nil {
+	if err := ServeStdio(context.Background(), bigServer(), in, outW, StdioOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	outW.Close()

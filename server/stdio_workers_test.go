@@ -165,3 +165,56 @@ func TestCancelBeforeTheRequestIsRegistered(t *testing.T) {
 		t.Fatalf("%d cancels for unknown requests kept, want at most %d", n, maxEarlyCancels)
 	}
 }
+
+// With ProcsWhenAlone, a message handled alone runs on that many
+// processors; from the second overlapping message on, on the GOMAXPROCS
+// found at start, until one of them ends; the process gets its GOMAXPROCS
+// back when ServeStdio returns.
+func TestProcsWhenAlone(t *testing.T) {
+	orig := runtime.GOMAXPROCS(3)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	procsBecome := func(want int) {
+		t.Helper()
+		for deadline := time.Now().Add(5 * time.Second); runtime.GOMAXPROCS(0) != want; {
+			if time.Now().After(deadline) {
+				t.Fatalf("GOMAXPROCS %d, want %d", runtime.GOMAXPROCS(0), want)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+	release := make(chan struct{})
+	ended := make(chan struct{})
+	// Cleanups run last first: this one after ServeStdio has returned.
+	t.Cleanup(func() { <-ended; procsBecome(3) })
+	p := newStdioPeerWith(t, notifyServer(release), StdioOptions{ProcsWhenAlone: 1})
+	go func() {
+		defer close(ended)
+		p.send(`{"jsonrpc":"2.0","id":"i","method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		p.next()
+		procsBecome(1)
+		p.send(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"notify","arguments":{"n":1,"hold":true}}}`)
+		p.next() // a runs
+		if n := runtime.GOMAXPROCS(0); n != 1 {
+			t.Errorf("one call alone: GOMAXPROCS %d, want 1", n)
+		}
+		p.send(`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"notify","arguments":{"n":1,"hold":true}}}`)
+		p.next() // b runs too
+		if n := runtime.GOMAXPROCS(0); n != 3 {
+			t.Errorf("two calls at once: GOMAXPROCS %d, want 3", n)
+		}
+		close(release)
+		p.next()
+		p.next()
+		procsBecome(1)
+		p.send(`{"jsonrpc":"2.0","id":"p","method":"ping"}`)
+		if m := p.next(); m["id"] != "p" {
+			t.Errorf("want the ping's answer, got %v", m)
+		}
+		procsBecome(1)
+	}()
+	select {
+	case <-ended:
+	case <-time.After(20 * time.Second):
+		t.Fatal("timed out")
+	}
+}

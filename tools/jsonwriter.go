@@ -23,13 +23,13 @@ func (o *jsonObject) key(k string) {
 		o.b = append(o.b, ',')
 	}
 	o.n++
-	o.b = appendJSONString(o.b, k)
+	o.b = jsonenc.AppendString(o.b, k)
 	o.b = append(o.b, ':')
 }
 
 func (o *jsonObject) str(k, v string) {
 	o.key(k)
-	o.b = appendJSONString(o.b, v)
+	o.b = jsonenc.AppendString(o.b, v)
 }
 
 func (o *jsonObject) val(k string, v any) {
@@ -51,9 +51,4 @@ func (o *jsonObject) raw(k string, v []byte) {
 
 func (o *jsonObject) done() json.RawMessage {
 	return json.RawMessage(append(o.b, '}'))
-}
-
-func appendJSONString(dst []byte, s string) []byte {
-	b, _ := jsonenc.Marshal(s)
-	return append(dst, b...)
 }

@@ -69,9 +69,10 @@ import (
 	"strconv"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
 
 // RowEncoder turns stored documents of one class into JSON objects, compact
@@ -523,7 +524,7 @@ func (e *RowEncoder) appendObjectID(dst []byte, id element, row *rowState) ([]by
 	case bsonObjectID:
 		dst = appendHexString(dst, id.val)
 	case bsonString:
-		dst = appendJSONString(dst, strVal(id.val))
+		dst = jsonenc.AppendString(dst, strVal(id.val))
 	case bsonInt32, bsonInt64, bsonDouble:
 		dst = append(dst, '"')
 		dst, _ = e.appendValue(dst, id.t, id.val, 0)
@@ -653,7 +654,7 @@ func (e *RowEncoder) appendMember(dst []byte, el *element, row *rowState) ([]byt
 	if !row.first {
 		dst = append(dst, ',')
 	}
-	dst = appendJSONString(dst, name)
+	dst = jsonenc.AppendString(dst, name)
 	dst = append(dst, ':')
 	if e.Compact && e.Legend != nil {
 		e.path = append(e.path[:0], name...)
@@ -727,12 +728,12 @@ func (e *RowEncoder) appendPointerString(dst []byte, el element, field *Field) (
 				e.Legend.addPointer(field.Name, field.TargetClass)
 			}
 		}
-		return appendJSONString(dst, s[i+1:]), nil
+		return jsonenc.AppendString(dst, s[i+1:]), nil
 	}
 	dst = append(dst, `{"__type":"Pointer","className":`...)
-	dst = appendJSONString(dst, cls)
+	dst = jsonenc.AppendString(dst, cls)
 	dst = append(dst, `,"objectId":`...)
-	dst = appendJSONString(dst, s[i+1:])
+	dst = jsonenc.AppendString(dst, s[i+1:])
 	dst = append(dst, '}')
 	return dst, nil
 }
@@ -748,13 +749,13 @@ func (e *RowEncoder) appendTyped(dst []byte, typ string, el element) ([]byte, er
 				return appendRedacted(dst, cls), nil
 			}
 			if e.Compact {
-				return appendJSONString(dst, s), nil
+				return jsonenc.AppendString(dst, s), nil
 			}
 			dst = append(dst, `{"__type":"File","name":`...)
-			dst = appendJSONString(dst, s)
+			dst = jsonenc.AppendString(dst, s)
 			if e.FileURLBase != "" {
 				dst = append(dst, `,"url":`...)
-				dst = appendJSONString(dst, []byte(e.FileURLBase+EncodeURIComponent(string(s))))
+				dst = jsonenc.AppendString(dst, []byte(e.FileURLBase+EncodeURIComponent(string(s))))
 			}
 			return append(dst, '}'), nil
 		}
@@ -899,7 +900,7 @@ func (e *RowEncoder) appendValue(dst []byte, t byte, v []byte, depth int) ([]byt
 		if cls, ok := e.hiddenRef(s); ok {
 			return appendRedacted(dst, cls), nil
 		}
-		return appendJSONString(dst, s), nil
+		return jsonenc.AppendString(dst, s), nil
 	case bsonInt32:
 		return strconv.AppendInt(dst, int64(int32(binary.LittleEndian.Uint32(v))), 10), nil
 	case bsonInt64:
@@ -946,7 +947,7 @@ func appendRareValue(dst []byte, t byte, v []byte) ([]byte, error) {
 		if err != nil {
 			return dst, err
 		}
-		return appendJSONString(dst, strVal(v[4:4+n])), nil
+		return jsonenc.AppendString(dst, strVal(v[4:4+n])), nil
 	case bsonRegex:
 		i := bytes.IndexByte(v, 0)
 		pat, opts := v[:i], v[i+1:len(v)-1]
@@ -955,7 +956,7 @@ func appendRareValue(dst []byte, t byte, v []byte) ([]byte, error) {
 		buf = append(buf, pat...)
 		buf = append(buf, '/')
 		buf = append(buf, opts...)
-		return appendJSONString(dst, buf), nil
+		return jsonenc.AppendString(dst, buf), nil
 	case bsonDecimal128:
 		d := bson.NewDecimal128(binary.LittleEndian.Uint64(v[8:]), binary.LittleEndian.Uint64(v))
 		dst = append(dst, '"')
@@ -1017,7 +1018,7 @@ func (e *RowEncoder) appendDocument(dst []byte, doc []byte, depth int) ([]byte, 
 			dst = appendRedactedMember(dst, nRedactedKeys)
 			continue
 		}
-		dst = appendJSONString(dst, el.key)
+		dst = jsonenc.AppendString(dst, el.key)
 		dst = append(dst, ':')
 		if track {
 			e.path = append(append(e.path[:pathLen], '.'), el.key...)
@@ -1070,7 +1071,7 @@ func (e *RowEncoder) appendCompactDate(dst []byte, body []byte) ([]byte, bool) {
 		return append(dst, '"'), true
 	case bsonString:
 		e.noteDate()
-		return appendJSONString(dst, strVal(iso.val)), true
+		return jsonenc.AppendString(dst, strVal(iso.val)), true
 	}
 	return dst, false
 }
@@ -1311,71 +1312,6 @@ func civilFromDays(z int64) (y, m, d int64) {
 		y++
 	}
 	return y, m, d
-}
-
-// safeSet marks the ASCII bytes that need no escaping in a JSON string
-// (HTML escaping off, like json.Encoder.SetEscapeHTML(false)).
-var safeSet = func() (t [utf8.RuneSelf]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-const hexDigits = "0123456789abcdef"
-
-// appendJSONString writes s as a JSON string, escaped like encoding/json
-// (without HTML escaping): invalid UTF-8 → \ufffd, U+2028/U+2029 escaped.
-func appendJSONString(dst []byte, s []byte) []byte {
-	dst = append(dst, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if safeSet[c] {
-				i++
-				continue
-			}
-			dst = append(dst, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				dst = append(dst, '\\', c)
-			case '\n':
-				dst = append(dst, '\\', 'n')
-			case '\r':
-				dst = append(dst, '\\', 'r')
-			case '\t':
-				dst = append(dst, '\\', 't')
-			case '\b':
-				dst = append(dst, '\\', 'b')
-			case '\f':
-				dst = append(dst, '\\', 'f')
-			default:
-				dst = append(dst, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i++
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			i += size
-			start = i
-			continue
-		}
-		i += size
-	}
-	dst = append(dst, s[start:]...)
-	return append(dst, '"')
 }
 
 var rowBufPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}

@@ -23,6 +23,8 @@ package parsedb
 import (
 	"encoding/binary"
 	"strings"
+
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 )
 
 // KeyPaths is the tree of requested sub-paths below one top-level field:
@@ -148,7 +150,7 @@ func (e *RowEncoder) appendSelected(dst []byte, t byte, v []byte, paths *KeyPath
 		if !first {
 			dst = append(dst, ',')
 		}
-		dst = appendJSONString(dst, el.key)
+		dst = jsonenc.AppendString(dst, el.key)
 		dst = append(dst, ':')
 		if track {
 			e.path = append(append(e.path[:pathLen], '.'), el.key...)

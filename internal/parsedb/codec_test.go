@@ -502,28 +502,6 @@ func TestAppendFloatMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-// Strings are escaped exactly like encoding/json without HTML escaping.
-func TestAppendJSONStringMatchesEncodingJSON(t *testing.T) {
-	rng := rand.New(rand.NewSource(3))
-	alphabet := []string{"a", "Z", " ", "\"", "\\", "\n", "\x00", "\x1f", "\x7f", "<", "&", "é", "😀", "\u2028",
-		"\u2029", "\xff", "\xc3", "\xe2\x80", "\xed\xa0\x80", "\xf0\x9f", "$", "\t", "\b", "\f"}
-	for range 50000 {
-		var sb strings.Builder
-		for range rng.Intn(12) {
-			sb.WriteString(alphabet[rng.Intn(len(alphabet))])
-		}
-		s := sb.String()
-		var buf bytes.Buffer
-		je := json.NewEncoder(&buf)
-		je.SetEscapeHTML(false)
-		_ = je.Encode(s)
-		want := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-		if got := appendJSONString(nil, []byte(s)); !bytes.Equal(got, want) {
-			t.Fatalf("appendJSONString(%q) = %s, encoding/json %s", s, got, want)
-		}
-	}
-}
-
 // The hand-rolled ISO formatter agrees with package time.
 func TestAppendISOMatchesTime(t *testing.T) {
 	rng := rand.New(rand.NewSource(4))

@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
+	"github.com/parse-mcp/parse-mcp/internal/jsonenc"
 	"github.com/parse-mcp/parse-mcp/internal/toolerror"
 )
 
@@ -290,7 +291,7 @@ func HeaviestFields(sizes map[string]int) []FieldSize {
 // "__type":"Object" and "className" in front.
 func ObjectPrefix(dst []byte, className string, row []byte) []byte {
 	dst = append(dst, `{"__type":"Object","className":`...)
-	dst = appendJSONString(dst, []byte(className))
+	dst = jsonenc.AppendString(dst, []byte(className))
 	if bytes.Equal(row, []byte("{}")) || len(row) < 2 {
 		return append(dst, '}')
 	}
