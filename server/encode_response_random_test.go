@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"encoding/json"
 	"math/rand"
 	"strings"
@@ -96,16 +95,8 @@ func TestEncodeResponseRandomToolResults(t *testing.T) {
 			res.Meta = &mcp.Meta{ProgressToken: randomString(rng), AdditionalFields: map[string]any{randomString(rng): randomValue(rng, 1)}}
 		}
 		resp := mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(randomString(rng)), Result: res}
-		want, err := json.Marshal(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := encodeResponse(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Fatalf("case %d: encodeResponse:\n got %q\nwant %q", i, got, want)
+		if !encodesAsMarshal(t, resp) {
+			t.Fatalf("case %d differs", i)
 		}
 	}
 }

@@ -40,16 +40,25 @@ func TestEncodeResponseAsMarshal(t *testing.T) {
 		mcp.JSONRPCResponse{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(8)), Result: empty},
 		mcp.JSONRPCError{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(2))},
 	} {
-		want, err := json.Marshal(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := encodeResponse(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(got, want) {
-			t.Errorf("encodeResponse:\n got %s\nwant %s", got, want)
-		}
+		encodesAsMarshal(t, resp)
 	}
+}
+
+// encodesAsMarshal reports (t.Errorf) and is false when encodeResponse
+// writes other bytes than json.Marshal for resp.
+func encodesAsMarshal(t *testing.T, resp mcp.JSONRPCMessage) bool {
+	t.Helper()
+	want, err := json.Marshal(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := encodeResponse(resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("encodeResponse:\n got %q\nwant %q", got, want)
+		return false
+	}
+	return true
 }

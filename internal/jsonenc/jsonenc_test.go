@@ -39,28 +39,34 @@ func TestAppendersMatchEncodingJSON(t *testing.T) {
 		for range rng.Intn(12) {
 			sb.WriteString(alphabet[rng.Intn(len(alphabet))])
 		}
-		s := sb.String()
-		plain, err := Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := AppendString(nil, []byte(s)); !bytes.Equal(got, plain) {
-			t.Fatalf("AppendString(%q) = %s, encoding/json %s", s, got, plain)
-		}
-		if got := AppendString([]byte("x"), s); !bytes.Equal(got[1:], plain) {
-			t.Fatalf("AppendString(string %q) = %s, encoding/json %s", s, got[1:], plain)
-		}
-		html, _ := json.Marshal(s)
-		if got := AppendHTMLString(nil, s); !bytes.Equal(got, html) {
-			t.Fatalf("AppendHTMLString(%q) = %s, json.Marshal %s", s, got, html)
-		}
-		// A compact message holding s as a key and a value, as a tool's
-		// structuredContent holds its rows.
-		raw := []byte(`{` + string(plain) + `:[` + string(plain) + `,1.5e3,null]}`)
-		want, _ := json.Marshal(json.RawMessage(raw))
-		if got := AppendHTMLEscaped(nil, raw); !bytes.Equal(got, want) {
-			t.Fatalf("AppendHTMLEscaped(%s) = %s, json.Marshal %s", raw, got, want)
-		}
+		appendersMatchEncodingJSON(t, sb.String())
+	}
+}
+
+// appendersMatchEncodingJSON fails t unless AppendString (of s as a string
+// and as []byte), AppendHTMLString and AppendHTMLEscaped (of a compact
+// message holding s as a key and a value, as a tool's structuredContent
+// holds its rows) write what encoding/json writes.
+func appendersMatchEncodingJSON(t *testing.T, s string) {
+	t.Helper()
+	plain, err := Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := AppendString(nil, []byte(s)); !bytes.Equal(got, plain) {
+		t.Fatalf("AppendString(%q) = %s, encoding/json %s", s, got, plain)
+	}
+	if got := AppendString([]byte("x"), s); !bytes.Equal(got[1:], plain) {
+		t.Fatalf("AppendString(string %q) = %s, encoding/json %s", s, got[1:], plain)
+	}
+	html, _ := json.Marshal(s)
+	if got := AppendHTMLString(nil, s); !bytes.Equal(got, html) {
+		t.Fatalf("AppendHTMLString(%q) = %s, json.Marshal %s", s, got, html)
+	}
+	raw := []byte(`{` + string(plain) + `:[` + string(plain) + `,1.5e3,null]}`)
+	want, _ := json.Marshal(json.RawMessage(raw))
+	if got := AppendHTMLEscaped(nil, raw); !bytes.Equal(got, want) {
+		t.Fatalf("AppendHTMLEscaped(%s) = %s, json.Marshal %s", raw, got, want)
 	}
 }
 
