@@ -179,11 +179,17 @@ func (g *procGovernor) leave() {
 	}
 }
 
-// restore gives the process back the GOMAXPROCS it was found with.
+// restore gives the process back the GOMAXPROCS it was found with, for
+// good: a request still unwinding after shutdown gave up waiting on it
+// (drainTimeout) leaves GOMAXPROCS as it is.
 func (g *procGovernor) restore() {
-	if g != nil {
-		runtime.GOMAXPROCS(g.busy)
+	if g == nil {
+		return
 	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.alone = g.busy
+	runtime.GOMAXPROCS(g.busy)
 }
 
 // eofGrace is how long in-flight requests may still finish after stdin EOF.

@@ -218,3 +218,18 @@ func TestProcsWhenAlone(t *testing.T) {
 		t.Fatal("timed out")
 	}
 }
+
+// A request still unwinding when shutdown stopped waiting for it does not
+// take the restored GOMAXPROCS away again when it ends.
+func TestProcsRestoredForGood(t *testing.T) {
+	orig := runtime.GOMAXPROCS(3)
+	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
+	g := newProcGovernor(1)
+	g.enter()
+	g.enter()
+	g.restore()
+	g.leave()
+	if n := runtime.GOMAXPROCS(0); n != 3 {
+		t.Fatalf("GOMAXPROCS %d after a late leave, want 3", n)
+	}
+}

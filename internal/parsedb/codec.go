@@ -755,7 +755,7 @@ func (e *RowEncoder) appendTyped(dst []byte, typ string, el element) ([]byte, er
 			dst = jsonenc.AppendString(dst, s)
 			if e.FileURLBase != "" {
 				dst = append(dst, `,"url":`...)
-				dst = jsonenc.AppendString(dst, []byte(e.FileURLBase+EncodeURIComponent(string(s))))
+				dst = jsonenc.AppendString(dst, e.FileURLBase+EncodeURIComponent(string(s)))
 			}
 			return append(dst, '}'), nil
 		}

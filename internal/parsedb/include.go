@@ -291,7 +291,7 @@ func HeaviestFields(sizes map[string]int) []FieldSize {
 // "__type":"Object" and "className" in front.
 func ObjectPrefix(dst []byte, className string, row []byte) []byte {
 	dst = append(dst, `{"__type":"Object","className":`...)
-	dst = jsonenc.AppendString(dst, []byte(className))
+	dst = jsonenc.AppendString(dst, className)
 	if bytes.Equal(row, []byte("{}")) || len(row) < 2 {
 		return append(dst, '}')
 	}
